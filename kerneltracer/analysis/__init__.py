@@ -1,0 +1,1 @@
+"""Analyses: read traces and logs, never mutate their inputs, write reports."""

@@ -1,0 +1,42 @@
+"""The interface every per-job analysis implements for ``kerneltracer analyze RUN_DIR``.
+
+An analysis is stateless: it is given a read-only view of one finished job and an output
+directory of its own (``JOB_DIR/analysis/<name>/``) and writes its reports there. It must not
+modify anything under the job dir outside that output directory, and it must work on job
+dirs copied from another machine (so: relative paths only, no absolute paths from the run).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+
+@dataclass(frozen=True)
+class AnalysisJob:
+    """What an analysis may know about a job: its directory and its status file's summary."""
+
+    job_dir: Path
+    tracer: str
+    model: str
+    status: str  # ok, failed, oom, timeout, crashed, unsupported, skipped, interrupted
+    outputs: tuple[str, ...]  # paths relative to job_dir, as listed in _TRACE_STATUS.json
+
+    def output_paths(self, suffix: str = "") -> list[Path]:
+        return [self.job_dir / o for o in self.outputs if o.endswith(suffix)]
+
+
+class JobAnalysis(ABC):
+    name: ClassVar[str]
+    version: ClassVar[str] = "1"
+    description: ClassVar[str] = ""
+
+    @abstractmethod
+    def applies(self, job: AnalysisJob) -> bool:
+        """Static decision from the job's tracer/status/outputs; must not read big files."""
+
+    @abstractmethod
+    def run(self, job: AnalysisJob, out_dir: Path) -> list[Path]:
+        """Write reports into ``out_dir`` (created by the caller); return the files written."""

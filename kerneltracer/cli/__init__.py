@@ -1,0 +1,1 @@
+"""The ``kerneltracer`` command line. Heavy imports happen inside commands, never here."""

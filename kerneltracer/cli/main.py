@@ -1,0 +1,83 @@
+"""Root of the ``kerneltracer`` CLI: the command group and the error boundary.
+
+Expected failures (:class:`KernelTracerError`) print one line and exit with their code;
+anything else prints one line too, plus the traceback only with ``--debug`` / ``KT_DEBUG=1``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from typing import Any
+
+import click
+
+from kerneltracer import __version__
+from kerneltracer.errors import KernelTracerError
+
+
+class _Root(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            sys.exit(130)
+        except KernelTracerError as exc:
+            _report(ctx, exc, f"error: {exc}")
+            sys.exit(exc.exit_code)
+        except Exception as exc:  # noqa: BLE001 - the CLI's last line of defence
+            _report(ctx, exc, f"internal error: {type(exc).__name__}: {exc}")
+            sys.exit(1)
+
+
+def _report(ctx: click.Context, exc: BaseException, line: str) -> None:
+    if _debug(ctx):
+        traceback.print_exception(exc)
+    click.echo(line, err=True)
+    if not _debug(ctx) and not isinstance(exc, KernelTracerError):
+        click.echo("(run with --debug for the traceback)", err=True)
+
+
+def _debug(ctx: click.Context) -> bool:
+    root = ctx.find_root()
+    return bool((root.obj or {}).get("debug")) or os.environ.get("KT_DEBUG", "") not in ("", "0")
+
+
+@click.group(cls=_Root, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="kerneltracer")
+@click.option("--debug", is_flag=True, help="Show full tracebacks on errors (or set KT_DEBUG=1).")
+@click.pass_context
+def root(ctx: click.Context, debug: bool) -> None:
+    """Trace which operators, kernels, graphs and compile artefacts models really run.
+
+    Every (model, tracer) runs in its own worker process, so one crash, hang or OOM
+    never takes the batch down. Start with `kerneltracer run CONFIG`.
+    """
+    ctx.obj = {"debug": debug}
+
+
+def _register() -> None:
+    # Explicit registry of sub-commands: one line per command module.
+    from kerneltracer.cli import analyze_cmd, config_cmd, models_cmd, run_cmd, status_cmd, tracers_cmd
+
+    root.add_command(run_cmd.run)
+    root.add_command(status_cmd.status)
+    root.add_command(tracers_cmd.tracers)
+    root.add_command(config_cmd.config)
+    root.add_command(models_cmd.models)
+    root.add_command(analyze_cmd.analyze)
+    # Analysis commands (each module defines one click command or group).
+
+_register()
+
+
+def main() -> None:
+    root(prog_name="kerneltracer")
+
+
+if __name__ == "__main__":
+    main()

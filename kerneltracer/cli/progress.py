@@ -1,0 +1,81 @@
+"""Progress for ``kerneltracer run``: a live bar on a terminal, plain lines otherwise."""
+
+from __future__ import annotations
+
+import time
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from kerneltracer.jobs import JobSpec
+from kerneltracer.status import JobStatus, TraceStatus
+
+STYLE = {
+    JobStatus.OK: "green",
+    JobStatus.SKIPPED: "cyan",
+    JobStatus.UNSUPPORTED: "yellow",
+    JobStatus.FAILED: "red",
+    JobStatus.OOM: "magenta",
+    JobStatus.TIMEOUT: "red",
+    JobStatus.CRASHED: "bold red",
+    JobStatus.INTERRUPTED: "yellow",
+}
+
+
+class ConsoleObserver:
+    """Implements the orchestrator's RunObserver for a terminal or a log file."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.live = console.is_terminal
+        self.done = 0
+        self.total = 0
+        self.running: dict[str, float] = {}
+        self.progress: Progress | None = None
+        self.task = None
+
+    def planned(self, total: int, to_run: int) -> None:
+        self.total = to_run
+        bypassed = total - to_run
+        self.console.print(
+            f"{total} job(s): {to_run} to run, {bypassed} already complete (bypassed)"
+        )
+        if self.live and to_run:
+            self.progress = Progress(
+                TextColumn("[bold]tracing"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("{task.description}"),
+                console=self.console,
+                transient=True,
+            )
+            self.progress.start()
+            self.task = self.progress.add_task("", total=to_run)
+
+    def job_started(self, job: JobSpec) -> None:
+        self.running[job.key] = time.monotonic()
+        self._refresh()
+        if not self.live:
+            self.console.print(f"start  {job.key}", highlight=False)
+
+    def job_finished(self, job: JobSpec, status: TraceStatus) -> None:
+        self.running.pop(job.key, None)
+        self.done += 1
+        style = STYLE.get(status.status, "")
+        took = f"{status.duration_s:.1f}s" if status.duration_s is not None else ""
+        why = f"  {status.reason}" if status.reason and status.status != JobStatus.OK else ""
+        line = f"[{self.done}/{self.total}] [{style}]{status.status.value:<11}[/] {job.key} {took}{why}"
+        self.console.print(line, highlight=False)
+        if self.progress is not None and self.task is not None:
+            self.progress.advance(self.task)
+        self._refresh()
+
+    def _refresh(self) -> None:
+        if self.progress is not None and self.task is not None:
+            self.progress.update(self.task, description=", ".join(self.running) or "")
+
+    def close(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+            self.progress = None

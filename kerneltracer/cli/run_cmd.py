@@ -1,0 +1,82 @@
+"""``kerneltracer run CONFIG``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from kerneltracer.cli.tables import status_table, summary_line
+
+
+def _split(values: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(v.strip() for item in values for v in item.split(",") if v.strip())
+
+
+@click.command()
+@click.argument("config", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("-j", "--jobs", default=1, show_default=True, type=click.IntRange(1, 512),
+              help="Workers to run at once (GPU jobs still never share a GPU).")
+@click.option("--only", multiple=True, metavar="TRACER",
+              help="Run only these tracers (repeat or comma-separate).")
+@click.option("--models", multiple=True, metavar="PATTERN",
+              help="Run only models whose id/path/name matches a glob (repeat or comma-separate).")
+@click.option("--force", is_flag=True, help="Re-run jobs even if they are complete.")
+@click.option("--verify", is_flag=True,
+              help="Re-hash every output when checking completeness (default: size + mtime).")
+@click.option("-o", "--output-dir", type=click.Path(path_type=Path, file_okay=False),
+              help="Run dir (default: the config's output_dir).")
+@click.option("--kill-grace", default=5.0, show_default=True, type=click.FloatRange(0, 600),
+              help="Seconds between SIGTERM and SIGKILL when stopping a worker.")
+def run(
+    config: Path,
+    jobs: int,
+    only: tuple[str, ...],
+    models: tuple[str, ...],
+    force: bool,
+    verify: bool,
+    output_dir: Path | None,
+    kill_grace: float,
+) -> None:
+    """Trace every (model, tracer) of CONFIG, one isolated worker process per job.
+
+    Complete jobs (ok, same request, outputs intact) are bypassed, so re-running a config
+    only runs what is missing or failed. Exit code: 0 if no job failed, 1 if any job ended
+    failed/oom/timeout/crashed, 130 if interrupted.
+    """
+    from kerneltracer.cli.progress import ConsoleObserver
+    from kerneltracer.orchestrator import RunRequest, open_run
+    from kerneltracer.status import FAILURE_STATUSES
+
+    console = Console(stderr=True)
+    request = RunRequest(
+        config_path=config,
+        output_dir=output_dir,
+        only=_split(only),
+        models=_split(models),
+        force=force,
+        verify=verify,
+        jobs=jobs,
+        kill_grace_s=kill_grace,
+    )
+    with open_run(request) as session:
+        console.print(f"run dir: {session.run_dir}", highlight=False)
+        observer = ConsoleObserver(console)
+        try:
+            result = session.execute(observer)
+        finally:
+            observer.close()
+    from kerneltracer.cli.status_cmd import collect
+
+    rows = collect(session.run_dir)
+    out = Console()
+    out.print(status_table(rows))
+    out.print(summary_line(rows, result.wall_s), highlight=False)
+    out.print(f"run dir: {session.run_dir}", highlight=False)
+    if result.interrupted:
+        console.print("interrupted: running jobs were stopped and marked interrupted")
+        sys.exit(130)
+    if any(s.status in FAILURE_STATUSES for s in result.statuses.values()):
+        sys.exit(1)

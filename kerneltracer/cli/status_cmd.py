@@ -1,0 +1,77 @@
+"""``kerneltracer status RUN_DIR``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from kerneltracer.cli.tables import JobRow
+
+
+def collect(run_dir: Path) -> list[JobRow]:
+    """One row per job the run planned (run.json) or that has a status file."""
+    from kerneltracer.errors import RunDirError
+    from kerneltracer.jobs import JOBS_DIR, STATUS_FILE
+    from kerneltracer.jsonio import read_json
+    from kerneltracer.status import read_status
+
+    if not run_dir.is_dir():
+        raise RunDirError(f"run dir {run_dir} does not exist")
+    planned: dict[str, dict[str, str]] = {}
+    try:
+        for j in read_json(run_dir / "run.json").get("jobs", []):
+            planned[j["key"]] = j
+    except (OSError, ValueError, AttributeError, KeyError, TypeError):
+        pass
+    jobs_root = run_dir / JOBS_DIR
+    found = {
+        str(p.parent.relative_to(jobs_root)) for p in jobs_root.glob(f"*/*/{STATUS_FILE}")
+    } if jobs_root.is_dir() else set()
+    if not planned and not found:
+        raise RunDirError(f"{run_dir} is not a kerneltracer run dir (no run.json, no job status)")
+    rows = []
+    for key in list(planned) + sorted(found - set(planned)):
+        st = read_status(jobs_root / key)
+        meta = planned.get(key, {})
+        if st is None:
+            tracer, _, mode = key.split("/", 1)[-1].partition(".")
+            rows.append(JobRow(key, meta.get("model", key.split("/")[0]), meta.get("tracer", tracer),
+                               meta.get("mode", mode or "eval"), "pending", None, None,
+                               "no valid status file" if key in found else None))
+            continue
+        rows.append(
+            JobRow(
+                key=key,
+                model=str(st.model.get("display", key.split("/")[0])),
+                tracer=st.tracer,
+                mode=st.mode,
+                status=st.status.value,
+                duration_s=st.duration_s,
+                peak_rss_bytes=st.tree_peak_rss_bytes or st.peak_rss_bytes,
+                reason=st.reason,
+            )
+        )
+    return rows
+
+
+@click.command()
+@click.argument("run_dir", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per job instead.")
+def status(run_dir: Path, as_json: bool) -> None:
+    """Show every job of RUN_DIR: models × tracers with status, and why any is not ok."""
+    from dataclasses import asdict
+
+    from rich.console import Console
+
+    from kerneltracer.cli.tables import status_table, summary_line
+    from kerneltracer.jsonio import dumps
+
+    rows = collect(run_dir)
+    if as_json:
+        for row in rows:
+            click.echo(dumps(asdict(row), indent=False).decode())
+        return
+    console = Console()
+    console.print(status_table(rows))
+    console.print(summary_line(rows), highlight=False)

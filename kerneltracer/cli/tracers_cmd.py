@@ -1,0 +1,22 @@
+"""``kerneltracer tracers``."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command()
+def tracers() -> None:
+    """List the registered tracers: frameworks, exclusive group, version and outputs."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from kerneltracer.tracers.registry import TRACERS
+
+    table = Table(title="tracers")
+    for col in ("name", "frameworks", "group", "version", "what it records", "outputs"):
+        table.add_column(col, overflow="fold")
+    for name, cls in TRACERS.items():
+        table.add_row(name, ", ".join(sorted(cls.frameworks)), cls.exclusive_group or "-",
+                      cls.version, cls.summary, cls.outputs_doc)
+    Console().print(table)

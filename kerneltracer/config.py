@@ -1,0 +1,323 @@
+"""Run configuration: YAML → pydantic, with errors that name the file, line and choices.
+
+A five-line YAML works: everything has a default. Relative paths (``output_dir``, model
+``path``, interpreters) are resolved against the config file's directory, so a config means
+the same thing wherever the command is run from.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from kerneltracer.errors import ConfigError, InvalidModelIdError, choices
+from kerneltracer.tracers.base import Tracer
+from kerneltracer.tracers.registry import FRAMEWORKS, TRACERS
+
+Framework = Literal["huggingface", "vllm"]
+Mode = Literal["eval", "train"]
+DType = Literal["auto", "float32", "float16", "bfloat16"]
+
+# Hub ids: "name" or "org/name" of [A-Za-z0-9._-], no "..", "--", leading dot or slash.
+_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}(/[A-Za-z0-9][A-Za-z0-9._-]{0,95})?$")
+_DEVICE = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class JobSettings(_Strict):
+    """Per-job settings: given once in ``defaults``, overridable per model."""
+
+    framework: Framework = "huggingface"
+    mode: Mode = "eval"
+    device: str = Field("auto", description="auto, cpu, cuda or cuda:N")
+    dtype: DType = "auto"
+    tracers: list[str] | None = Field(
+        None, description="Tracer names; default: every registered tracer for the framework"
+    )
+    batch_size: int = Field(1, ge=1)
+    seq_len: int = Field(32, ge=1)
+    timeout_s: float = Field(900.0, gt=0, description="Wall-clock limit per job, download excluded")
+    max_rss_gb: float | None = Field(
+        None, gt=0, description="Memory ceiling on the RSS of the whole worker process tree"
+    )
+    trust_remote_code: bool = False
+    tracer_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check_device(self) -> JobSettings:
+        if not _DEVICE.match(self.device):
+            raise ValueError(f"device {self.device!r} is not one of: auto, cpu, cuda, cuda:N")
+        return self
+
+
+class ModelEntry(_Strict):
+    """One model: a hub ``id`` (optionally pinned by ``revision``) or a local ``path``."""
+
+    id: str | None = None
+    path: str | None = None
+    revision: str | None = None
+    name: str | None = Field(None, description="Display name; also names the model's run sub-dir")
+    framework: Framework | None = None
+    mode: Mode | None = None
+    device: str | None = None
+    dtype: DType | None = None
+    tracers: list[str] | None = None
+    batch_size: int | None = Field(None, ge=1)
+    seq_len: int | None = Field(None, ge=1)
+    timeout_s: float | None = Field(None, gt=0)
+    max_rss_gb: float | None = Field(None, gt=0)
+    trust_remote_code: bool | None = None
+    tracer_options: dict[str, dict[str, Any]] | None = None
+
+    @model_validator(mode="after")
+    def _id_xor_path(self) -> ModelEntry:
+        if (self.id is None) == (self.path is None):
+            raise ValueError("give exactly one of `id` (hub model) or `path` (local directory)")
+        if self.id is not None:
+            check_hub_id(self.id)
+        if self.name is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", self.name):
+            raise ValueError(f"name {self.name!r} may only use letters, digits, '.', '_', '-'")
+        return self
+
+    @property
+    def display(self) -> str:
+        return self.name or self.id or Path(self.path or "").name
+
+
+class FrameworkSettings(_Strict):
+    python: str | None = Field(
+        None, description="Interpreter for this framework's workers (default: the current one)"
+    )
+
+
+class RunConfig(_Strict):
+    output_dir: str | None = Field(None, description="Run dir; default runs/<config name>")
+    defaults: JobSettings = Field(default_factory=JobSettings)
+    models: list[ModelEntry] = Field(min_length=1)
+    skip: list[str] = Field(default_factory=list, description="Model ids/paths/names to leave out")
+    frameworks: dict[Framework, FrameworkSettings] = Field(default_factory=dict)
+
+
+def check_hub_id(model_id: str) -> None:
+    """Reject ids that are not hub ids, in particular path tricks (``..``, ``/abs``)."""
+    if ".." in model_id or "--" in model_id or not _HUB_ID.match(model_id):
+        raise InvalidModelIdError(
+            f"invalid model id {model_id!r}: hub ids look like 'org/name' (letters, digits, "
+            "'-', '_', '.'; no '..' or '--'); use `path:` for a local directory"
+        )
+
+
+def settings_for(cfg: RunConfig, entry: ModelEntry) -> JobSettings:
+    """The model's effective settings: defaults overlaid with the entry's own fields."""
+    base = cfg.defaults.model_dump()
+    for key in JobSettings.model_fields:
+        value = getattr(entry, key)
+        if value is None:
+            continue
+        if key == "tracer_options":
+            merged = dict(base["tracer_options"])
+            merged.update(value)
+            base[key] = merged
+        else:
+            base[key] = value
+    return JobSettings.model_validate(base)
+
+
+def load_config(path: Path | str) -> tuple[RunConfig, Path]:
+    """Parse and validate a config file; returns it with its base dir for relative paths."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError("config file not found", path) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read config: {exc.strerror}", path) from None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"malformed YAML: {problem}", path, mark.line + 1 if mark else None) from None
+    if not isinstance(data, dict):
+        raise ConfigError("expected a mapping with at least `models:`", path, 1)
+    try:
+        cfg = RunConfig.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = tuple(err["loc"])
+        more = len(exc.errors()) - 1
+        suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+        raise ConfigError(
+            f"{_loc_str(loc)}: {_message(err)}{suffix}", path, _line_of(node, loc)
+        ) from None
+    except InvalidModelIdError as exc:
+        raise ConfigError(str(exc), path) from None
+    base_dir = path.resolve().parent
+    problem = check_semantics(cfg, base_dir)
+    if problem is not None:
+        loc, message = problem
+        raise ConfigError(f"{_loc_str(loc)}: {message}", path, _line_of(node, loc))
+    return cfg, base_dir
+
+
+def check_semantics(
+    cfg: RunConfig, base_dir: Path, registry: Mapping[str, type[Tracer]] = TRACERS
+) -> tuple[tuple[Any, ...], str] | None:
+    """Cross-field checks pydantic cannot do alone; returns (location, message) or None."""
+    checks = [
+        _check_tracer_names(("defaults",), cfg.defaults.tracers, registry),
+        _check_options(("defaults",), cfg.defaults.tracer_options, registry),
+    ]
+    for i, entry in enumerate(cfg.models):
+        loc = ("models", i)
+        checks.append(_check_tracer_names(loc, entry.tracers, registry))
+        checks.append(_check_options(loc, entry.tracer_options or {}, registry))
+        checks.append(_check_applicable(loc, cfg, entry, registry))
+        if entry.path is not None and not (base_dir / entry.path).is_dir():
+            resolved = (base_dir / entry.path).resolve()
+            checks.append((loc + ("path",), f"model directory {resolved} does not exist"))
+    return next((c for c in checks if c is not None), None)
+
+
+def _check_tracer_names(
+    loc: tuple[Any, ...], names: Sequence[str] | None, registry: Mapping[str, type[Tracer]]
+) -> tuple[tuple[Any, ...], str] | None:
+    for j, name in enumerate(names or []):
+        if name not in registry:
+            return loc + ("tracers", j), f"unknown tracer {name!r} (valid: {choices(registry)})"
+    return None
+
+
+def _check_options(
+    loc: tuple[Any, ...], options: Mapping[str, Any], registry: Mapping[str, type[Tracer]]
+) -> tuple[tuple[Any, ...], str] | None:
+    for name, opts in options.items():
+        if name not in registry:
+            return loc + ("tracer_options", name), (
+                f"options for unknown tracer {name!r} (valid: {choices(registry)})"
+            )
+        try:
+            registry[name].Options.model_validate(opts)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            valid = choices(registry[name].Options.model_fields) or "none"
+            return loc + ("tracer_options", name, *err["loc"]), (
+                f"{_message(err)} (options of {name}: {valid})"
+            )
+    return None
+
+
+def _check_applicable(
+    loc: tuple[Any, ...], cfg: RunConfig, entry: ModelEntry, registry: Mapping[str, type[Tracer]]
+) -> tuple[tuple[Any, ...], str] | None:
+    framework = entry.framework or cfg.defaults.framework
+    valid = [n for n, cls in registry.items() if framework in cls.frameworks]
+    for j, name in enumerate(entry.tracers or []):
+        if name in registry and framework not in registry[name].frameworks:
+            return loc + ("tracers", j), (
+                f"tracer {name!r} does not apply to framework {framework!r} "
+                f"(tracers for {framework}: {', '.join(valid) or 'none'})"
+            )
+    if not planned_tracers(cfg, entry, registry):
+        return loc, (
+            f"no configured tracer applies to framework {framework!r} "
+            f"(tracers for {framework}: {', '.join(valid) or 'none'})"
+        )
+    return None
+
+
+def planned_tracers(
+    cfg: RunConfig, entry: ModelEntry, registry: Mapping[str, type[Tracer]] = TRACERS
+) -> list[str]:
+    """Tracers a model gets: its own list, else the defaults, filtered by framework.
+
+    Defaults name tracers for every framework, so a vLLM entry simply inherits the ones that
+    apply to it; a tracer a model names explicitly must apply (checked by the caller).
+    Without any list, every registered tracer of the framework runs.
+    """
+    framework = entry.framework or cfg.defaults.framework
+    if entry.tracers is not None:
+        names = entry.tracers
+    elif cfg.defaults.tracers is not None:
+        names = cfg.defaults.tracers
+    else:
+        names = list(registry)
+    seen: dict[str, None] = {}
+    for name in names:
+        cls = registry.get(name)
+        if cls is not None and framework in cls.frameworks:
+            seen.setdefault(name)
+    return list(seen)
+
+
+def _loc_str(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "config"
+
+
+def _message(err: Mapping[str, Any]) -> str:
+    if err["type"] == "extra_forbidden":
+        model = _model_at(tuple(err["loc"][:-1]))
+        valid = f" (valid: {choices(model.model_fields)})" if model is not None else ""
+        return f"unknown field {err['loc'][-1]!r}{valid}"
+    if err["type"] == "missing":
+        return "field required"
+    msg = str(err["msg"])
+    return msg.removeprefix("Value error, ")
+
+
+def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
+    """Best-effort YAML line (1-based) for a pydantic location path."""
+    line = node.start_mark.line + 1 if node is not None else None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            nxt = next((v for k, v in node.value if getattr(k, "value", None) == str(part)), None)
+            key = next((k for k, _ in node.value if getattr(k, "value", None) == str(part)), None)
+            if nxt is None:
+                break
+            line = (key or nxt).start_mark.line + 1
+            node = nxt
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            if part >= len(node.value):
+                break
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
+
+
+def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """Which config model a location points into, to list its valid fields."""
+    if loc == ():
+        return RunConfig
+    if loc == ("defaults",):
+        return JobSettings
+    if len(loc) == 2 and loc[0] == "models":
+        return ModelEntry
+    if len(loc) == 2 and loc[0] == "frameworks":
+        return FrameworkSettings
+    return None
+
+
+__all__ = [
+    "FRAMEWORKS",
+    "JobSettings",
+    "ModelEntry",
+    "RunConfig",
+    "check_hub_id",
+    "load_config",
+    "planned_tracers",
+    "settings_for",
+]

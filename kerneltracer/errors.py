@@ -1,0 +1,75 @@
+"""Every user-facing error kerneltracer raises.
+
+The CLI prints ``str(error)`` as one line (tracebacks only with ``--debug``), so messages
+must stand on their own: say what is wrong, where, and what the valid choices are.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class KernelTracerError(Exception):
+    """Base class: an expected failure with a message meant for the user."""
+
+    exit_code = 1
+
+
+class UsageError(KernelTracerError):
+    """Bad input from the user (arguments, config); exit code 2 like click's usage errors."""
+
+    exit_code = 2
+
+
+class ConfigError(UsageError):
+    """A run config that cannot be used; names the file, the line or field, and the choices."""
+
+    def __init__(self, message: str, path: Path | None = None, line: int | None = None) -> None:
+        self.path = path
+        self.line = line
+        where = ""
+        if path is not None:
+            where = f"{path}:{line}: " if line is not None else f"{path}: "
+        super().__init__(f"{where}{message}")
+
+
+class InvalidModelIdError(UsageError):
+    """A model id that could escape the run dir or is not a hub id."""
+
+
+class RunDirLockedError(KernelTracerError):
+    """Another orchestrator already writes into this run dir."""
+
+
+class RunDirError(KernelTracerError):
+    """A run dir that does not exist or does not look like one."""
+
+
+class StatusFileError(KernelTracerError):
+    """A ``_TRACE_STATUS.json`` that is missing, truncated or of another schema."""
+
+
+class TracerError(KernelTracerError):
+    """A tracer failed inside the worker; carries the worker log path when known."""
+
+    def __init__(self, message: str, log_path: Path | None = None) -> None:
+        self.log_path = log_path
+        suffix = f" (log: {log_path})" if log_path else ""
+        super().__init__(f"{message}{suffix}")
+
+
+class UnsupportedError(KernelTracerError):
+    """The tracer or the model does not apply; the job ends ``unsupported``, not ``failed``."""
+
+
+def choices(values: object) -> str:
+    """Format valid choices for an error message: ``a, b, c``."""
+    return ", ".join(sorted(str(v) for v in values))  # type: ignore[attr-defined]
+
+
+class VerificationError(KernelTracerError):
+    """An FX optimisation pass changed a model's outputs or gradients; it was rolled back."""
+
+    def __init__(self, pass_name: str, detail: str) -> None:
+        self.pass_name = pass_name
+        super().__init__(f"pass {pass_name!r} failed verification and was rolled back: {detail}")

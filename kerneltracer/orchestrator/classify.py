@@ -1,0 +1,121 @@
+"""Decide how a worker ended, from what the orchestrator saw and what the worker left.
+
+The worker reports ok / failed / oom / unsupported itself in ``_TRACE_STATUS.json``. When it
+could not (killed, crashed, exited without a status), the orchestrator classifies from the
+exit code, the reason it stopped the worker, and the tail of ``worker.log``.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+from kerneltracer.status import JobStatus
+
+# A Python exception line as printed at the end of a traceback: "pkg.Error: message".
+_EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Failure|Fault))\b:?(.*)$")
+_FAULT_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+) in (\S+)')
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: JobStatus
+    reason: str
+    signal: str | None = None
+
+
+def signal_name(returncode: int) -> str | None:
+    if returncode >= 0:
+        return None
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
+
+
+def classify_exit(
+    returncode: int, stop_reason: str | None, log_path: Path, phase: str | None
+) -> Outcome:
+    """Classify a worker that left no usable status of its own."""
+    sig = signal_name(returncode)
+    where = f" during {phase}" if phase else ""
+    if stop_reason is not None:
+        kind, _, detail = stop_reason.partition(":")
+        status = {
+            "timeout": JobStatus.TIMEOUT,
+            "memory": JobStatus.OOM,
+            "interrupt": JobStatus.INTERRUPTED,
+        }[kind]
+        return Outcome(status, f"{detail.strip()}{where}", sig)
+    tail = read_tail(log_path)
+    if returncode < 0 and -returncode == signal.SIGKILL:
+        return Outcome(
+            JobStatus.OOM,
+            f"killed by SIGKILL{where}, not by kerneltracer: most likely the kernel OOM killer",
+            sig,
+        )
+    if returncode < 0:
+        frame = fault_frame(tail)
+        at = f" at {frame}" if frame else ""
+        return Outcome(JobStatus.CRASHED, f"{sig} (exit {returncode}){where}{at}", sig)
+    line = root_cause_line(tail)
+    return Outcome(
+        JobStatus.FAILED, line or f"worker exited with code {returncode}{where} and no status", sig
+    )
+
+
+def read_tail(log_path: Path, max_bytes: int = 64 * 1024) -> list[str]:
+    try:
+        with open(log_path, "rb") as fh:
+            fh.seek(0, 2)
+            size = fh.tell()
+            fh.seek(max(0, size - max_bytes))
+            data = fh.read()
+    except OSError:
+        return []
+    return data.decode("utf-8", errors="replace").splitlines()
+
+
+def root_cause_line(lines: list[str]) -> str | None:
+    """The last exception line of the log, else its last non-empty line."""
+    for line in reversed(lines):
+        if _EXC_LINE.match(line.strip()):
+            return line.strip()[:500]
+    for line in reversed(lines):
+        if line.strip():
+            return line.strip()[:500]
+    return None
+
+
+def fault_frame(lines: list[str]) -> str | None:
+    """Innermost frame of a faulthandler dump ("File ..., line N in func"), if any."""
+    in_dump = False
+    for line in lines:
+        if line.startswith("Fatal Python error"):
+            in_dump = True
+        elif in_dump:
+            m = _FAULT_FRAME.match(line)
+            if m:
+                return f"{m.group(1)}:{m.group(2)} in {m.group(3)}"
+    return None
+
+
+def interrupted_phase(phase_log: Path) -> str | None:
+    """The phase that had started and not ended when the worker stopped."""
+    open_phases: list[str] = []
+    try:
+        lines = phase_log.read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        parts = line.split()
+        if len(parts) != 5:
+            continue
+        phase = parts[3].strip("[]")
+        if parts[4] == "Start":
+            open_phases.append(phase)
+        elif parts[4] == "End" and phase in open_phases:
+            open_phases.remove(phase)
+    return open_phases[-1] if open_phases else None

@@ -1,0 +1,83 @@
+"""The environment and command line each worker starts with.
+
+Every job gets its own TMPDIR, compiler cache and vLLM RPC path inside its job dir, so
+concurrent jobs never share state and a rerun never depends on an earlier one. Workers
+never download: the orchestrator resolves models first, workers run with the hub offline.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from kerneltracer.jobs import JobSpec
+from kerneltracer.tracers.registry import TRACERS
+
+ENV_ORCHESTRATOR_PID = "KT_ORCHESTRATOR_PID"
+ENV_GPU_SLOT = "KT_GPU_SLOT"
+
+
+def worker_argv(python: str, job_file: Path) -> list[str]:
+    return [python, "-m", "kerneltracer.worker", str(job_file)]
+
+
+def worker_env(
+    job: JobSpec,
+    job_dir: Path,
+    base: Mapping[str, str],
+    threads: int,
+    gpu: str | None,
+) -> dict[str, str]:
+    env = dict(base)
+    tmp = job_dir / "tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    env.update(
+        {
+            "TMPDIR": str(tmp),
+            "TORCHINDUCTOR_CACHE_DIR": str(tmp / "inductor_cache"),
+            "TRITON_CACHE_DIR": str(tmp / "triton_cache"),
+            "VLLM_RPC_BASE_PATH": str(tmp / "vllm_rpc"),
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "HF_HUB_DISABLE_TELEMETRY": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+            "PYTHONUNBUFFERED": "1",
+            "PYTHONFAULTHANDLER": "1",
+            ENV_ORCHESTRATOR_PID: str(os.getpid()),
+        }
+    )
+    # An explicit thread count from the user wins; otherwise share the cores fairly.
+    env.setdefault("OMP_NUM_THREADS", str(threads))
+    if gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = gpu
+        env[ENV_GPU_SLOT] = gpu
+    cls = TRACERS.get(job.tracer)
+    if cls is not None:
+        env.update(cls.worker_env(job_dir, cls.Options.model_validate(job.options)))
+    return env
+
+
+def python_for(framework: str, interpreters: Mapping[str, str]) -> str:
+    return interpreters.get(framework) or sys.executable
+
+
+def visible_gpus(env: Mapping[str, str]) -> list[str]:
+    """GPU ids visible to workers, found without importing any framework."""
+    if "CUDA_VISIBLE_DEVICES" in env:
+        return [g for g in env["CUDA_VISIBLE_DEVICES"].split(",") if g.strip() not in ("", "-1")]
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return []
+    try:
+        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [str(i) for i, line in enumerate(out.stdout.splitlines()) if line.startswith("GPU ")]
+
+
+def needs_gpu(job: JobSpec, gpus: list[str]) -> bool:
+    return bool(gpus) and (job.device == "auto" or job.device.startswith("cuda"))

@@ -1,0 +1,27 @@
+"""How the orchestrator reports progress without printing: an observer the CLI implements."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from kerneltracer.jobs import JobSpec
+from kerneltracer.status import TraceStatus
+
+
+class RunObserver(Protocol):
+    def planned(self, total: int, to_run: int) -> None: ...
+
+    def job_started(self, job: JobSpec) -> None: ...
+
+    def job_finished(self, job: JobSpec, status: TraceStatus) -> None: ...
+
+
+class NullObserver:
+    def planned(self, total: int, to_run: int) -> None:
+        pass
+
+    def job_started(self, job: JobSpec) -> None:
+        pass
+
+    def job_finished(self, job: JobSpec, status: TraceStatus) -> None:
+        pass

@@ -1,0 +1,157 @@
+"""One entry point for a run: config → jobs → models resolved → plan → workers.
+
+``open_run`` takes the run-dir lock first, so the plan it reads cannot race another
+orchestrator; the session releases it when closed.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+from kerneltracer import __version__
+from kerneltracer.config import RunConfig, load_config
+from kerneltracer.errors import UsageError, choices
+from kerneltracer.jobs import JobSpec, plan_jobs
+from kerneltracer.jsonio import atomic_write_json
+from kerneltracer.orchestrator.events import NullObserver, RunObserver
+from kerneltracer.orchestrator.lock import RunDirLock
+from kerneltracer.orchestrator.models import resolve_models
+from kerneltracer.orchestrator.planner import RunPlan, plan_run
+from kerneltracer.orchestrator.runner import RunOptions, RunResult, execute
+from kerneltracer.status import JobStatus, TraceStatus, base_status, now_iso, write_status
+from kerneltracer.tracers.registry import TRACERS
+
+RUN_MANIFEST = "run.json"
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    config_path: Path
+    output_dir: Path | None = None
+    only: tuple[str, ...] = ()
+    models: tuple[str, ...] = ()
+    force: bool = False
+    verify: bool = False
+    jobs: int = 1
+    kill_grace_s: float = 5.0
+
+
+@dataclass
+class RunSession:
+    request: RunRequest
+    config: RunConfig
+    run_dir: Path
+    jobs: list[JobSpec]
+    plan: RunPlan
+    model_failures: dict[str, str] = field(default_factory=dict)
+    lock: RunDirLock | None = None
+
+    def execute(self, observer: RunObserver | None = None) -> RunResult:
+        observer = observer or NullObserver()
+        started = now_iso()
+        self._write_manifest(started, None, None)
+        failed_early = self._fail_unresolved(observer)
+        interpreters = {fw: s.python for fw, s in self.config.frameworks.items() if s.python}
+        options = RunOptions(
+            max_parallel=max(1, self.request.jobs),
+            interpreters=interpreters,
+            kill_grace_s=self.request.kill_grace_s,
+        )
+        observer.planned(len(self.jobs), len(self.plan.to_run) + len(failed_early))
+        result = execute(self.plan, options, observer)
+        result.statuses.update(failed_early)
+        self._write_manifest(started, now_iso(), result)
+        return result
+
+    def _fail_unresolved(self, observer: RunObserver) -> dict[str, TraceStatus]:
+        out: dict[str, TraceStatus] = {}
+        for job in self.jobs:
+            reason = self.model_failures.get(job.model.slug)
+            if reason is None:
+                continue
+            status = base_status(job, "-", JobStatus.FAILED, reason=reason, finished_at=now_iso())
+            job_dir = job.job_dir(self.run_dir)
+            job_dir.mkdir(parents=True, exist_ok=True)
+            write_status(job_dir, status)
+            out[job.key] = status
+            observer.job_finished(job, status)
+        return out
+
+    def _write_manifest(self, started: str, finished: str | None, result: RunResult | None) -> None:
+        atomic_write_json(
+            self.run_dir / RUN_MANIFEST,
+            {
+                "kerneltracer_version": __version__,
+                "config": str(self.request.config_path.resolve()),
+                "argv": sys.argv,
+                "started_at": started,
+                "finished_at": finished,
+                "interrupted": result.interrupted if result else None,
+                "wall_s": round(result.wall_s, 3) if result else None,
+                "jobs": [
+                    {"key": j.key, "model": j.model.display, "tracer": j.tracer, "mode": j.mode}
+                    for j in self.jobs
+                ],
+            },
+        )
+
+    def close(self) -> None:
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
+
+    def __enter__(self) -> RunSession:
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+def run_dir_for(cfg: RunConfig, base_dir: Path, config_path: Path, override: Path | None) -> Path:
+    if override is not None:
+        return override.resolve()
+    if cfg.output_dir is not None:
+        return (base_dir / cfg.output_dir).resolve()
+    return (Path.cwd() / "runs" / config_path.stem).resolve()
+
+
+def select_jobs(jobs: list[JobSpec], only: tuple[str, ...], models: tuple[str, ...]) -> list[JobSpec]:
+    for name in only:
+        if name not in TRACERS:
+            raise UsageError(f"--only: unknown tracer {name!r} (valid: {choices(TRACERS)})")
+    if only:
+        jobs = [j for j in jobs if j.tracer in only]
+    if models:
+        def matches(j: JobSpec) -> bool:
+            names = {j.model.display, j.model.slug, j.model.id or "", j.model.path or ""}
+            return any(fnmatch.fnmatchcase(n, pat) for n in names for pat in models)
+
+        picked = [j for j in jobs if matches(j)]
+        if not picked:
+            known = sorted({j.model.display for j in jobs})
+            raise UsageError(f"--models {' '.join(models)} matches no model (models: {', '.join(known)})")
+        jobs = picked
+    return jobs
+
+
+def open_run(request: RunRequest) -> RunSession:
+    """Load and validate the config, lock the run dir and plan every job."""
+    cfg, base_dir = load_config(request.config_path)
+    run_dir = run_dir_for(cfg, base_dir, request.config_path, request.output_dir)
+    jobs = select_jobs(plan_jobs(cfg, base_dir), request.only, request.models)
+    lock = RunDirLock(run_dir)
+    lock.acquire()
+    try:
+        jobs, failures = resolve_models(jobs)
+        runnable = [j for j in jobs if j.model.slug not in failures]
+        plan = plan_run(run_dir, runnable, force=request.force, verify=request.verify)
+    except BaseException:
+        lock.release()
+        raise
+    return RunSession(request, cfg, run_dir, jobs, plan, failures, lock)

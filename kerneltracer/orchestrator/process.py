@@ -1,0 +1,126 @@
+"""One worker process tree: spawn it in its own session, watch it, and end all of it.
+
+The worker is the leader of a new session/process group, so a signal to the group reaches
+everything it spawned (inductor compile workers, vLLM EngineCore/Worker processes).
+Descendants that leave the group (setsid) are tracked by polling the tree with psutil and
+are killed individually, so nothing the worker started outlives the job.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+
+@dataclass
+class TreeSample:
+    rss_bytes: int
+    processes: int
+
+
+@dataclass
+class WorkerProcess:
+    popen: subprocess.Popen[bytes]
+    started: float
+    known: dict[int, psutil.Process] = field(default_factory=dict)
+    peak_rss_bytes: int = 0
+
+    @classmethod
+    def spawn(cls, argv: list[str], env: dict[str, str], cwd: Path, log_path: Path) -> WorkerProcess:
+        with open(log_path, "ab", buffering=0) as log:
+            popen = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                close_fds=True,
+            )
+        proc = cls(popen=popen, started=time.monotonic())
+        with contextlib.suppress(psutil.Error):
+            proc.known[popen.pid] = psutil.Process(popen.pid)
+        return proc
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def poll(self) -> int | None:
+        return self.popen.poll()
+
+    def sample(self) -> TreeSample:
+        """RSS of the whole tree (worker + every live descendant ever seen)."""
+        leader = self.known.get(self.pid)
+        if leader is not None:
+            with contextlib.suppress(psutil.Error):
+                for child in leader.children(recursive=True):
+                    self.known.setdefault(child.pid, child)
+        rss = 0
+        alive = 0
+        for pid, proc in list(self.known.items()):
+            try:
+                # is_running() compares create times, so a reused pid is not ours.
+                if not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE:
+                    continue
+                rss += proc.memory_info().rss
+                alive += 1
+            except psutil.Error:
+                self.known.pop(pid, None)
+        self.peak_rss_bytes = max(self.peak_rss_bytes, rss)
+        return TreeSample(rss_bytes=rss, processes=alive)
+
+    def signal_tree(self, sig: signal.Signals) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, sig)
+        for pid, proc in list(self.known.items()):
+            if pid == self.pid:
+                continue
+            with contextlib.suppress(psutil.Error):
+                if proc.is_running():
+                    proc.send_signal(sig)
+
+    def terminate(self, grace_s: float) -> None:
+        """SIGTERM to the whole tree, SIGKILL whatever is left after ``grace_s``."""
+        self.sample()
+        self.signal_tree(signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline and self.alive():
+            time.sleep(0.05)
+        self.kill_leftovers()
+
+    def kill_leftovers(self) -> None:
+        """SIGKILL every process of the tree still alive, and reap the leader."""
+        self.sample()
+        for _ in range(50):
+            self.signal_tree(signal.SIGKILL)
+            self.popen.poll()
+            if not self.alive():
+                break
+            time.sleep(0.02)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(timeout=5)
+
+    def alive(self) -> bool:
+        """True while any process of the group or any tracked descendant lives."""
+        self.popen.poll()
+        try:
+            os.killpg(self.pid, 0)
+            return True
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            return True
+        for proc in self.known.values():
+            with contextlib.suppress(psutil.Error):
+                if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                    return True
+        return False

@@ -1,0 +1,266 @@
+"""The scheduling loop: start workers, watch them, stop them, and seal every job's status.
+
+Workers are spawned from the main thread only: the worker's parent-death signal fires when
+the *thread* that forked it exits, so spawning from a short-lived thread would kill it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+
+from kerneltracer.jobs import JOB_FILE, PHASE_LOG, WORKER_LOG, JobSpec
+from kerneltracer.jsonio import atomic_write_json
+from kerneltracer.orchestrator import environment as envmod
+from kerneltracer.orchestrator.classify import classify_exit, interrupted_phase
+from kerneltracer.orchestrator.events import NullObserver, RunObserver
+from kerneltracer.orchestrator.planner import Chain, PlannedJob, RunPlan
+from kerneltracer.orchestrator.process import WorkerProcess
+from kerneltracer.status import (
+    JobStatus,
+    TraceStatus,
+    base_status,
+    now_iso,
+    read_status,
+    write_status,
+)
+
+GiB = 1024**3
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    max_parallel: int = 1
+    interpreters: Mapping[str, str] = field(default_factory=dict)
+    kill_grace_s: float = 5.0
+    poll_s: float = 0.2
+    share_gpus: bool = False
+
+
+@dataclass
+class _Active:
+    planned: PlannedJob
+    chain: Chain
+    proc: WorkerProcess
+    attempt: str
+    started_at: str
+    gpu: str | None
+    stop_reason: str | None = None
+
+
+@dataclass
+class RunResult:
+    statuses: dict[str, TraceStatus]
+    interrupted: bool
+    wall_s: float
+
+
+class _Stop:
+    """Set by SIGINT/SIGTERM; the loop notices and stops every worker cleanly."""
+
+    def __init__(self) -> None:
+        self.signal: str | None = None
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        self.signal = signal.Signals(signum).name
+
+
+@contextlib.contextmanager
+def _stop_on_signals(stop: _Stop) -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def execute(plan: RunPlan, options: RunOptions, observer: RunObserver | None = None) -> RunResult:
+    observer = observer or NullObserver()
+    t0 = time.monotonic()
+    statuses: dict[str, TraceStatus] = {}
+    _record_satisfied(plan, statuses, observer)
+    pending: deque[tuple[Chain, int]] = deque((c, 0) for c in plan.chains)
+    active: list[_Active] = []
+    gpus = envmod.visible_gpus(os.environ)
+    free_gpus = list(gpus)
+    stop = _Stop()
+    threads = max(1, (os.cpu_count() or 1) // max(1, options.max_parallel))
+    with _stop_on_signals(stop):
+        while (pending or active) and stop.signal is None:
+            while pending and len(active) < options.max_parallel and stop.signal is None:
+                chain, index = pending[0]
+                member = chain.members[index]
+                gpu = None
+                if envmod.needs_gpu(member.job, gpus) and not options.share_gpus:
+                    if not free_gpus:
+                        break
+                    gpu = free_gpus.pop(0)
+                pending.popleft()
+                active.append(_start(plan, chain, member, options, threads, gpu, observer))
+            time.sleep(options.poll_s)
+            for act in list(active):
+                if _check(act) is None:
+                    continue
+                active.remove(act)
+                if act.gpu is not None:
+                    free_gpus.append(act.gpu)
+                status = _finish(act, options)
+                statuses[act.planned.job.key] = status
+                observer.job_finished(act.planned.job, status)
+                _advance(plan, act.chain, act.planned, status, pending, statuses, observer)
+        if stop.signal is not None:
+            _interrupt_all(active, stop.signal, options, statuses, observer)
+    return RunResult(statuses, stop.signal is not None, time.monotonic() - t0)
+
+
+def _record_satisfied(plan: RunPlan, statuses: dict[str, TraceStatus], observer: RunObserver) -> None:
+    by_key = {p.job.key: p for p in plan.jobs}
+    for key, winner in plan.satisfied_by.items():
+        _skip(by_key[key], f"exclusive group satisfied by {winner}", statuses, observer)
+
+
+def _skip(p: PlannedJob, reason: str, statuses: dict[str, TraceStatus], observer: RunObserver) -> None:
+    status = base_status(p.job, uuid.uuid4().hex, JobStatus.SKIPPED, reason=reason, finished_at=now_iso())
+    p.job_dir.mkdir(parents=True, exist_ok=True)
+    write_status(p.job_dir, status)
+    statuses[p.job.key] = status
+    observer.job_finished(p.job, status)
+
+
+def _advance(
+    plan: RunPlan,
+    chain: Chain,
+    member: PlannedJob,
+    status: TraceStatus,
+    pending: deque[tuple[Chain, int]],
+    statuses: dict[str, TraceStatus],
+    observer: RunObserver,
+) -> None:
+    index = chain.members.index(member)
+    rest = chain.members[index + 1 :]
+    if not rest:
+        return
+    if status.status == JobStatus.OK:
+        for other in rest:
+            _skip(other, f"exclusive group satisfied by {member.job.key}", statuses, observer)
+    elif status.status == JobStatus.INTERRUPTED:
+        return
+    else:
+        pending.appendleft((chain, index + 1))
+
+
+def _prepare_dir(job_dir: Path) -> None:
+    """Start from an empty job dir: a rerun must not mix outputs of two attempts."""
+    if job_dir.exists():
+        shutil.rmtree(job_dir)
+    job_dir.mkdir(parents=True)
+
+
+def _start(
+    plan: RunPlan,
+    chain: Chain,
+    member: PlannedJob,
+    options: RunOptions,
+    threads: int,
+    gpu: str | None,
+    observer: RunObserver,
+) -> _Active:
+    job, job_dir = member.job, member.job_dir
+    _prepare_dir(job_dir)
+    attempt = uuid.uuid4().hex
+    job_file = job_dir / JOB_FILE
+    atomic_write_json(job_file, {"attempt": attempt, "job": job.model_dump(mode="json")})
+    env = envmod.worker_env(job, job_dir, os.environ, threads, gpu)
+    argv = envmod.worker_argv(envmod.python_for(job.framework, options.interpreters), job_file)
+    observer.job_started(job)
+    proc = WorkerProcess.spawn(argv, env, job_dir, job_dir / WORKER_LOG)
+    return _Active(member, chain, proc, attempt, now_iso(), gpu)
+
+
+def _check(act: _Active) -> int | None:
+    """Return the exit code once the worker has ended (or was stopped), else None."""
+    rc = act.proc.poll()
+    if rc is not None:
+        return rc
+    job = act.planned.job
+    sample = act.proc.sample()
+    elapsed = time.monotonic() - act.proc.started
+    if elapsed > job.timeout_s:
+        act.stop_reason = f"timeout: no result after {job.timeout_s:g} s"
+    elif job.max_rss_gb is not None and sample.rss_bytes > job.max_rss_gb * GiB:
+        act.stop_reason = (
+            f"memory: worker tree RSS {sample.rss_bytes / GiB:.2f} GiB exceeded "
+            f"max_rss_gb {job.max_rss_gb:g}"
+        )
+    if act.stop_reason is None:
+        return None
+    return -1  # the caller's _finish stops the tree and reads the real exit code
+
+
+def _finish(act: _Active, options: RunOptions) -> TraceStatus:
+    if act.stop_reason is not None:
+        act.proc.terminate(options.kill_grace_s)
+    else:
+        act.proc.kill_leftovers()  # a clean exit may still leave compile workers behind
+    rc = act.proc.popen.returncode if act.proc.popen.returncode is not None else -9
+    return _seal(act, rc)
+
+
+def _seal(act: _Active, rc: int) -> TraceStatus:
+    job, job_dir = act.planned.job, act.planned.job_dir
+    reported = read_status(job_dir)
+    if reported is not None and reported.attempt != act.attempt:
+        reported = None
+    phase = interrupted_phase(job_dir / PHASE_LOG)
+    if reported is not None and (act.stop_reason is None or reported.status == JobStatus.OK):
+        status = reported
+    else:
+        outcome = classify_exit(rc, act.stop_reason, job_dir / WORKER_LOG, phase)
+        status = base_status(
+            job, act.attempt, outcome.status, reason=outcome.reason, signal=outcome.signal
+        )
+    status.started_at = status.started_at or act.started_at
+    status.finished_at = now_iso()
+    status.duration_s = round(time.monotonic() - act.proc.started, 3)
+    status.exit_code = rc
+    status.tree_peak_rss_bytes = act.proc.peak_rss_bytes or None
+    status.log_path = WORKER_LOG
+    write_status(job_dir, status)
+    shutil.rmtree(job_dir / "tmp", ignore_errors=True)
+    return status
+
+
+def _interrupt_all(
+    active: list[_Active],
+    signame: str,
+    options: RunOptions,
+    statuses: dict[str, TraceStatus],
+    observer: RunObserver,
+) -> None:
+    for act in active:
+        act.stop_reason = f"interrupt: orchestrator received {signame}"
+        act.proc.sample()
+        act.proc.signal_tree(signal.SIGTERM)
+    deadline = time.monotonic() + options.kill_grace_s
+    while time.monotonic() < deadline and any(a.proc.alive() for a in active):
+        time.sleep(0.05)
+    for act in active:
+        act.proc.kill_leftovers()
+        rc = act.proc.popen.returncode if act.proc.popen.returncode is not None else -9
+        status = _seal(act, rc)
+        statuses[act.planned.job.key] = status
+        observer.job_finished(act.planned.job, status)

@@ -1,0 +1,59 @@
+"""The Tracer description and the small result types its worker-side methods return."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from kerneltracer.worker.context import ExecutionContext
+
+
+class TracerOptions(BaseModel):
+    """Base for a tracer's options (config ``tracer_options: {name: {...}}``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+@dataclass
+class TraceResult:
+    """What a tracer wrote: output paths relative to the job dir, and a small summary."""
+
+    outputs: list[str]
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+class Tracer(ABC):
+    """One way of looking at a model. Class attributes are the static description."""
+
+    name: ClassVar[str]
+    version: ClassVar[str]
+    frameworks: ClassVar[frozenset[str]]
+    exclusive_group: ClassVar[str | None] = None
+    summary: ClassVar[str] = ""
+    outputs_doc: ClassVar[str] = ""
+    Options: ClassVar[type[TracerOptions]] = TracerOptions
+
+    def __init__(self, options: TracerOptions) -> None:
+        self.options = options
+
+    @classmethod
+    def worker_env(cls, job_dir: Path, options: TracerOptions) -> dict[str, str]:
+        """Environment the worker needs before any framework import (e.g. TORCH_TRACE)."""
+        return {}
+
+    def warmup(self, ctx: ExecutionContext) -> None:
+        """Run untraced steps so lazy initialisation does not pollute the trace."""
+        ctx.step()
+
+    @abstractmethod
+    def trace(self, ctx: ExecutionContext) -> Any:
+        """Run the model under this tracer; keep what was seen in memory and return it."""
+
+    @abstractmethod
+    def write(self, ctx: ExecutionContext, traced: Any, job_dir: Path) -> TraceResult:
+        """Serialise what ``trace`` returned into files under ``job_dir``."""

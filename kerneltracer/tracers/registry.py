@@ -1,0 +1,35 @@
+"""Single source of truth: tracer name → Tracer class.
+
+Used by config validation, the orchestrator's planner and the worker's dispatch.
+Adding a tracer = one module + one line here; nothing else changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from kerneltracer.errors import UsageError, choices
+from kerneltracer.tracers.base import Tracer
+from kerneltracer.tracers.torch_dispatch import TorchDispatchTracer
+from kerneltracer.tracers.torch_profiler import TorchProfilerTracer
+
+TRACERS: Mapping[str, type[Tracer]] = {
+    cls.name: cls
+    for cls in (
+        TorchDispatchTracer,
+        TorchProfilerTracer,
+    )
+}
+
+FRAMEWORKS = ("huggingface", "vllm")
+
+
+def get_tracer(name: str, registry: Mapping[str, type[Tracer]] = TRACERS) -> type[Tracer]:
+    try:
+        return registry[name]
+    except KeyError:
+        raise UsageError(f"unknown tracer {name!r} (valid: {choices(registry)})") from None
+
+
+def tracers_for(framework: str, registry: Mapping[str, type[Tracer]] = TRACERS) -> list[str]:
+    return [name for name, cls in registry.items() if framework in cls.frameworks]

@@ -1,0 +1,72 @@
+"""torch_dispatch: every aten op call seen under a TorchDispatchMode, aggregated by signature.
+
+Overhead matters (the trace is of the model, not of the tracer): each call costs one tuple
+build and one dict lookup; nothing is formatted or serialised until ``write``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from kerneltracer.jsonio import atomic_write_bytes, atomic_write_json, atomic_write_jsonl
+from kerneltracer.tracers.base import TraceResult, Tracer, TracerOptions
+
+if TYPE_CHECKING:
+    from kerneltracer.worker.context import ExecutionContext
+
+OPS_FILE = "dispatch_ops.jsonl"
+SUMMARY_FILE = "dispatch_summary.json"
+COUNTS_FILE = "dispatch_op_counts.csv"
+
+
+class DispatchOptions(TracerOptions):
+    record_strides: bool = True
+
+
+class TorchDispatchTracer(Tracer):
+    name: ClassVar[str] = "torch_dispatch"
+    version: ClassVar[str] = "1"
+    frameworks: ClassVar[frozenset[str]] = frozenset({"huggingface"})
+    summary: ClassVar[str] = "every aten op call (TorchDispatchMode): shapes, dtypes, strides, counts"
+    outputs_doc: ClassVar[str] = f"{OPS_FILE}, {SUMMARY_FILE}, {COUNTS_FILE}"
+    Options: ClassVar[type[TracerOptions]] = DispatchOptions
+
+    def trace(self, ctx: ExecutionContext) -> dict[Any, list[Any]]:
+        from kerneltracer.tracers._dispatch_recorder import DispatchRecorder
+
+        assert isinstance(self.options, DispatchOptions)
+        recorder = DispatchRecorder(record_strides=self.options.record_strides)
+        with recorder:
+            ctx.step(before_backward=recorder.enter_backward)
+        return recorder.table
+
+    def write(self, ctx: ExecutionContext, traced: Any, job_dir: Path) -> TraceResult:
+        from kerneltracer.tracers._dispatch_recorder import rows_of
+
+        rows = rows_of(traced)
+        atomic_write_jsonl(job_dir / OPS_FILE, rows)
+        per_op: dict[str, dict[str, int]] = {}
+        for row in rows:
+            entry = per_op.setdefault(row["op"], {"calls": 0, "signatures": 0})
+            entry["calls"] += row["count"]
+            entry["signatures"] += 1
+        ordered = dict(sorted(per_op.items(), key=lambda kv: (-kv[1]["calls"], kv[0])))
+        phases: dict[str, int] = {}
+        for row in rows:
+            phases[row["phase"]] = phases.get(row["phase"], 0) + row["count"]
+        summary = {
+            "total_calls": sum(r["count"] for r in rows),
+            "unique_ops": len(per_op),
+            "unique_signatures": len(rows),
+            "calls_by_phase": phases,
+        }
+        atomic_write_json(job_dir / SUMMARY_FILE, {**summary, "ops": ordered})
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(["op", "calls", "signatures"])
+        writer.writerows([op, v["calls"], v["signatures"]] for op, v in ordered.items())
+        atomic_write_bytes(job_dir / COUNTS_FILE, buf.getvalue().encode())
+        return TraceResult(outputs=[OPS_FILE, SUMMARY_FILE, COUNTS_FILE], summary=summary)

@@ -1,0 +1,121 @@
+"""torch_profiler: a torch.profiler chrome trace with shapes, and the key_averages table.
+
+Steps run under a profiler schedule (one profiler warm-up step, then ``steps`` active
+ones), so the trace carries ``ProfilerStep#N`` annotations that per-step analyses use.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import Field
+
+from kerneltracer.jsonio import atomic_write_bytes
+from kerneltracer.tracers.base import TraceResult, Tracer, TracerOptions
+
+if TYPE_CHECKING:
+    from kerneltracer.worker.context import ExecutionContext
+
+TRACE_FILE = "trace.json.gz"
+AVERAGES_CSV = "key_averages.csv"
+AVERAGES_TXT = "key_averages.txt"
+
+_COLUMNS = [
+    ("name", "key"),
+    ("input_shapes", "input_shapes"),
+    ("calls", "count"),
+    ("cpu_time_total_us", "cpu_time_total"),
+    ("self_cpu_time_total_us", "self_cpu_time_total"),
+    ("device_time_total_us", "device_time_total"),
+    ("self_device_time_total_us", "self_device_time_total"),
+    ("cpu_memory_usage_bytes", "cpu_memory_usage"),
+    ("self_cpu_memory_usage_bytes", "self_cpu_memory_usage"),
+    ("device_memory_usage_bytes", "device_memory_usage"),
+    ("flops", "flops"),
+]
+
+
+class ProfilerOptions(TracerOptions):
+    steps: int = Field(2, ge=1, le=100, description="Profiled (active) steps")
+    record_shapes: bool = True
+    profile_memory: bool = True
+    with_stack: bool = False
+    with_flops: bool = True
+    gzip_level: int = Field(5, ge=1, le=9)
+
+
+class TorchProfilerTracer(Tracer):
+    name: ClassVar[str] = "torch_profiler"
+    version: ClassVar[str] = "1"
+    frameworks: ClassVar[frozenset[str]] = frozenset({"huggingface"})
+    summary: ClassVar[str] = "torch.profiler chrome trace with shapes + key_averages table"
+    outputs_doc: ClassVar[str] = f"{TRACE_FILE}, {AVERAGES_CSV}, {AVERAGES_TXT}"
+    Options: ClassVar[type[TracerOptions]] = ProfilerOptions
+
+    def trace(self, ctx: ExecutionContext) -> Any:
+        import torch
+        from torch.profiler import ProfilerActivity, profile, schedule
+
+        opts = self.options
+        assert isinstance(opts, ProfilerOptions)
+        activities = [ProfilerActivity.CPU]
+        if ctx.device.startswith("cuda"):
+            activities.append(ProfilerActivity.CUDA)
+        prof = profile(
+            activities=activities,
+            schedule=schedule(wait=0, warmup=1, active=opts.steps, repeat=1),
+            record_shapes=opts.record_shapes,
+            profile_memory=opts.profile_memory,
+            with_stack=opts.with_stack,
+            with_flops=opts.with_flops,
+        )
+        with prof:
+            for _ in range(1 + opts.steps):
+                ctx.step()
+                if ctx.device.startswith("cuda"):
+                    torch.cuda.synchronize()
+                prof.step()
+        return prof
+
+    def write(self, ctx: ExecutionContext, traced: Any, job_dir: Path) -> TraceResult:
+        opts = self.options
+        assert isinstance(opts, ProfilerOptions)
+        raw = job_dir / "tmp" / "trace.json"
+        raw.parent.mkdir(parents=True, exist_ok=True)
+        traced.export_chrome_trace(str(raw))
+        tmp_gz = job_dir / f".{TRACE_FILE}.tmp"
+        with open(raw, "rb") as src, gzip.open(tmp_gz, "wb", compresslevel=opts.gzip_level) as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+        tmp_gz.replace(job_dir / TRACE_FILE)
+        raw.unlink()
+        averages = traced.key_averages(group_by_input_shape=opts.record_shapes)
+        rows = [[_cell(getattr(evt, attr, None)) for _, attr in _COLUMNS] for evt in averages]
+        rows.sort(key=lambda r: -(r[4] or 0))
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow([c for c, _ in _COLUMNS])
+        writer.writerows(rows)
+        atomic_write_bytes(job_dir / AVERAGES_CSV, buf.getvalue().encode())
+        sort_by = "self_cuda_time_total" if ctx.device.startswith("cuda") else "self_cpu_time_total"
+        table = averages.table(sort_by=sort_by, row_limit=100)
+        atomic_write_bytes(job_dir / AVERAGES_TXT, table.encode())
+        summary = {
+            "events": len(traced.events() or []),
+            "distinct_ops": len({r[0] for r in rows}),
+            "steps": opts.steps,
+            "activities": ["cpu", "cuda"] if ctx.device.startswith("cuda") else ["cpu"],
+        }
+        return TraceResult(outputs=[TRACE_FILE, AVERAGES_CSV, AVERAGES_TXT], summary=summary)
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, list):
+        return str(value)
+    if isinstance(value, float):
+        return round(value, 3)
+    return value

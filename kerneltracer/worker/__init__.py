@@ -1,0 +1,1 @@
+"""The worker: one process, one model, one tracer. Owns all framework state."""

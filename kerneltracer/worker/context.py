@@ -1,0 +1,207 @@
+"""ExecutionContext: the loaded model, its example inputs and how to run one step.
+
+It exists only inside the worker and is never serialised. Unsupported cases (unknown
+architecture, no GPU for a cuda job) are decided from the config alone, before any weights
+are read, and raise :class:`UnsupportedError`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kerneltracer.errors import UnsupportedError
+from kerneltracer.jobs import JobSpec
+from kerneltracer.orchestrator.environment import ENV_GPU_SLOT
+
+_SAMPLE_TEXT = (
+    "Kernel engineers want to know which operators a model really runs, with which shapes, "
+    "and where the time goes. "
+)
+
+
+@dataclass
+class ExecutionContext:
+    framework: str
+    model: Any
+    example_inputs: dict[str, Any]
+    engine: Any
+    device: str
+    mode: str
+    dtype: str
+    job: JobSpec
+    job_dir: Path
+    tokenizer: Any = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def step(self, before_backward: Callable[[], None] | None = None) -> Any:
+        """One eval forward (no grad) or one train step (forward + backward of a loss)."""
+        import torch
+
+        if self.mode == "eval":
+            with torch.no_grad():
+                return self.model(**self.example_inputs)
+        out = self.model(**self.example_inputs)
+        loss = _loss_of(out)
+        if before_backward is not None:
+            before_backward()
+        loss.backward()
+        self.model.zero_grad(set_to_none=True)
+        return out
+
+
+def _loss_of(out: Any) -> Any:
+    loss = getattr(out, "loss", None)
+    if loss is not None:
+        return loss
+    import torch
+
+    tensors = [v for v in (out.values() if hasattr(out, "values") else [out]) if torch.is_tensor(v)]
+    floats = [t for t in tensors if t.is_floating_point()]
+    if not floats:
+        raise UnsupportedError("train mode: the model returned no loss and no float output")
+    return sum(t.float().mean() for t in floats)
+
+
+def load_context(job: JobSpec, job_dir: Path) -> ExecutionContext:
+    if job.framework == "huggingface":
+        return load_huggingface(job, job_dir)
+    raise UnsupportedError(f"framework {job.framework!r} has no loader in this worker")
+
+
+def resolve_device(requested: str) -> str:
+    import torch
+
+    has_cuda = torch.cuda.is_available()
+    if requested == "auto":
+        return "cuda:0" if has_cuda else "cpu"
+    if requested.startswith("cuda"):
+        if not has_cuda:
+            raise UnsupportedError(f"device {requested} requested but no CUDA device is visible")
+        # The orchestrator pinned one GPU with CUDA_VISIBLE_DEVICES: it is cuda:0 here.
+        return "cuda:0" if os.environ.get(ENV_GPU_SLOT) else requested
+    return requested
+
+
+def resolve_dtype(requested: str, device: str, config: Any) -> Any:
+    import torch
+
+    if requested != "auto":
+        return getattr(torch, requested)
+    if device == "cpu":
+        return torch.float32  # half precision on CPU is slow and partially supported
+    configured = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None)
+    if isinstance(configured, str):
+        configured = getattr(torch, configured, None)
+    return configured if configured in (torch.float16, torch.bfloat16) else torch.float16
+
+
+def model_class(config: Any, trust_remote_code: bool) -> Any:
+    """The transformers class named by the config, checked before any weight is read."""
+    import transformers
+
+    auto_map = getattr(config, "auto_map", None) or {}
+    if trust_remote_code and auto_map:
+        for auto_name in ("AutoModelForCausalLM", "AutoModelForMaskedLM", "AutoModel"):
+            if auto_name in auto_map:
+                return getattr(transformers, auto_name)
+    archs = list(getattr(config, "architectures", None) or [])
+    for arch in archs:
+        cls = getattr(transformers, arch, None)
+        if cls is not None:
+            return cls
+    if not archs:
+        return transformers.AutoModel
+    raise UnsupportedError(
+        f"architecture {', '.join(archs)} is not in transformers {transformers.__version__}"
+        + ("" if trust_remote_code else " (set trust_remote_code: true if the repo ships code)")
+    )
+
+
+def load_huggingface(job: JobSpec, job_dir: Path) -> ExecutionContext:
+    import torch
+    import transformers
+
+    path = job.model.local_dir or job.model.path
+    if path is None:
+        raise UnsupportedError("model has no local directory (it was not resolved)")
+    remote = job.model.trust_remote_code
+    model_type = _model_type(Path(path))
+    if model_type is not None and model_type not in transformers.CONFIG_MAPPING and not remote:
+        raise UnsupportedError(
+            f"model_type {model_type!r} is not known to transformers {transformers.__version__}"
+            " (set trust_remote_code: true if the repo ships code)"
+        )
+    config = transformers.AutoConfig.from_pretrained(path, trust_remote_code=remote)
+    device = resolve_device(job.device)
+    dtype = resolve_dtype(job.dtype, device, config)
+    cls = model_class(config, remote)
+    torch.manual_seed(0)
+    model = cls.from_pretrained(path, config=config, dtype=dtype, trust_remote_code=remote)
+    model.to(device)
+    model.train(job.mode == "train")
+    tokenizer = _tokenizer(path, remote)
+    inputs = example_inputs(model, config, tokenizer, job.batch_size, job.seq_len, device)
+    return ExecutionContext(
+        framework="huggingface",
+        model=model,
+        example_inputs=inputs,
+        engine=None,
+        device=device,
+        mode=job.mode,
+        dtype=str(dtype).removeprefix("torch."),
+        job=job,
+        job_dir=job_dir,
+        tokenizer=tokenizer,
+    )
+
+
+def _model_type(path: Path) -> str | None:
+    import json
+
+    try:
+        return json.loads((path / "config.json").read_text()).get("model_type")
+    except (OSError, ValueError):
+        return None
+
+
+def _tokenizer(path: str, remote: bool) -> Any:
+    import transformers
+
+    try:
+        return transformers.AutoTokenizer.from_pretrained(path, trust_remote_code=remote)
+    except (OSError, ValueError, TypeError, KeyError):
+        return None  # no usable tokenizer: inputs fall back to seeded random ids
+
+
+def example_inputs(
+    model: Any, config: Any, tokenizer: Any, batch: int, seq_len: int, device: str
+) -> dict[str, Any]:
+    """Deterministic inputs of exactly (batch, seq_len), only with keys forward() accepts."""
+    import torch
+
+    vocab = int(getattr(config, "vocab_size", 0) or 32000)
+    ids = None
+    if tokenizer is not None:
+        text = _SAMPLE_TEXT * (seq_len // 8 + 1)
+        enc = tokenizer(text, add_special_tokens=False)["input_ids"][:seq_len]
+        if len(enc) == seq_len and max(enc) < vocab:
+            ids = torch.tensor([enc] * batch, dtype=torch.long)
+    if ids is None:
+        gen = torch.Generator().manual_seed(0)
+        ids = torch.randint(0, vocab, (batch, seq_len), generator=gen, dtype=torch.long)
+    inputs: dict[str, Any] = {
+        "input_ids": ids,
+        "attention_mask": torch.ones_like(ids),
+        "token_type_ids": torch.zeros_like(ids),
+    }
+    params = inspect.signature(model.forward).parameters
+    accepts_kwargs = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    keep = {k: v for k, v in inputs.items() if k in params or (accepts_kwargs and k != "token_type_ids")}
+    if model.training and "labels" in params:
+        keep["labels"] = ids.clone()
+    return {k: v.to(device) for k, v in keep.items()}

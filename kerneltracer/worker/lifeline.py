@@ -1,0 +1,41 @@
+"""Tie the worker's life to the orchestrator's, and take its whole tree down with it.
+
+The orchestrator spawns each worker as the leader of a new process group. If the
+orchestrator dies (even by SIGKILL), the kernel sends this worker SIGTERM through the
+parent-death signal; on SIGTERM the worker kills every descendant, then its group.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+from types import FrameType
+
+import psutil
+
+_PR_SET_PDEATHSIG = 1
+
+
+def install(expected_parent: int | None) -> None:
+    signal.signal(signal.SIGTERM, _take_tree_down)
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # not Linux: the orchestrator's own group kill still applies
+    # The orchestrator may have died before prctl took effect: then nobody will signal us.
+    if expected_parent is not None and os.getppid() != expected_parent:
+        _take_tree_down(signal.SIGTERM, None)
+
+
+def _take_tree_down(signum: int, frame: FrameType | None) -> None:
+    with contextlib.suppress(psutil.Error):
+        for child in psutil.Process().children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                child.kill()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    with contextlib.suppress(OSError):
+        os.killpg(os.getpgrp(), signal.SIGTERM)
+    os.kill(os.getpid(), signal.SIGTERM)

@@ -1,0 +1,112 @@
+"""Worker lifecycle: read JOB.json, load, warm up, trace, write, then the status — last.
+
+Exit codes: 0 ok, 1 failed, 3 unsupported, 4 oom. The orchestrator trusts the status file,
+not the code; the code only helps a human reading ``ps`` or a shell.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import logging
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from kerneltracer.jobs import PHASE_LOG, JobSpec
+from kerneltracer.jsonio import read_json
+from kerneltracer.orchestrator.environment import ENV_ORCHESTRATOR_PID
+from kerneltracer.status import (
+    JobStatus,
+    TraceStatus,
+    base_status,
+    describe_output,
+    now_iso,
+    write_status,
+)
+from kerneltracer.tracers.registry import get_tracer
+from kerneltracer.worker import lifeline
+from kerneltracer.worker.failure import classify_exception
+from kerneltracer.worker.phases import PhaseLog
+
+log = logging.getLogger("kerneltracer.worker")
+
+EXIT_CODES = {JobStatus.OK: 0, JobStatus.FAILED: 1, JobStatus.UNSUPPORTED: 3, JobStatus.OOM: 4}
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m kerneltracer.worker JOB.json", file=sys.stderr)
+        return 2
+    parent = os.environ.get(ENV_ORCHESTRATOR_PID)
+    lifeline.install(int(parent) if parent else None)
+    faulthandler.enable()  # a segfault prints the Python stack into worker.log
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    job_file = Path(argv[0]).resolve()
+    data = read_json(job_file)
+    job = JobSpec.model_validate(data["job"])
+    status = run_job(job, data["attempt"], job_file.parent)
+    write_status(job_file.parent, status)
+    log.info("job %s ended %s%s", job.key, status.status.value, f": {status.reason}" if status.reason else "")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Skip interpreter teardown: framework atexit hooks can crash or hang after the work is
+    # done and the status is safely on disk.
+    os._exit(EXIT_CODES.get(status.status, 1))
+
+
+def run_job(job: JobSpec, attempt: str, job_dir: Path) -> TraceStatus:
+    phases = PhaseLog(job_dir / PHASE_LOG, node=job.tracer)
+    started, t0 = now_iso(), time.monotonic()
+    fields: dict[str, Any] = {"started_at": started, "pid": os.getpid()}
+    ctx = None
+    try:
+        cls = get_tracer(job.tracer)
+        tracer = cls(cls.Options.model_validate(job.options))
+        from kerneltracer.worker.context import load_context
+
+        with phases.phase("load"):
+            ctx = load_context(job, job_dir)
+        log.info("loaded %s on %s (%s)", job.model.display, ctx.device, ctx.dtype)
+        with phases.phase("warmup"):
+            tracer.warmup(ctx)
+        with phases.phase("trace"):
+            traced = tracer.trace(ctx)
+        with phases.phase("write"):
+            result = tracer.write(ctx, traced, job_dir)
+            fields["outputs"] = [describe_output(job_dir, rel) for rel in result.outputs]
+        fields["summary"] = result.summary
+        status = JobStatus.OK
+    except BaseException as exc:  # noqa: BLE001 - every end must be classified and recorded
+        log.exception("job %s failed in phase %s", job.key, phases.current)
+        status, error = classify_exception(exc, phases.current)
+        fields["error"] = error
+        fields["reason"] = error.root_cause + (f" (during {error.phase})" if error.phase else "")
+    fields["phases"] = phases.durations
+    fields["finished_at"] = now_iso()
+    fields["duration_s"] = round(time.monotonic() - t0, 3)
+    fields["peak_rss_bytes"] = _peak_rss()
+    fields["versions"] = _versions()
+    if ctx is not None:
+        fields["resolved_device"] = ctx.device
+    return base_status(job, attempt, status, **fields)
+
+
+def _peak_rss() -> int:
+    # ru_maxrss is in KiB on Linux.
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+def _versions() -> dict[str, str | None]:
+    from kerneltracer import __version__
+
+    out: dict[str, str | None] = {"kerneltracer": __version__, "python": sys.version.split()[0]}
+    for name in ("torch", "transformers", "vllm"):
+        mod = sys.modules.get(name)
+        out[name] = getattr(mod, "__version__", None) if mod else None
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        out["cuda"] = getattr(torch.version, "cuda", None)
+    return out
