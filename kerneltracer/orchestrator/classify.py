@@ -16,6 +16,7 @@ from kerneltracer.status import JobStatus
 
 # A Python exception line as printed at the end of a traceback: "pkg.Error: message".
 _EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Failure|Fault))\b:?(.*)$")
+_STDLIB = re.compile(r"/lib/python3\.\d+/(?!site-packages/|dist-packages/)|^<frozen")
 _FAULT_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+) in (\S+)')
 
 
@@ -90,16 +91,24 @@ def root_cause_line(lines: list[str]) -> str | None:
 
 
 def fault_frame(lines: list[str]) -> str | None:
-    """Innermost frame of a faulthandler dump ("File ..., line N in func"), if any."""
-    in_dump = False
+    """Innermost interesting frame of the crashing thread in a faulthandler dump.
+
+    Standard-library frames (ctypes, threading) say little about why a process crashed,
+    so the innermost frame outside the stdlib wins; site-packages (torch, model code) count.
+    """
+    frames: list[str] = []
+    in_current = False
     for line in lines:
-        if line.startswith("Fatal Python error"):
-            in_dump = True
-        elif in_dump:
+        if line.startswith("Current thread"):
+            in_current, frames = True, []
+        elif in_current:
             m = _FAULT_FRAME.match(line)
-            if m:
-                return f"{m.group(1)}:{m.group(2)} in {m.group(3)}"
-    return None
+            if not m:
+                break
+            frames.append(f"{m.group(1)}:{m.group(2)} in {m.group(3)}")
+    if not frames:
+        return None
+    return next((f for f in frames if not _STDLIB.search(f)), frames[0])
 
 
 def interrupted_phase(phase_log: Path) -> str | None:

@@ -80,8 +80,9 @@ def run_job(job: JobSpec, attempt: str, job_dir: Path) -> TraceStatus:
         fields["summary"] = result.summary
         status = JobStatus.OK
     except BaseException as exc:  # noqa: BLE001 - every end must be classified and recorded
-        log.exception("job %s failed in phase %s", job.key, phases.current)
-        status, error = classify_exception(exc, phases.current)
+        phase = phases.failed or phases.current
+        log.exception("job %s failed in phase %s", job.key, phase)
+        status, error = classify_exception(exc, phase)
         fields["error"] = error
         fields["reason"] = error.root_cause + (f" (during {error.phase})" if error.phase else "")
     fields["phases"] = phases.durations

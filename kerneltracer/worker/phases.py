@@ -19,6 +19,7 @@ class PhaseLog:
         self.node = node
         self.durations: dict[str, float] = {}
         self.current: str | None = None
+        self.failed: str | None = None  # the phase an exception escaped from
 
     def _record(self, phase: str, et: str) -> int:
         ts = time.time_ns()
@@ -33,6 +34,9 @@ class PhaseLog:
         start = self._record(name, "Start")
         try:
             yield
+        except BaseException:
+            self.failed = self.failed or name
+            raise
         finally:
             end = self._record(name, "End")
             self.durations[name] = round((end - start) / 1e9, 6)
