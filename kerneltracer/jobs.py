@@ -7,8 +7,10 @@ tracer and version, model and revision, framework, device, mode, dtype and optio
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -58,11 +60,11 @@ class JobSpec(BaseModel):
     timeout_s: float
     max_rss_gb: float | None
 
-    @property
+    @cached_property
     def options_hash(self) -> str:
         return stable_hash(self.options)
 
-    @property
+    @cached_property
     def request(self) -> dict[str, Any]:
         """The fields a finished job must match to count as complete for this request."""
         return {
@@ -81,12 +83,12 @@ class JobSpec(BaseModel):
             "options_hash": self.options_hash,
         }
 
-    @property
+    @cached_property
     def request_hash(self) -> str:
         return stable_hash(self.request)
 
     def job_dir(self, run_dir: Path) -> Path:
-        return run_dir / JOBS_DIR / self.key
+        return Path(f"{run_dir}/{JOBS_DIR}/{self.key}")
 
 
 def slugify(text: str) -> str:
@@ -101,9 +103,13 @@ def plan_jobs(
     """Expand a validated config into jobs, in config order (models, then their tracers)."""
     skip = set(cfg.skip)
     jobs: list[JobSpec] = []
+    validated: dict[tuple[str, str], dict[str, Any]] = {}
     seen: dict[str, int] = {}
     for index, entry in enumerate(cfg.models):
-        path = str((base_dir / entry.path).resolve()) if entry.path is not None else None
+        # abspath, not resolve(): no syscalls per model, and the user's symlinks are kept.
+        path = (
+            os.path.abspath(os.path.join(base_dir, entry.path)) if entry.path is not None else None
+        )
         if skip & {entry.id, entry.path, entry.name, path} - {None}:
             continue
         settings = settings_for(cfg, entry)
@@ -112,21 +118,30 @@ def plan_jobs(
             slug=slugify(entry.name or entry.id or Path(path or "").name),
             id=entry.id,
             path=path,
+            local_dir=path,
             revision=entry.revision,
             trust_remote_code=settings.trust_remote_code,
         )
         for tracer in planned_tracers(cfg, entry, registry):
             cls = registry[tracer]
-            options = cls.Options.model_validate(settings.tracer_options.get(tracer, {}))
-            key = f"{model.slug}/{tracer}" + ("" if settings.mode == "eval" else f".{settings.mode}")
+            raw = settings.tracer_options.get(tracer, {})
+            cache_key = (tracer, stable_hash(raw))
+            if cache_key not in validated:
+                validated[cache_key] = cls.Options.model_validate(raw).model_dump(mode="json")
+            options = validated[cache_key]
+            key = f"{model.slug}/{tracer}" + (
+                "" if settings.mode == "eval" else f".{settings.mode}"
+            )
             if key in seen:
                 raise ConfigError(
                     f"models[{index}] and models[{seen[key]}] both plan job {key!r}; "
                     "give one of them a distinct `name:`"
                 )
             seen[key] = index
+            # Every value below comes from validated config models: skip re-validation, which
+            # would dominate planning a run of thousands of jobs.
             jobs.append(
-                JobSpec(
+                JobSpec.model_construct(
                     key=key,
                     model=model,
                     tracer=tracer,
@@ -138,7 +153,7 @@ def plan_jobs(
                     dtype=settings.dtype,
                     batch_size=settings.batch_size,
                     seq_len=settings.seq_len,
-                    options=options.model_dump(mode="json"),
+                    options=options,
                     timeout_s=settings.timeout_s,
                     max_rss_gb=settings.max_rss_gb,
                 )

@@ -98,6 +98,6 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
 
 def stable_hash(obj: Any, length: int = 16) -> str:
     """Short hash of a JSON-able object, independent of dict order."""
-    return hashlib.sha256(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS, default=_default)).hexdigest()[
-        :length
-    ]
+    return hashlib.sha256(
+        orjson.dumps(obj, option=orjson.OPT_SORT_KEYS, default=_default)
+    ).hexdigest()[:length]

@@ -50,15 +50,24 @@ def _bpe_tokenizer(special: list[str]) -> Any:
 
 
 def _wordpiece_tokenizer() -> Any:
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
-    from tokenizers import trainers
+    from tokenizers import (
+        Tokenizer,
+        decoders,
+        models,
+        normalizers,
+        pre_tokenizers,
+        processors,
+        trainers,
+    )
 
     special = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tok.normalizer = normalizers.BertNormalizer(lowercase=True)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tok.decoder = decoders.WordPiece()
-    trainer = trainers.WordPieceTrainer(vocab_size=VOCAB, special_tokens=special, show_progress=False)
+    trainer = trainers.WordPieceTrainer(
+        vocab_size=VOCAB, special_tokens=special, show_progress=False
+    )
     tok.train_from_iterator(_corpus(), trainer=trainer)
     cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     tok.post_processor = processors.TemplateProcessing(
@@ -80,7 +89,9 @@ def _llama(out: Path) -> None:
     from transformers import LlamaConfig, LlamaForCausalLM
 
     tok = _bpe_tokenizer(["<unk>", "<s>", "</s>"])
-    _save_tokenizer(tok, out, unk_token="<unk>", bos_token="<s>", eos_token="</s>", pad_token="</s>")
+    _save_tokenizer(
+        tok, out, unk_token="<unk>", bos_token="<s>", eos_token="</s>", pad_token="</s>"
+    )
     config = LlamaConfig(
         vocab_size=VOCAB,
         hidden_size=128,
@@ -105,7 +116,13 @@ def _gpt2(out: Path) -> None:
     eot = "<|endoftext|>"
     _save_tokenizer(tok, out, bos_token=eot, eos_token=eot, unk_token=eot, pad_token=eot)
     config = GPT2Config(
-        vocab_size=VOCAB, n_positions=256, n_embd=64, n_layer=2, n_head=2, bos_token_id=0, eos_token_id=0
+        vocab_size=VOCAB,
+        n_positions=256,
+        n_embd=64,
+        n_layer=2,
+        n_head=2,
+        bos_token_id=0,
+        eos_token_id=0,
     )
     GPT2LMHeadModel(config).save_pretrained(str(out))
 
@@ -115,7 +132,12 @@ def _bert(out: Path) -> None:
 
     tok = _wordpiece_tokenizer()
     _save_tokenizer(
-        tok, out, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]",
+        tok,
+        out,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
         mask_token="[MASK]",
     )
     config = BertConfig(

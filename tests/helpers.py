@@ -18,10 +18,12 @@ FIXTURES = Path(__file__).parent / "fixtures"
 KT = [sys.executable, "-m", "kerneltracer.cli.main"]
 
 
-def make_faulty_model(root: Path, fault: str, seconds: float = 600.0, name: str | None = None) -> Path:
+def make_faulty_model(
+    root: Path, fault: str, seconds: float = 600.0, name: str | None = None
+) -> Path:
     """A local model dir whose forward misbehaves (remote code, needs trust_remote_code)."""
-    from safetensors.numpy import save_file
     import numpy as np
+    from safetensors.numpy import save_file
 
     out = root / (name or f"faulty-{fault}")
     out.mkdir(parents=True, exist_ok=True)
@@ -59,7 +61,9 @@ def write_config(path: Path, models: list[dict[str, Any]], **top: Any) -> Path:
     return path
 
 
-def kt(*args: str, env: dict[str, str] | None = None, timeout: float = 600, **kw: Any) -> subprocess.CompletedProcess[str]:
+def kt(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 600, **kw: Any
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [*KT, *args], capture_output=True, text=True, timeout=timeout, env=env, **kw
     )
@@ -67,7 +71,11 @@ def kt(*args: str, env: dict[str, str] | None = None, timeout: float = 600, **kw
 
 def kt_popen(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [*KT, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        [*KT, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
         start_new_session=True,
     )
 

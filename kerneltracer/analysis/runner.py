@@ -89,10 +89,12 @@ def _run_one(
     out_dir.mkdir(parents=True)
     try:
         files = analysis.run(job, out_dir)
-    except Exception as exc:  # noqa: BLE001 - one analysis failing must not stop the rest
+    except Exception as exc:
         detail = f"{type(exc).__name__}: {exc}"
-        atomic_write_json(out_dir / MARKER, {**stamp, "state": "failed", "error": detail,
-                                             "traceback": traceback.format_exc()})
+        atomic_write_json(
+            out_dir / MARKER,
+            {**stamp, "state": "failed", "error": detail, "traceback": traceback.format_exc()},
+        )
         return AnalysisOutcome(key, name, "failed", detail)
     rel = [str(Path(f).relative_to(out_dir)) if Path(f).is_absolute() else str(f) for f in files]
     atomic_write_json(out_dir / MARKER, {**stamp, "state": "done", "files": rel})

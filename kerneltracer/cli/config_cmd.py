@@ -31,5 +31,7 @@ def validate(path: Path) -> None:
     cfg, base_dir = load_config(path)
     jobs = plan_jobs(cfg, base_dir)
     for job in jobs:
-        click.echo(f"{job.key}  ({job.framework}, {job.mode}, device={job.device}, dtype={job.dtype})")
+        click.echo(
+            f"{job.key}  ({job.framework}, {job.mode}, device={job.device}, dtype={job.dtype})"
+        )
     click.echo(f"{path}: ok, {len(jobs)} job(s)")

@@ -5,7 +5,15 @@ from __future__ import annotations
 import time
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from kerneltracer.jobs import JobSpec
 from kerneltracer.status import JobStatus, TraceStatus
@@ -32,7 +40,7 @@ class ConsoleObserver:
         self.total = 0
         self.running: dict[str, float] = {}
         self.progress: Progress | None = None
-        self.task = None
+        self.task: TaskID | None = None
 
     def planned(self, total: int, to_run: int) -> None:
         self.total = to_run
@@ -57,7 +65,7 @@ class ConsoleObserver:
         self.running[job.key] = time.monotonic()
         self._refresh()
         if not self.live:
-            self.console.print(f"start  {job.key}", highlight=False)
+            self.console.print(f"start  {escape(job.key)}", highlight=False)
 
     def job_finished(self, job: JobSpec, status: TraceStatus) -> None:
         self.running.pop(job.key, None)
@@ -65,15 +73,16 @@ class ConsoleObserver:
         style = STYLE.get(status.status, "")
         took = f"{status.duration_s:.1f}s" if status.duration_s is not None else ""
         why = f"  {status.reason}" if status.reason and status.status != JobStatus.OK else ""
-        line = f"[{self.done}/{self.total}] [{style}]{status.status.value:<11}[/] {job.key} {took}{why}"
-        self.console.print(line, highlight=False)
+        # Keys and reasons are untrusted text: escape them so rich reads no markup in them.
+        head = f"[{self.done}/{self.total}] [{style}]{status.status.value:<11}[/]"
+        self.console.print(f"{head} {escape(job.key)} {took}{escape(why)}", highlight=False)
         if self.progress is not None and self.task is not None:
             self.progress.advance(self.task)
         self._refresh()
 
     def _refresh(self) -> None:
         if self.progress is not None and self.task is not None:
-            self.progress.update(self.task, description=", ".join(self.running) or "")
+            self.progress.update(self.task, description=escape(", ".join(self.running)))
 
     def close(self) -> None:
         if self.progress is not None:

@@ -17,19 +17,45 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...]:
 
 @click.command()
 @click.argument("config", type=click.Path(path_type=Path, dir_okay=False))
-@click.option("-j", "--jobs", default=1, show_default=True, type=click.IntRange(1, 512),
-              help="Workers to run at once (GPU jobs still never share a GPU).")
-@click.option("--only", multiple=True, metavar="TRACER",
-              help="Run only these tracers (repeat or comma-separate).")
-@click.option("--models", multiple=True, metavar="PATTERN",
-              help="Run only models whose id/path/name matches a glob (repeat or comma-separate).")
+@click.option(
+    "-j",
+    "--jobs",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 512),
+    help="Workers to run at once (GPU jobs still never share a GPU).",
+)
+@click.option(
+    "--only",
+    multiple=True,
+    metavar="TRACER",
+    help="Run only these tracers (repeat or comma-separate).",
+)
+@click.option(
+    "--models",
+    multiple=True,
+    metavar="PATTERN",
+    help="Run only models whose id/path/name matches a glob (repeat or comma-separate).",
+)
 @click.option("--force", is_flag=True, help="Re-run jobs even if they are complete.")
-@click.option("--verify", is_flag=True,
-              help="Re-hash every output when checking completeness (default: size + mtime).")
-@click.option("-o", "--output-dir", type=click.Path(path_type=Path, file_okay=False),
-              help="Run dir (default: the config's output_dir).")
-@click.option("--kill-grace", default=5.0, show_default=True, type=click.FloatRange(0, 600),
-              help="Seconds between SIGTERM and SIGKILL when stopping a worker.")
+@click.option(
+    "--verify",
+    is_flag=True,
+    help="Re-hash every output when checking completeness (default: size + mtime).",
+)
+@click.option(
+    "-o",
+    "--output-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Run dir (default: the config's output_dir).",
+)
+@click.option(
+    "--kill-grace",
+    default=5.0,
+    show_default=True,
+    type=click.FloatRange(0, 600),
+    help="Seconds between SIGTERM and SIGKILL when stopping a worker.",
+)
 def run(
     config: Path,
     jobs: int,

@@ -14,7 +14,7 @@ def collect(run_dir: Path) -> list[JobRow]:
     from kerneltracer.errors import RunDirError
     from kerneltracer.jobs import JOBS_DIR, STATUS_FILE
     from kerneltracer.jsonio import read_json
-    from kerneltracer.status import read_status
+    from kerneltracer.status import read_raw_status
 
     if not run_dir.is_dir():
         raise RunDirError(f"run dir {run_dir} does not exist")
@@ -25,31 +25,43 @@ def collect(run_dir: Path) -> list[JobRow]:
     except (OSError, ValueError, AttributeError, KeyError, TypeError):
         pass
     jobs_root = run_dir / JOBS_DIR
-    found = {
-        str(p.parent.relative_to(jobs_root)) for p in jobs_root.glob(f"*/*/{STATUS_FILE}")
-    } if jobs_root.is_dir() else set()
+    found = (
+        {str(p.parent.relative_to(jobs_root)) for p in jobs_root.glob(f"*/*/{STATUS_FILE}")}
+        if jobs_root.is_dir()
+        else set()
+    )
     if not planned and not found:
         raise RunDirError(f"{run_dir} is not a kerneltracer run dir (no run.json, no job status)")
     rows = []
     for key in list(planned) + sorted(found - set(planned)):
-        st = read_status(jobs_root / key)
+        raw = read_raw_status(jobs_root / key)
         meta = planned.get(key, {})
-        if st is None:
+        if raw is None or not isinstance(raw.get("status"), str):
             tracer, _, mode = key.split("/", 1)[-1].partition(".")
-            rows.append(JobRow(key, meta.get("model", key.split("/")[0]), meta.get("tracer", tracer),
-                               meta.get("mode", mode or "eval"), "pending", None, None,
-                               "no valid status file" if key in found else None))
+            rows.append(
+                JobRow(
+                    key,
+                    meta.get("model", key.split("/")[0]),
+                    meta.get("tracer", tracer),
+                    meta.get("mode", mode or "eval"),
+                    "pending",
+                    None,
+                    None,
+                    "no valid status file" if key in found else None,
+                )
+            )
             continue
+        model = raw["model"] if isinstance(raw.get("model"), dict) else {}
         rows.append(
             JobRow(
                 key=key,
-                model=str(st.model.get("display", key.split("/")[0])),
-                tracer=st.tracer,
-                mode=st.mode,
-                status=st.status.value,
-                duration_s=st.duration_s,
-                peak_rss_bytes=st.tree_peak_rss_bytes or st.peak_rss_bytes,
-                reason=st.reason,
+                model=str(model.get("display", key.split("/")[0])),
+                tracer=str(raw.get("tracer", "")),
+                mode=str(raw.get("mode", "eval")),
+                status=raw["status"],
+                duration_s=raw.get("duration_s"),
+                peak_rss_bytes=raw.get("tree_peak_rss_bytes") or raw.get("peak_rss_bytes"),
+                reason=raw.get("reason"),
             )
         )
     return rows
@@ -58,7 +70,8 @@ def collect(run_dir: Path) -> list[JobRow]:
 @click.command()
 @click.argument("run_dir", type=click.Path(path_type=Path, file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per job instead.")
-def status(run_dir: Path, as_json: bool) -> None:
+@click.option("--full", is_flag=True, help="Always print the full models × tracers grid.")
+def status(run_dir: Path, as_json: bool, full: bool) -> None:
     """Show every job of RUN_DIR: models × tracers with status, and why any is not ok."""
     from dataclasses import asdict
 
@@ -73,5 +86,5 @@ def status(run_dir: Path, as_json: bool) -> None:
             click.echo(dumps(asdict(row), indent=False).decode())
         return
     console = Console()
-    console.print(status_table(rows))
+    console.print(status_table(rows, full=full))
     console.print(summary_line(rows), highlight=False)

@@ -25,8 +25,16 @@ class JobRow:
     reason: str | None
 
 
-def status_table(rows: list[JobRow]) -> Group:
-    tracers = list(dict.fromkeys(f"{r.tracer}" + ("" if r.mode == "eval" else f".{r.mode}") for r in rows))
+GRID_LIMIT = 60  # beyond this a terminal grid is noise: show counts and problems only
+PROBLEM_LIMIT = 50
+
+
+def status_table(rows: list[JobRow], full: bool = False) -> Group:
+    if len(rows) > GRID_LIMIT and not full:
+        return Group(_counts_table(rows), *_problems(rows))
+    tracers = list(
+        dict.fromkeys(f"{r.tracer}" + ("" if r.mode == "eval" else f".{r.mode}") for r in rows)
+    )
     grid = Table(title="jobs", show_lines=False)
     grid.add_column("model")
     for t in tracers:
@@ -37,15 +45,39 @@ def status_table(rows: list[JobRow]) -> Group:
         by_model.setdefault(r.model, {})[col] = r
     for model, cells in by_model.items():
         grid.add_row(Text(model), *[_cell(cells.get(t)) for t in tracers])
+    return Group(grid, *_problems(rows))
+
+
+def _counts_table(rows: list[JobRow]) -> Table:
+    per: dict[str, Counter[str]] = {}
+    for r in rows:
+        per.setdefault(r.tracer + ("" if r.mode == "eval" else f".{r.mode}"), Counter())[
+            r.status
+        ] += 1
+    states = sorted({r.status for r in rows})
+    table = Table(
+        title=f"jobs by tracer ({len(rows)} jobs; `kerneltracer status --full` for the grid)"
+    )
+    table.add_column("tracer")
+    for state in states:
+        table.add_column(state, justify="right")
+    for tracer, counts in per.items():
+        table.add_row(tracer, *[str(counts.get(s, 0)) for s in states])
+    return table
+
+
+def _problems(rows: list[JobRow]) -> list[Table]:
     problems = [r for r in rows if r.status not in (JobStatus.OK, JobStatus.SKIPPED, "pending")]
     if not problems:
-        return Group(grid)
-    why = Table(title="not ok", show_lines=False)
+        return []
+    shown = problems[:PROBLEM_LIMIT]
+    more = len(problems) - len(shown)
+    why = Table(title="not ok" + (f" (first {len(shown)} of {len(problems)})" if more else ""))
     for col in ("job", "status", "reason"):
         why.add_column(col, overflow="fold")
-    for r in problems:
+    for r in shown:
         why.add_row(Text(r.key), _cell(r), Text(r.reason or ""))
-    return Group(grid, why)
+    return [why]
 
 
 def _cell(row: JobRow | None) -> Text:

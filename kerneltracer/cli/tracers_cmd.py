@@ -17,6 +17,12 @@ def tracers() -> None:
     for col in ("name", "frameworks", "group", "version", "what it records", "outputs"):
         table.add_column(col, overflow="fold")
     for name, cls in TRACERS.items():
-        table.add_row(name, ", ".join(sorted(cls.frameworks)), cls.exclusive_group or "-",
-                      cls.version, cls.summary, cls.outputs_doc)
+        table.add_row(
+            name,
+            ", ".join(sorted(cls.frameworks)),
+            cls.exclusive_group or "-",
+            cls.version,
+            cls.summary,
+            cls.outputs_doc,
+        )
     Console().print(table)

@@ -7,6 +7,7 @@ orchestrator; the session releases it when closed.
 from __future__ import annotations
 
 import fnmatch
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,7 @@ class RunRequest:
 class RunSession:
     request: RunRequest
     config: RunConfig
+    base_dir: Path
     run_dir: Path
     jobs: list[JobSpec]
     plan: RunPlan
@@ -55,7 +57,11 @@ class RunSession:
         started = now_iso()
         self._write_manifest(started, None, None)
         failed_early = self._fail_unresolved(observer)
-        interpreters = {fw: s.python for fw, s in self.config.frameworks.items() if s.python}
+        interpreters: dict[str, str] = {
+            fw: _interpreter(s.python, self.base_dir)
+            for fw, s in self.config.frameworks.items()
+            if s.python
+        }
         options = RunOptions(
             max_parallel=max(1, self.request.jobs),
             interpreters=interpreters,
@@ -113,6 +119,13 @@ class RunSession:
         self.close()
 
 
+def _interpreter(python: str, base_dir: Path) -> str:
+    """A bare name (``python3``) is looked up on PATH; a path is relative to the config."""
+    if "/" not in python:
+        return python
+    return os.path.abspath(os.path.join(base_dir, os.path.expanduser(python)))
+
+
 def run_dir_for(cfg: RunConfig, base_dir: Path, config_path: Path, override: Path | None) -> Path:
     if override is not None:
         return override.resolve()
@@ -121,13 +134,16 @@ def run_dir_for(cfg: RunConfig, base_dir: Path, config_path: Path, override: Pat
     return (Path.cwd() / "runs" / config_path.stem).resolve()
 
 
-def select_jobs(jobs: list[JobSpec], only: tuple[str, ...], models: tuple[str, ...]) -> list[JobSpec]:
+def select_jobs(
+    jobs: list[JobSpec], only: tuple[str, ...], models: tuple[str, ...]
+) -> list[JobSpec]:
     for name in only:
         if name not in TRACERS:
             raise UsageError(f"--only: unknown tracer {name!r} (valid: {choices(TRACERS)})")
     if only:
         jobs = [j for j in jobs if j.tracer in only]
     if models:
+
         def matches(j: JobSpec) -> bool:
             names = {j.model.display, j.model.slug, j.model.id or "", j.model.path or ""}
             return any(fnmatch.fnmatchcase(n, pat) for n in names for pat in models)
@@ -135,7 +151,9 @@ def select_jobs(jobs: list[JobSpec], only: tuple[str, ...], models: tuple[str, .
         picked = [j for j in jobs if matches(j)]
         if not picked:
             known = sorted({j.model.display for j in jobs})
-            raise UsageError(f"--models {' '.join(models)} matches no model (models: {', '.join(known)})")
+            raise UsageError(
+                f"--models {' '.join(models)} matches no model (models: {', '.join(known)})"
+            )
         jobs = picked
     return jobs
 
@@ -154,4 +172,4 @@ def open_run(request: RunRequest) -> RunSession:
     except BaseException:
         lock.release()
         raise
-    return RunSession(request, cfg, run_dir, jobs, plan, failures, lock)
+    return RunSession(request, cfg, base_dir, run_dir, jobs, plan, failures, lock)

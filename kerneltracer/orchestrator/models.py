@@ -20,6 +20,9 @@ def resolve_models(jobs: list[JobSpec]) -> tuple[list[JobSpec], dict[str, str]]:
     out = []
     for job in jobs:
         ref = job.model
+        if ref.local_dir is not None:  # local `path:` models need no resolution
+            out.append(job)
+            continue
         if ref.slug not in resolved and ref.slug not in failures:
             try:
                 resolved[ref.slug] = _resolve(ref)
@@ -45,6 +48,6 @@ def _resolve(ref: ModelRef) -> ModelRef:
             f"model {ref.id}{'@' + ref.revision if ref.revision else ''} is not in the local "
             "Hugging Face cache; download it first (HF_HOME decides where the cache is)"
         ) from None
-    except Exception as exc:  # noqa: BLE001 - any hub error is this model's failure only
+    except Exception as exc:
         raise LookupError(f"cannot resolve model {ref.id}: {type(exc).__name__}: {exc}") from None
     return ref.model_copy(update={"local_dir": local, "resolved_revision": Path(local).name})

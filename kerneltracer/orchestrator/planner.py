@@ -8,16 +8,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from kerneltracer.jobs import JobSpec
-from kerneltracer.status import TraceStatus, incomplete_reason, read_status
+from kerneltracer.jobs import JOBS_DIR, JobSpec
+from kerneltracer.status import incomplete_reason, read_raw_status
 
 
 @dataclass
 class PlannedJob:
     job: JobSpec
     job_dir: Path
-    status: TraceStatus | None  # what is on disk now
+    status: dict[str, Any] | None  # the status file on disk now, unvalidated
     run: bool  # must run (subject to its exclusive group)
     reason: str  # why it runs, or why not
 
@@ -43,15 +44,19 @@ class RunPlan:
         return [p for p in self.jobs if p.run and p.job.key not in self.satisfied_by]
 
 
-def plan_run(run_dir: Path, jobs: list[JobSpec], force: bool = False, verify: bool = False) -> RunPlan:
+def plan_run(
+    run_dir: Path, jobs: list[JobSpec], force: bool = False, verify: bool = False
+) -> RunPlan:
     planned = []
+    jobs_root = f"{run_dir}/{JOBS_DIR}"
     for job in jobs:
-        job_dir = job.job_dir(run_dir)
-        status = read_status(job_dir)
+        job_path = f"{jobs_root}/{job.key}"  # plain strings: Path objects cost 5x more here
+        job_dir = Path(job_path)
+        status = read_raw_status(job_path)
         if force:
             planned.append(PlannedJob(job, job_dir, status, True, "--force"))
             continue
-        why = incomplete_reason(status, job, job_dir, verify=verify)
+        why = incomplete_reason(status, job, job_path, verify=verify)
         planned.append(PlannedJob(job, job_dir, status, why is not None, why or "complete"))
     plan = RunPlan(run_dir=run_dir, jobs=planned)
     _build_chains(plan)

@@ -33,7 +33,9 @@ class WorkerProcess:
     peak_rss_bytes: int = 0
 
     @classmethod
-    def spawn(cls, argv: list[str], env: dict[str, str], cwd: Path, log_path: Path) -> WorkerProcess:
+    def spawn(
+        cls, argv: list[str], env: dict[str, str], cwd: Path, log_path: Path
+    ) -> WorkerProcess:
         with open(log_path, "ab", buffering=0) as log:
             popen = subprocess.Popen(
                 argv,

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
-from kerneltracer.jobs import JOB_FILE, PHASE_LOG, WORKER_LOG, JobSpec
+from kerneltracer.jobs import JOB_FILE, PHASE_LOG, WORKER_LOG
 from kerneltracer.jsonio import atomic_write_json
 from kerneltracer.orchestrator import environment as envmod
 from kerneltracer.orchestrator.classify import classify_exit, interrupted_phase
@@ -127,14 +127,20 @@ def execute(plan: RunPlan, options: RunOptions, observer: RunObserver | None = N
     return RunResult(statuses, stop.signal is not None, time.monotonic() - t0)
 
 
-def _record_satisfied(plan: RunPlan, statuses: dict[str, TraceStatus], observer: RunObserver) -> None:
+def _record_satisfied(
+    plan: RunPlan, statuses: dict[str, TraceStatus], observer: RunObserver
+) -> None:
     by_key = {p.job.key: p for p in plan.jobs}
     for key, winner in plan.satisfied_by.items():
         _skip(by_key[key], f"exclusive group satisfied by {winner}", statuses, observer)
 
 
-def _skip(p: PlannedJob, reason: str, statuses: dict[str, TraceStatus], observer: RunObserver) -> None:
-    status = base_status(p.job, uuid.uuid4().hex, JobStatus.SKIPPED, reason=reason, finished_at=now_iso())
+def _skip(
+    p: PlannedJob, reason: str, statuses: dict[str, TraceStatus], observer: RunObserver
+) -> None:
+    status = base_status(
+        p.job, uuid.uuid4().hex, JobStatus.SKIPPED, reason=reason, finished_at=now_iso()
+    )
     p.job_dir.mkdir(parents=True, exist_ok=True)
     write_status(p.job_dir, status)
     statuses[p.job.key] = status

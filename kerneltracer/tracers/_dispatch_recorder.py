@@ -94,7 +94,9 @@ def rows_of(table: dict[Any, list[Any]]) -> list[dict[str, Any]]:
                 "count": count,
                 "inputs": [_json(a) for a in args],
                 "kwargs": {k: _json(v) for k, v in kwargs},
-                "outputs": _json(outs) if isinstance(outs, tuple) and outs[:1] == (_SEQ,) else [_json(outs)],
+                "outputs": _json(outs)
+                if isinstance(outs, tuple) and outs[:1] == (_SEQ,)
+                else [_json(outs)],
             }
         )
     rows.sort(key=lambda r: (r["phase"] != "forward", r["op"], -r["count"]))

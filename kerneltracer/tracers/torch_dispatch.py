@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from kerneltracer.jsonio import atomic_write_bytes, atomic_write_json, atomic_write_jsonl
-from kerneltracer.tracers.base import TraceResult, Tracer, TracerOptions
+from kerneltracer.tracers.base import Tracer, TraceResult, TracerOptions
 
 if TYPE_CHECKING:
     from kerneltracer.worker.context import ExecutionContext
@@ -30,7 +30,9 @@ class TorchDispatchTracer(Tracer):
     name: ClassVar[str] = "torch_dispatch"
     version: ClassVar[str] = "1"
     frameworks: ClassVar[frozenset[str]] = frozenset({"huggingface"})
-    summary: ClassVar[str] = "every aten op call (TorchDispatchMode): shapes, dtypes, strides, counts"
+    summary: ClassVar[str] = (
+        "every aten op call (TorchDispatchMode): shapes, dtypes, strides, counts"
+    )
     outputs_doc: ClassVar[str] = f"{OPS_FILE}, {SUMMARY_FILE}, {COUNTS_FILE}"
     Options: ClassVar[type[TracerOptions]] = DispatchOptions
 

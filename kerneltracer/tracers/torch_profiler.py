@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import Field
 
 from kerneltracer.jsonio import atomic_write_bytes
-from kerneltracer.tracers.base import TraceResult, Tracer, TracerOptions
+from kerneltracer.tracers.base import Tracer, TraceResult, TracerOptions
 
 if TYPE_CHECKING:
     from kerneltracer.worker.context import ExecutionContext

@@ -201,7 +201,9 @@ def example_inputs(
     }
     params = inspect.signature(model.forward).parameters
     accepts_kwargs = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-    keep = {k: v for k, v in inputs.items() if k in params or (accepts_kwargs and k != "token_type_ids")}
+    keep = {
+        k: v for k, v in inputs.items() if k in params or (accepts_kwargs and k != "token_type_ids")
+    }
     if model.training and "labels" in params:
         keep["labels"] = ids.clone()
     return {k: v.to(device) for k, v in keep.items()}

@@ -49,7 +49,12 @@ def main(argv: list[str]) -> int:
     job = JobSpec.model_validate(data["job"])
     status = run_job(job, data["attempt"], job_file.parent)
     write_status(job_file.parent, status)
-    log.info("job %s ended %s%s", job.key, status.status.value, f": {status.reason}" if status.reason else "")
+    log.info(
+        "job %s ended %s%s",
+        job.key,
+        status.status.value,
+        f": {status.reason}" if status.reason else "",
+    )
     sys.stdout.flush()
     sys.stderr.flush()
     # Skip interpreter teardown: framework atexit hooks can crash or hang after the work is
@@ -79,7 +84,7 @@ def run_job(job: JobSpec, attempt: str, job_dir: Path) -> TraceStatus:
             fields["outputs"] = [describe_output(job_dir, rel) for rel in result.outputs]
         fields["summary"] = result.summary
         status = JobStatus.OK
-    except BaseException as exc:  # noqa: BLE001 - every end must be classified and recorded
+    except BaseException as exc:
         phase = phases.failed or phases.current
         log.exception("job %s failed in phase %s", job.key, phase)
         status, error = classify_exception(exc, phase)

@@ -53,13 +53,13 @@ def test_python_memory_error_is_oom(tmp_path: Path, kt_env: dict[str, str]) -> N
 
 
 def test_allocator_failure_is_oom(tmp_path: Path, kt_env: dict[str, str]) -> None:
-    proc, st, _ = _run_fault(tmp_path, kt_env, "allocator")
+    _proc, st, _ = _run_fault(tmp_path, kt_env, "allocator")
     assert st["status"] == "oom"
     assert "can't allocate memory" in st["error"]["root_cause"]
 
 
 def test_memory_ceiling_over_the_tree_is_oom(tmp_path: Path, kt_env: dict[str, str]) -> None:
-    proc, st, run_dir = _run_fault(tmp_path, kt_env, "grow", max_rss_gb=1.0)
+    _proc, st, run_dir = _run_fault(tmp_path, kt_env, "grow", max_rss_gb=1.0)
     assert st["status"] == "oom"
     assert "exceeded max_rss_gb 1" in st["reason"]
     assert st["tree_peak_rss_bytes"] > 1.0 * 1024**3
@@ -70,7 +70,10 @@ def test_exception_is_failed_with_root_cause_line(tmp_path: Path, kt_env: dict[s
     proc, st, _ = _run_fault(tmp_path, kt_env, "exception")
     assert proc.returncode == 1
     assert st["status"] == "failed"
-    assert st["error"]["root_cause"] == "ValueError: deliberate failure: the faulty model refuses to run"
+    assert (
+        st["error"]["root_cause"]
+        == "ValueError: deliberate failure: the faulty model refuses to run"
+    )
     assert "modeling_faulty.py" in st["error"]["location"]
     assert st["reason"].startswith("ValueError: deliberate failure")
     # The table printed at the end carries the root cause too.
@@ -84,23 +87,32 @@ def test_exit_without_status_is_failed(tmp_path: Path, kt_env: dict[str, str]) -
     assert "exit" in st["reason"] or "code 3" in st["reason"]
 
 
-def test_sigkill_from_outside_is_classified_oom_killer(tmp_path: Path, kt_env: dict[str, str]) -> None:
+def test_sigkill_from_outside_is_classified_oom_killer(
+    tmp_path: Path, kt_env: dict[str, str]
+) -> None:
     _, st, _ = _run_fault(tmp_path, kt_env, "sigkill")
     assert st["status"] == "oom"
     assert "OOM killer" in st["reason"]
 
 
 def test_hang_times_out_and_kills_grandchildren(tmp_path: Path, kt_env: dict[str, str]) -> None:
-    proc, st, run_dir = _run_fault(tmp_path, kt_env, "hang", timeout_s=12)
+    _proc, st, run_dir = _run_fault(tmp_path, kt_env, "hang", timeout_s=12)
     assert st["status"] == "timeout"
     assert "no result after 12 s during warmup" in st["reason"]
-    pids = [int(p) for p in (run_dir / "jobs/faulty-hang/torch_dispatch/grandchildren.pids").read_text().split()]
+    pids = [
+        int(p)
+        for p in (run_dir / "jobs/faulty-hang/torch_dispatch/grandchildren.pids")
+        .read_text()
+        .split()
+    ]
     assert len(pids) == 2  # one in the worker's group, one that escaped it with setsid
     assert not any(pid_alive(p) for p in pids)
     assert processes_under(run_dir) == []
 
 
-def test_failures_do_not_stop_the_batch(tmp_path: Path, kt_env: dict[str, str], tiny_models: dict[str, Path]) -> None:
+def test_failures_do_not_stop_the_batch(
+    tmp_path: Path, kt_env: dict[str, str], tiny_models: dict[str, Path]
+) -> None:
     bad = make_faulty_model(tmp_path / "models", "segfault")
     cfg = write_config(
         tmp_path / "config.yaml",

@@ -89,7 +89,9 @@ def test_second_orchestrator_on_same_run_dir_is_refused(
         first.wait(timeout=60)
     assert second.returncode == 1
     lines = second.stderr.strip().splitlines()
-    assert lines == [f"error: run dir {run_dir} is in use by another kerneltracer (pid {first.pid} on "
-                     f"{lines[0].split(' on ')[1].split(')')[0]}); wait for it to finish or choose "
-                     "another output_dir"]
+    assert lines == [
+        f"error: run dir {run_dir} is in use by another kerneltracer (pid {first.pid} on "
+        f"{lines[0].split(' on ')[1].split(')')[0]}); wait for it to finish or choose "
+        "another output_dir"
+    ]
     assert "Traceback" not in second.stderr

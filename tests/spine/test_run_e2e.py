@@ -19,7 +19,9 @@ TRACERS = ["torch_dispatch", "torch_profiler"]
 
 
 @pytest.fixture(scope="module")
-def demo_run(tmp_path_factory: pytest.TempPathFactory, tiny_models: dict[str, Path]) -> tuple[Path, Path]:
+def demo_run(
+    tmp_path_factory: pytest.TempPathFactory, tiny_models: dict[str, Path]
+) -> tuple[Path, Path]:
     import os
 
     root = tmp_path_factory.mktemp("demo")
@@ -38,7 +40,9 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory, tiny_models: dict[str, Pa
 
 def _keys() -> list[str]:
     models = ["tiny-llama", "tiny-gpt2", "tiny-bert"]
-    return [f"{m}/{t}" for m in models for t in TRACERS] + [f"tiny-llama-train/{t}.train" for t in TRACERS]
+    return [f"{m}/{t}" for m in models for t in TRACERS] + [
+        f"tiny-llama-train/{t}.train" for t in TRACERS
+    ]
 
 
 def test_every_job_ok_with_complete_status(demo_run: tuple[Path, Path]) -> None:
@@ -61,7 +65,10 @@ def test_every_job_ok_with_complete_status(demo_run: tuple[Path, Path]) -> None:
 
 def test_dispatch_records_real_aten_ops(demo_run: tuple[Path, Path]) -> None:
     _, run_dir = demo_run
-    rows = [json.loads(line) for line in (run_dir / "jobs/tiny-llama/torch_dispatch/dispatch_ops.jsonl").open()]
+    rows = [
+        json.loads(line)
+        for line in (run_dir / "jobs/tiny-llama/torch_dispatch/dispatch_ops.jsonl").open()
+    ]
     ops = {r["op"] for r in rows}
     assert {"aten.mm.default", "aten.embedding.default"} <= ops or "aten.addmm.default" in ops
     emb = next(r for r in rows if r["op"] == "aten.embedding.default")
@@ -69,17 +76,24 @@ def test_dispatch_records_real_aten_ops(demo_run: tuple[Path, Path]) -> None:
     assert emb["inputs"][1]["shape"] == [1, 16] and emb["inputs"][1]["dtype"] == "int64"
     assert emb["outputs"][0]["shape"] == [1, 16, 128]
     assert all(r["phase"] == "forward" for r in rows)
-    train = [json.loads(line) for line in (run_dir / "jobs/tiny-llama-train/torch_dispatch.train/dispatch_ops.jsonl").open()]
+    train = [
+        json.loads(line)
+        for line in (
+            run_dir / "jobs/tiny-llama-train/torch_dispatch.train/dispatch_ops.jsonl"
+        ).open()
+    ]
     assert {r["phase"] for r in train} == {"forward", "backward"}
     assert any(r["op"] == "aten.embedding_dense_backward.default" for r in train)
-    summary = json.loads((run_dir / "jobs/tiny-llama/torch_dispatch/dispatch_summary.json").read_text())
+    summary = json.loads(
+        (run_dir / "jobs/tiny-llama/torch_dispatch/dispatch_summary.json").read_text()
+    )
     assert summary["total_calls"] == sum(r["count"] for r in rows)
 
 
 def test_profiler_trace_and_table(demo_run: tuple[Path, Path]) -> None:
     _, run_dir = demo_run
     job = run_dir / "jobs/tiny-bert/torch_profiler"
-    trace = json.loads(gzip.open(job / "trace.json.gz").read())
+    trace = json.loads(gzip.decompress((job / "trace.json.gz").read_bytes()))
     names = {e.get("name", "") for e in trace["traceEvents"]}
     assert any(n.startswith("ProfilerStep#") for n in names)
     ops = [e for e in trace["traceEvents"] if e.get("cat") == "cpu_op"]
@@ -97,7 +111,9 @@ def test_rerun_bypasses_everything(demo_run: tuple[Path, Path], kt_env: dict[str
     assert {k: status_of(run_dir, k)["attempt"] for k in _keys()} == before
 
 
-def test_damaged_jobs_rerun_and_only_them(demo_run: tuple[Path, Path], kt_env: dict[str, str]) -> None:
+def test_damaged_jobs_rerun_and_only_them(
+    demo_run: tuple[Path, Path], kt_env: dict[str, str]
+) -> None:
     cfg, run_dir = demo_run
     jobs = run_dir / "jobs"
     truncated = jobs / "tiny-gpt2/torch_dispatch/_TRACE_STATUS.json"
@@ -129,11 +145,16 @@ def test_status_command_shows_grid(demo_run: tuple[Path, Path], kt_env: dict[str
     assert proc.returncode == 0
     assert "tiny-llama-train" in proc.stdout and "torch_profiler.train" in proc.stdout
     assert "8 jobs: 8 ok" in proc.stdout
-    rows = [json.loads(line) for line in kt("status", str(run_dir), "--json", env=kt_env).stdout.splitlines()]
+    rows = [
+        json.loads(line)
+        for line in kt("status", str(run_dir), "--json", env=kt_env).stdout.splitlines()
+    ]
     assert len(rows) == 8 and {r["status"] for r in rows} == {"ok"}
 
 
-def test_only_and_models_filters(tmp_path: Path, kt_env: dict[str, str], tiny_models: dict[str, Path]) -> None:
+def test_only_and_models_filters(
+    tmp_path: Path, kt_env: dict[str, str], tiny_models: dict[str, Path]
+) -> None:
     cfg = write_config(tmp_path / "config.yaml", [{"path": str(p)} for p in tiny_models.values()])
     proc = kt("run", str(cfg), "--only", "torch_dispatch", "--models", "tiny-b*", env=kt_env)
     assert proc.returncode == 0, proc.stderr
