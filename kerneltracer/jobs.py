@@ -60,6 +60,13 @@ class JobSpec(BaseModel):
     timeout_s: float
     max_rss_gb: float | None
 
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> JobSpec:
+        # A copy must not inherit hashes cached from the fields it changes.
+        copy = super().model_copy(update=update, deep=deep)
+        for name in _CACHED:
+            copy.__dict__.pop(name, None)
+        return copy
+
     @cached_property
     def options_hash(self) -> str:
         return stable_hash(self.options)
@@ -89,6 +96,9 @@ class JobSpec(BaseModel):
 
     def job_dir(self, run_dir: Path) -> Path:
         return Path(f"{run_dir}/{JOBS_DIR}/{self.key}")
+
+
+_CACHED = ("options_hash", "request", "request_hash")
 
 
 def slugify(text: str) -> str:
