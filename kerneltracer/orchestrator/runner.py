@@ -43,7 +43,8 @@ class RunOptions:
     max_parallel: int = 1
     interpreters: Mapping[str, str] = field(default_factory=dict)
     kill_grace_s: float = 5.0
-    poll_s: float = 0.2
+    poll_s: float = 0.05  # exit checks: cheap, and every job's end waits on one
+    sample_s: float = 0.25  # tree RSS sampling walks /proc: less often
     share_gpus: bool = False
 
 
@@ -56,6 +57,7 @@ class _Active:
     started_at: str
     gpu: str | None
     stop_reason: str | None = None
+    next_sample: float = 0.0
 
 
 @dataclass
@@ -113,7 +115,7 @@ def execute(plan: RunPlan, options: RunOptions, observer: RunObserver | None = N
                 active.append(_start(plan, chain, member, options, threads, gpu, observer))
             time.sleep(options.poll_s)
             for act in list(active):
-                if _check(act) is None:
+                if _check(act, options) is None:
                     continue
                 active.remove(act)
                 if act.gpu is not None:
@@ -197,21 +199,21 @@ def _start(
     return _Active(member, chain, proc, attempt, now_iso(), gpu)
 
 
-def _check(act: _Active) -> int | None:
+def _check(act: _Active, options: RunOptions) -> int | None:
     """Return the exit code once the worker has ended (or was stopped), else None."""
     rc = act.proc.poll()
     if rc is not None:
         return rc
     job = act.planned.job
-    sample = act.proc.sample()
-    elapsed = time.monotonic() - act.proc.started
-    if elapsed > job.timeout_s:
+    now = time.monotonic()
+    if now - act.proc.started > job.timeout_s:
         act.stop_reason = f"timeout: no result after {job.timeout_s:g} s"
-    elif job.max_rss_gb is not None and sample.rss_bytes > job.max_rss_gb * GiB:
-        act.stop_reason = (
-            f"memory: worker tree RSS {sample.rss_bytes / GiB:.2f} GiB exceeded "
-            f"max_rss_gb {job.max_rss_gb:g}"
-        )
+    elif now >= act.next_sample:
+        act.next_sample = now + options.sample_s
+        rss = act.proc.sample().rss_bytes
+        if job.max_rss_gb is not None and rss > job.max_rss_gb * GiB:
+            limit = f"max_rss_gb {job.max_rss_gb:g}"
+            act.stop_reason = f"memory: worker tree RSS {rss / GiB:.2f} GiB exceeded {limit}"
     if act.stop_reason is None:
         return None
     return -1  # the caller's _finish stops the tree and reads the real exit code
