@@ -1,0 +1,10 @@
+"""Record analysis (seed 002, ada-pa): Start/End logs → events → tracing, summary, op statistic.
+
+``analyse(path)`` parses a GE profiling log or a worker phase log into one
+:class:`ProfilingData` per dump; the reporters in :data:`REPORTERS` turn those into files.
+"""
+
+from kerneltracer.analysis.records.analyser import Analysis, analyse
+from kerneltracer.analysis.records.model import EventRecord, ProfilingData, Record
+
+__all__ = ["Analysis", "EventRecord", "ProfilingData", "Record", "analyse"]

@@ -1,0 +1,50 @@
+"""The per-job ``records`` analysis: where did the worker's time go (load/warmup/trace/write)?
+
+The worker writes ``phases.log`` in the job dir, one record per phase boundary::
+
+    <timestamp_ns> <tid> [<tracer_name>] [<phase>] Start|End
+
+It applies whatever the job's status: a job that crashed or timed out mid-phase is exactly
+the one whose phase log (with its unmatched Start) says where.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from kerneltracer.analysis.base import AnalysisJob, JobAnalysis
+from kerneltracer.analysis.records.analyser import Analysis, analyse
+from kerneltracer.analysis.records.files import atomic_text_writer
+from kerneltracer.analysis.records.reporters import run_reporters
+
+PHASE_LOG = "phases.log"  # kerneltracer.jobs.PHASE_LOG (not imported: it pulls in the config stack)
+PREFIX = "phases"
+
+
+class RecordsAnalysis(JobAnalysis):
+    name = "records"
+    version = "1"
+    description = "worker phase timing (load/warmup/trace/write) from phases.log"
+
+    def applies(self, job: AnalysisJob) -> bool:
+        return (job.job_dir / PHASE_LOG).is_file()
+
+    def run(self, job: AnalysisJob, out_dir: Path) -> list[Path]:
+        analysis = analyse(job.job_dir / PHASE_LOG)
+        written = run_reporters(analysis.pds, out_dir / PREFIX)
+        if analysis.bad_count:
+            written.append(write_bad_lines(analysis, out_dir / f"{PREFIX}_bad_lines.csv"))
+        return written
+
+
+def write_bad_lines(analysis: Analysis, path: Path) -> Path:
+    with atomic_text_writer(path) as fh:
+        out = csv.writer(fh, lineterminator="\n")
+        out.writerow(("line", "reason", "text"))
+        for bad in analysis.bad_lines:
+            out.writerow((bad.line, bad.reason, bad.text))
+        listed = len(analysis.bad_lines)
+        if analysis.bad_count > listed:
+            out.writerow(("", f"{analysis.bad_count - listed} more not listed", ""))
+    return path
