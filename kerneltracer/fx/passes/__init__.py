@@ -1,0 +1,1 @@
+"""Optimisation passes: the :class:`~.base.OptimizationPass` contract and the pass registry."""
