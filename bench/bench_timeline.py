@@ -1,0 +1,230 @@
+"""Timeline analysis vs HTA 0.5.0: load + temporal breakdown + kernel breakdown.
+
+Each measurement runs in its own subprocess (fresh interpreter, imports included) so that
+peak memory is clean; the parent samples the RSS of the worker's whole process tree (HTA
+parses in a forked pool worker) with psutil. Ours and HTA's runs are interleaved, and the
+medians of several runs are reported with their ratios.
+
+    .venv/bin/python bench/bench_timeline.py                 # largest testdata trace + 1M events
+    .venv/bin/python bench/bench_timeline.py --runs 5 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import psutil
+
+REPO = Path(__file__).resolve().parent.parent
+TESTDATA = Path(os.environ.get("KT_TESTDATA", REPO.parent / "shared" / "testdata"))
+LARGEST = TESTDATA / "hta" / "negative_queue_length_values_check" / "rank0.json.gz"
+
+
+# -- workers (run in a fresh interpreter) ---------------------------------------------------
+def _worker_ours(path: str) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    from kerneltracer.analysis.timeline.gpu_breakdown import (
+        kernel_breakdown,
+        select_gpu_work,
+        temporal_breakdown,
+    )
+    from kerneltracer.analysis.timeline.loader import load_chrome_trace
+
+    t1 = time.perf_counter()
+    trace = load_chrome_trace(path)
+    work = select_gpu_work(trace)
+    tb = temporal_breakdown(work)
+    kb = kernel_breakdown(work, trace.names)
+    t2 = time.perf_counter()
+    assert tb is not None
+    return {
+        "import_s": t1 - t0,
+        "analysis_s": t2 - t1,
+        "timed_rows": len(trace),
+        "idle_pct": tb.idle_pct,
+        "compute_pct": tb.compute_pct,
+        "non_compute_pct": tb.non_compute_pct,
+        "kernel_types": {r["kernel_type"]: r["percentage"] for r in kb.by_type},
+    }
+
+
+def _worker_hta(path: str) -> dict[str, Any]:
+    import logging
+
+    t0 = time.perf_counter()
+    from hta.trace_analysis import TraceAnalysis
+
+    logging.getLogger("hta").setLevel(logging.ERROR)
+    t1 = time.perf_counter()
+    p = Path(path)
+    analysis = TraceAnalysis(trace_files={0: p.name}, trace_dir=str(p.parent))
+    tb = analysis.get_temporal_breakdown(visualize=False).iloc[0]
+    by_type, _ = analysis.get_gpu_kernel_breakdown(visualize=False, include_memory_kernels=True)
+    t2 = time.perf_counter()
+    return {
+        "import_s": t1 - t0,
+        "analysis_s": t2 - t1,
+        "idle_pct": float(tb["idle_time_pctg"]),
+        "compute_pct": float(tb["compute_time_pctg"]),
+        "non_compute_pct": float(tb["non_compute_time_pctg"]),
+        "kernel_types": {r["kernel_type"]: float(r["percentage"]) for _, r in by_type.iterrows()},
+    }
+
+
+# -- parent side ----------------------------------------------------------------------------
+def measure(side: str, trace: Path) -> dict[str, Any]:
+    """Run one worker; wall time and the peak RSS of its process tree, sampled every 10 ms."""
+    cmd = [sys.executable, __file__, "--worker", side, str(trace)]
+    start = time.perf_counter()
+    proc = psutil.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=REPO)
+    peak = 0
+    while proc.poll() is None:
+        try:
+            tree = [proc, *proc.children(recursive=True)]
+            peak = max(peak, sum(p.memory_info().rss for p in tree if p.is_running()))
+        except psutil.Error:
+            pass
+        time.sleep(0.01)
+    wall = time.perf_counter() - start
+    out = proc.stdout.read() if proc.stdout else b""
+    if proc.returncode != 0:
+        raise SystemExit(f"{side} worker failed on {trace} (exit {proc.returncode})")
+    result = json.loads(out.decode().strip().splitlines()[-1])
+    return {"wall_s": wall, "peak_rss_mb": peak / 2**20, **result}
+
+
+def make_repeated(src: Path, target_events: int, dest: Path) -> Path:
+    """Repeat a trace's events back to back (shifted in time, fresh correlation ids)."""
+    doc = orjson.loads(gzip.decompress(src.read_bytes()))
+    events = doc.pop("traceEvents")
+    timed = [e for e in events if isinstance(e.get("ts"), int | float)]
+    span = max(e["ts"] + e.get("dur", 0) for e in timed) - min(e["ts"] for e in timed) + 1000
+    copies = -(-target_events // len(events))
+    corr_step = 1 + max(
+        (
+            e.get("args", {}).get("correlation", 0)
+            for e in events
+            if isinstance(e.get("args"), dict)
+        ),
+        default=0,
+    )
+    out: list[dict[str, Any]] = []
+    for k in range(copies):
+        for e in events:
+            if e.get("ph") == "M" and k:
+                continue
+            e2 = dict(e)
+            if isinstance(e2.get("ts"), int | float):
+                e2["ts"] = e2["ts"] + k * span
+            args = e2.get("args")
+            if (
+                k
+                and isinstance(args, dict)
+                and isinstance(args.get("correlation"), int)
+                and args["correlation"] >= 0
+            ):
+                e2["args"] = {**args, "correlation": args["correlation"] + k * corr_step}
+            if k and e2.get("ph") in ("s", "f") and isinstance(e2.get("id"), int):
+                e2["id"] = e2["id"] + k * corr_step
+            out.append(e2)
+    body = b",\n".join(b"  " + orjson.dumps(e) for e in out)
+    head = orjson.dumps(doc)[1:-1]
+    dest.write_bytes(gzip.compress(b"{" + head + b',\n"traceEvents": [\n' + body + b"\n]}\n", 6))
+    return dest
+
+
+def _count_events(trace: Path) -> int:
+    return len(orjson.loads(gzip.decompress(trace.read_bytes()))["traceEvents"])
+
+
+def bench(trace: Path, runs: int) -> dict[str, Any]:
+    rows: dict[str, list[dict[str, Any]]] = {"ours": [], "hta": []}
+    for i in range(runs):
+        order = ("ours", "hta") if i % 2 == 0 else ("hta", "ours")
+        for side in order:
+            rows[side].append(measure(side, trace))
+            print(
+                f"  run {i + 1} {side:4s} wall {rows[side][-1]['wall_s']:.2f}s "
+                f"peak {rows[side][-1]['peak_rss_mb']:.0f} MB",
+                file=sys.stderr,
+            )
+
+    def med(side: str, key: str) -> float:
+        return statistics.median(r[key] for r in rows[side])
+
+    summary: dict[str, Any] = {
+        "trace": trace.name,
+        "size_mb": trace.stat().st_size / 2**20,
+        "events": _count_events(trace),
+        "timed_rows": rows["ours"][0]["timed_rows"],
+        "runs": runs,
+    }
+    for side in rows:
+        summary[side] = {
+            k: med(side, k) for k in ("wall_s", "analysis_s", "import_s", "peak_rss_mb")
+        }
+    summary["speedup_wall"] = summary["hta"]["wall_s"] / summary["ours"]["wall_s"]
+    summary["speedup_analysis"] = summary["hta"]["analysis_s"] / summary["ours"]["analysis_s"]
+    summary["rss_ratio"] = summary["ours"]["peak_rss_mb"] / summary["hta"]["peak_rss_mb"]
+    o, h = rows["ours"][0], rows["hta"][0]
+    summary["max_pct_diff"] = max(
+        abs(o[k] - h[k]) for k in ("idle_pct", "compute_pct", "non_compute_pct")
+    )
+    return summary
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--worker", nargs=2, metavar=("SIDE", "TRACE"), help=argparse.SUPPRESS)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--events", type=int, default=1_000_000, help="size of the repeated trace")
+    ap.add_argument("--json", type=Path, help="also write the results here")
+    args = ap.parse_args()
+    if args.worker:
+        side, path = args.worker
+        result = _worker_ours(path) if side == "ours" else _worker_hta(path)
+        sys.stdout.write(json.dumps(result) + "\n")
+        return
+    if not LARGEST.is_file():
+        raise SystemExit(f"test data not found: {LARGEST} (set KT_TESTDATA)")
+    results = []
+    with tempfile.TemporaryDirectory(prefix="bench_timeline_") as tmp:
+        big = make_repeated(LARGEST, args.events, Path(tmp) / "repeated_1m.json.gz")
+        for trace in (LARGEST, big):
+            print(f"{trace.name}:", file=sys.stderr)
+            results.append(bench(trace, args.runs))
+    print(
+        f"{'trace':24s} {'events':>9s} {'ours s':>8s} {'HTA s':>8s} {'speedup':>8s} "
+        f"{'ours MB':>8s} {'HTA MB':>8s} {'mem ratio':>9s} {'max Δpp':>8s}"
+    )
+    for r in results:
+        print(
+            f"{r['trace'][:24]:24s} {r['events']:9d} "
+            f"{r['ours']['wall_s']:8.2f} {r['hta']['wall_s']:8.2f} {r['speedup_wall']:7.1f}x "
+            f"{r['ours']['peak_rss_mb']:8.0f} {r['hta']['peak_rss_mb']:8.0f} "
+            f"{r['rss_ratio']:9.2f} {r['max_pct_diff']:8.2f}"
+        )
+    print(
+        "(wall includes interpreter start and imports; speedup excluding them: "
+        + ", ".join(f"{r['trace'][:20]} {r['speedup_analysis']:.1f}x" for r in results)
+        + ")"
+    )
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

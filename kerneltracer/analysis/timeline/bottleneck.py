@@ -1,0 +1,263 @@
+"""Bottleneck analysis (seed 004 §3.1) on interval unions.
+
+The seed's prototype summed event durations per category, so nested CPU ops, concurrent
+streams and overlapping copies were counted several times and the "breakdown" could add
+up to far more than 100%. Here every instant of the trace window is given to exactly one
+category, by priority (GPU compute first, then communication, copies, host API time, host
+work; what is left is idle), so the breakdown sums to the window length. The summary's
+per-category totals are unions as well: overlap is counted once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from kerneltracer.analysis.timeline.categories import (
+    CPU_BUSY,
+    CUDA_API,
+    GPU_ACTIVITY,
+    KernelType,
+    kernel_type,
+    memcpy_direction,
+)
+from kerneltracer.analysis.timeline.intervals import clip, exclusive_sweep, union_length
+from kerneltracer.analysis.timeline.loader import PH_COMPLETE, ChromeTrace
+from kerneltracer.analysis.timeline.results import (
+    Bottleneck,
+    BottleneckResult,
+    BreakdownEntry,
+    StepResult,
+    Summary,
+)
+from kerneltracer.analysis.timeline.suggestions import suggest
+
+# Exclusive categories in priority order; "idle" is what none of them covers.
+CATEGORIES = (
+    "gpu_compute",
+    "gpu_communication",
+    "h2d_copy",
+    "d2h_copy",
+    "gpu_memory_other",
+    "cpu_sync",
+    "cpu_runtime",
+    "cpu_compute",
+)
+IDLE = "idle"
+
+
+@dataclass
+class CategoryRows:
+    """Row indices of each breakdown category, computed once per trace."""
+
+    rows: dict[str, np.ndarray]
+    window: tuple[float, float]
+    has_gpu: bool
+
+
+def categorize(trace: ChromeTrace) -> CategoryRows:
+    complete = trace.ph == PH_COMPLETE
+    names = trace.names
+    kinds = {
+        "kernel": complete & trace.category_mask({"kernel"}),
+        "memcpy": complete & trace.category_mask({"gpu_memcpy"}),
+        "memset": complete & trace.category_mask({"gpu_memset"}),
+    }
+    comm_ids = [i for i, n in enumerate(names) if kernel_type(n) == KernelType.COMMUNICATION]
+    is_comm = np.isin(trace.name, comm_ids)
+    direction = {i: memcpy_direction(n) for i, n in enumerate(names)}
+    h2d_ids = [i for i, d in direction.items() if d == "HtoD"]
+    d2h_ids = [i for i, d in direction.items() if d == "DtoH"]
+    is_h2d = kinds["memcpy"] & np.isin(trace.name, h2d_ids)
+    is_d2h = kinds["memcpy"] & np.isin(trace.name, d2h_ids)
+    cuda_api = complete & trace.category_mask(CUDA_API)
+    # Host blocked on the GPU: not launch overhead, so kept apart from the other API calls.
+    is_sync = np.isin(trace.name, [i for i, n in enumerate(names) if "Synchronize" in n])
+    rows = {
+        "gpu_compute": np.flatnonzero(kinds["kernel"] & ~is_comm),
+        "gpu_communication": np.flatnonzero(kinds["kernel"] & is_comm),
+        "h2d_copy": np.flatnonzero(is_h2d),
+        "d2h_copy": np.flatnonzero(is_d2h),
+        "gpu_memory_other": np.flatnonzero((kinds["memcpy"] & ~is_h2d & ~is_d2h) | kinds["memset"]),
+        "cpu_sync": np.flatnonzero(cuda_api & is_sync),
+        "cpu_runtime": np.flatnonzero(cuda_api & ~is_sync),
+        "cpu_compute": np.flatnonzero(complete & trace.category_mask(CPU_BUSY - CUDA_API)),
+    }
+    timed = complete & ~trace.category_mask({"trace"})
+    if timed.any():
+        window = (float(trace.ts[timed].min()), float(trace.end[timed].max()))
+    else:
+        window = (0.0, 0.0)
+    has_gpu = bool((complete & trace.category_mask(GPU_ACTIVITY)).any())
+    return CategoryRows(rows, window, has_gpu)
+
+
+def analyze_window(
+    trace: ChromeTrace, cats: CategoryRows, lo: float, hi: float
+) -> BottleneckResult:
+    end = trace.end
+    spans = {c: (trace.ts[r], end[r]) for c, r in cats.rows.items()}
+    durations = exclusive_sweep([spans[c] for c in CATEGORIES], lo, hi)
+    breakdown = _breakdown(trace, cats, durations, lo, hi)
+    summary = _summary(trace, cats, spans, breakdown, lo, hi)
+    bottleneck = classify(breakdown, summary)
+    return BottleneckResult(
+        window_start_us=lo,
+        window_end_us=hi,
+        summary=summary,
+        timeline_breakdown=breakdown,
+        bottleneck=bottleneck,
+        suggestions=suggest(trace, cats, breakdown, summary, bottleneck),
+    )
+
+
+def analyze_trace(trace: ChromeTrace, cats: CategoryRows | None = None) -> BottleneckResult:
+    cats = cats or categorize(trace)
+    return analyze_window(trace, cats, *cats.window)
+
+
+def analyze_steps(trace: ChromeTrace, cats: CategoryRows) -> list[StepResult]:
+    """One result per ``ProfilerStep#N`` (its host-side span; GPU work clipped to it)."""
+    step_ids = [i for i, n in enumerate(trace.names) if n.startswith("ProfilerStep")]
+    rows = np.flatnonzero(
+        (trace.ph == PH_COMPLETE)
+        & trace.category_mask({"user_annotation", "cpu_op"})
+        & np.isin(trace.name, step_ids)
+    )
+    out = []
+    for r in rows[np.argsort(trace.ts[rows], kind="stable")].tolist():
+        lo, hi = float(trace.ts[r]), float(trace.ts[r] + trace.dur[r])
+        res = analyze_window(trace, cats, lo, hi)
+        out.append(
+            StepResult(
+                step=trace.names[int(trace.name[r])],
+                start_us=lo,
+                duration_us=hi - lo,
+                timeline_breakdown=res.timeline_breakdown,
+                bottleneck=res.bottleneck,
+            )
+        )
+    return out
+
+
+def _breakdown(
+    trace: ChromeTrace, cats: CategoryRows, durations: list[float], lo: float, hi: float
+) -> list[BreakdownEntry]:
+    total = hi - lo
+    out = []
+    for cat, dur in zip((*CATEGORIES, IDLE), durations, strict=True):
+        pct = round(100.0 * dur / total, 2) if total > 0 else 0.0
+        examples = _examples(trace, cats.rows.get(cat), lo, hi)
+        out.append(BreakdownEntry(category=cat, duration_us=dur, percentage=pct, examples=examples))
+    return out
+
+
+def _examples(trace: ChromeTrace, rows: np.ndarray | None, lo: float, hi: float) -> list[str]:
+    """The three names with the most (clipped) time in a category."""
+    if rows is None or rows.size == 0:
+        return []
+    s, e = clip(trace.ts[rows], trace.end[rows], lo, hi)
+    if s.size == 0:
+        return []
+    keep = (trace.end[rows] > lo) & (trace.ts[rows] < hi)
+    uniq, inv = np.unique(trace.name[rows][keep], return_inverse=True)
+    per_name = np.bincount(inv, weights=e - s)
+    top = np.argsort(-per_name, kind="stable")[:3]
+    return [trace.names[int(uniq[i])] for i in top.tolist()]
+
+
+def _summary(
+    trace: ChromeTrace,
+    cats: CategoryRows,
+    spans: dict[str, tuple[np.ndarray, np.ndarray]],
+    breakdown: list[BreakdownEntry],
+    lo: float,
+    hi: float,
+) -> Summary:
+    def union(*names: str) -> float:
+        s = np.concatenate([spans[n][0] for n in names])
+        e = np.concatenate([spans[n][1] for n in names])
+        return union_length(*clip(s, e, lo, hi))
+
+    gpu_all = union("gpu_compute", "gpu_communication", "h2d_copy", "d2h_copy", "gpu_memory_other")
+    counts = {c: int(np.count_nonzero(_in_window(trace, cats.rows[c], lo, hi))) for c in CATEGORIES}
+    return Summary(
+        end_to_end_latency_us=hi - lo,
+        total_cpu_time_us=union("cpu_sync", "cpu_runtime", "cpu_compute"),
+        total_gpu_time_us=union("gpu_compute", "gpu_communication"),
+        total_h2d_us=union("h2d_copy"),
+        total_d2h_us=union("d2h_copy"),
+        total_idle_us=breakdown[-1].duration_us,
+        gpu_idle_us=(hi - lo - gpu_all) if cats.has_gpu else None,
+        framework_overhead_us=union("cpu_runtime"),
+        has_gpu=cats.has_gpu,
+        kernel_count=counts["gpu_compute"] + counts["gpu_communication"],
+        h2d_count=counts["h2d_copy"],
+        d2h_count=counts["d2h_copy"],
+    )
+
+
+def _in_window(trace: ChromeTrace, rows: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    return (trace.end[rows] > lo) & (trace.ts[rows] < hi)
+
+
+def classify(breakdown: list[BreakdownEntry], summary: Summary) -> Bottleneck:
+    """Bottleneck type from the exclusive shares; confidence grows with the winning margin."""
+    share = {b.category: b.percentage / 100.0 for b in breakdown}
+    gpu = share["gpu_compute"] + share["gpu_communication"]
+    mem = share["h2d_copy"] + share["d2h_copy"] + share["gpu_memory_other"]
+    host = share["cpu_sync"] + share["cpu_runtime"] + share["cpu_compute"]
+    idle = share[IDLE]
+    evidence = _evidence(share, summary, gpu, mem, host)
+    if not summary.has_gpu:
+        # Nothing but the host can be the bottleneck; the open question is which host time.
+        cause = "cpu_compute" if share["cpu_compute"] >= share["cpu_runtime"] else "cpu_runtime"
+        if idle > host:
+            cause = IDLE  # gaps between ops: Python / framework overhead outside any op
+        return Bottleneck(type="cpu_bound", primary_cause=cause, confidence=0.95, evidence=evidence)
+    # A GPU that waits is waiting for the host: idle time counts against the host side.
+    scores = {"gpu_bound": gpu, "memory_bound": mem, "cpu_bound": host + idle}
+    ranked = sorted(scores.items(), key=lambda kv: -kv[1])
+    (top, top_v), (_, second_v) = ranked[0], ranked[1]
+    margin = top_v - second_v
+    kind = top if margin >= 0.1 else "balanced"
+    confidence = min(0.99, 0.5 + margin) if kind != "balanced" else max(0.5, 1.0 - 5 * margin)
+    non_idle = [b for b in breakdown if b.category != IDLE]
+    primary = max(non_idle, key=lambda b: b.duration_us).category if non_idle else IDLE
+    if kind == "cpu_bound" and idle > host:
+        primary = IDLE
+    return Bottleneck(
+        type=kind, primary_cause=primary, confidence=round(confidence, 2), evidence=evidence
+    )
+
+
+def _evidence(
+    share: dict[str, float], summary: Summary, gpu: float, mem: float, host: float
+) -> list[str]:
+    lines = []
+    if summary.has_gpu and summary.gpu_idle_us is not None and summary.end_to_end_latency_us > 0:
+        idle_pct = 100.0 * summary.gpu_idle_us / summary.end_to_end_latency_us
+        lines.append(f"GPU idle for {idle_pct:.1f}% of the timeline")
+        lines.append(
+            f"GPU kernels busy {100 * gpu:.1f}% (compute {100 * share['gpu_compute']:.1f}%, "
+            f"communication {100 * share['gpu_communication']:.1f}%)"
+        )
+        lines.append(
+            f"Copies/memsets alone {100 * mem:.1f}% (H2D {100 * share['h2d_copy']:.1f}%, "
+            f"D2H {100 * share['d2h_copy']:.1f}%)"
+        )
+    else:
+        lines.append("No GPU activity in the trace (CPU-only run)")
+    lines.append(
+        f"Host-only time {100 * host:.1f}% (CUDA launch/API {100 * share['cpu_runtime']:.1f}%, "
+        f"synchronize {100 * share['cpu_sync']:.1f}%, host ops {100 * share['cpu_compute']:.1f}%)"
+    )
+    if summary.has_gpu:
+        lines.append(f"Nothing running {100 * share[IDLE]:.1f}% of the timeline")
+    else:
+        lines.append(
+            f"Gaps between host ops (Python/framework overhead) {100 * share[IDLE]:.1f}% "
+            "of the timeline"
+        )
+    return lines

@@ -1,0 +1,425 @@
+"""Fold batches of trace events into numpy column chunks.
+
+The fast path decodes a batch with msgspec into small structs that name only the fields
+the analyses read; everything else in an event (notably the bulky ``args`` of host ops:
+shapes, types, concrete inputs) is skipped by the decoder without building Python objects.
+``args`` stays raw bytes and is decoded only as far as needed: three ids for every event,
+whole for the rare GPU and instant events whose args become InferScope metadata. A batch
+with unexpected types (a string timestamp, a numeric name) falls back to a plain orjson
+decode and the same per-event rules.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+import orjson
+
+from kerneltracer.analysis.timeline.categories import GPU_ACTIVITY, normalize_category
+from kerneltracer.errors import KernelTracerError
+
+PH_COMPLETE = 0
+PH_INSTANT = 1
+# Events whose args are kept whole (they become InferScope metadata); all are rare in traces.
+_KEEP_ARGS = GPU_ACTIVITY | {"cpu_instant_event", "gpu_user_annotation", "cuda_sync", ""}
+
+
+class TraceLoadError(KernelTracerError):
+    """A chrome trace that cannot be read (missing, not JSON, no events)."""
+
+
+class _Event(msgspec.Struct, gc=False):
+    ph: Any = None
+    cat: Any = None
+    name: Any = None
+    pid: Any = None
+    tid: Any = None
+    ts: Any = None
+    dur: Any = None
+    args: msgspec.Raw = msgspec.Raw()
+
+
+class _Ids(msgspec.Struct, gc=False):
+    stream: Any = -1
+    correlation: Any = -1
+    device: Any = -1
+
+
+_BATCH = msgspec.json.Decoder(list[_Event])
+_IDS = msgspec.json.Decoder(_Ids)
+_IDS_LIST = msgspec.json.Decoder(list[_Ids])
+
+
+class Builder:
+    """Accumulates column chunks, interned names/categories/threads and kept args."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.chunks: list[dict[str, np.ndarray]] = []
+        self.names: dict[str, int] = {}
+        self.cats: dict[str, int] = {}
+        self.threads: dict[Any, int] = {}
+        self.keep_args: list[bool] = []
+        self.args: dict[int, dict[str, Any]] = {}
+        self.process_names: dict[str, str] = {}
+        self.thread_names: dict[tuple[str, str], str] = {}
+        self.counts: dict[str, int] = {}
+        self.rows = 0
+        self.float_ts = False
+        self.open_b: dict[tuple[str, str], list[dict[str, Any]]] = {}
+
+    # -- entry points --------------------------------------------------------------------
+    def add_json_array(self, data: bytes) -> bool:
+        """Add the events of a JSON array; False (and nothing added) if it is not valid JSON."""
+        try:
+            events = _BATCH.decode(data)
+        except msgspec.ValidationError:
+            try:
+                self.add_dicts(orjson.loads(data))
+            except orjson.JSONDecodeError:
+                return False
+            return True
+        except msgspec.DecodeError:
+            return False
+        self._add_structs(events)
+        return True
+
+    def add_dicts(self, events: list[Any]) -> None:
+        cols = _Columns()
+        for e in events:
+            if type(e) is not dict:
+                self._count("not_an_object")
+                continue
+            self._add_dict(cols, e)
+        self._flush(cols)
+
+    # -- per event -----------------------------------------------------------------------
+    def _add_structs(self, events: list[_Event]) -> None:
+        rows: list[_Event] = []
+        cols = _Columns()
+        for e in events:
+            ph = e.ph
+            if ph == "X" or ph == "i" or ph == "I":
+                rows.append(e)
+            elif ph == "M" or ph == "B" or ph == "E":
+                self._add_dict(cols, _struct_to_dict(e))
+            else:
+                self._count(f"phase_{ph}")
+        if not self._add_rows_columnar(rows):
+            for e in rows:
+                complete = e.ph == "X"
+                self._append(
+                    cols,
+                    PH_COMPLETE if complete else PH_INSTANT,
+                    e.cat,
+                    e.name,
+                    e.pid,
+                    e.tid,
+                    e.ts,
+                    e.dur if complete else 0,
+                    e.args,
+                    None,
+                )
+        self._flush(cols)
+
+    def _add_rows_columnar(self, rows: list[_Event]) -> bool:
+        """Columns for well-typed rows, one list comprehension per field; False if unusual."""
+        if not rows:
+            return True
+        ts = [e.ts for e in rows]
+        dur = [e.dur if e.ph == "X" else 0 for e in rows]
+        cats = [e.cat for e in rows]
+        names = [e.name for e in rows]
+        if not (set(map(type, ts)) | set(map(type, dur))) <= {int, float}:
+            return False
+        if set(map(type, cats)) != {str} or set(map(type, names)) != {str}:
+            return False
+        pids = [e.pid for e in rows]
+        tids = [e.tid for e in rows]
+        try:
+            ids = _IDS_LIST.decode(b"[" + b",".join([e.args or b"{}" for e in rows]) + b"]")
+        except (msgspec.ValidationError, TypeError):
+            return False
+        for c in set(cats) - self.cats.keys():
+            self.cats[c] = len(self.cats)
+            self.keep_args.append(normalize_category(c) in _KEEP_ARGS)
+        for n in set(names) - self.names.keys():
+            self.names[n] = len(self.names)
+        try:
+            for t in (set(pids) | set(tids)) - self.threads.keys():
+                self.threads[t] = len(self.threads)
+        except TypeError:  # an unhashable pid/tid
+            return False
+        cat_ids = [self.cats[c] for c in cats]
+        base = self.rows
+        for i, c in enumerate(cat_ids):
+            if self.keep_args[c] and rows[i].args:
+                args = msgspec.json.decode(rows[i].args)
+                if type(args) is dict and args:
+                    self.args[base + i] = args
+        self.float_ts = self.float_ts or float in set(map(type, ts))
+        self.chunks.append(
+            {
+                "ph": np.array(
+                    [PH_COMPLETE if e.ph == "X" else PH_INSTANT for e in rows], dtype=np.uint8
+                ),
+                "cat": np.array(cat_ids, dtype=np.int32),
+                "name": np.array([self.names[n] for n in names], dtype=np.int32),
+                "ts": np.array(ts, dtype=np.float64),
+                "dur": np.array(dur, dtype=np.float64),
+                "pid": np.array([self.threads[p] for p in pids], dtype=np.int32),
+                "tid": np.array([self.threads[t] for t in tids], dtype=np.int32),
+                "stream": _int_column([x.stream for x in ids]),
+                "corr": _int_column([x.correlation for x in ids]),
+                "device": _int_column([x.device for x in ids]),
+            }
+        )
+        self.rows += len(rows)
+        return True
+
+    def _add_dict(self, cols: _Columns, e: dict[str, Any]) -> None:
+        ph = e.get("ph")
+        if ph == "X" or ph == "i" or ph == "I":
+            complete = ph == "X"
+            args = e.get("args")
+            self._append(
+                cols,
+                PH_COMPLETE if complete else PH_INSTANT,
+                e.get("cat"),
+                e.get("name"),
+                e.get("pid"),
+                e.get("tid"),
+                e.get("ts"),
+                e.get("dur") if complete else 0,
+                None,
+                args if type(args) is dict else {},
+            )
+        elif ph == "M":
+            self._meta(e)
+        elif ph == "B":
+            self.open_b.setdefault((str(e.get("pid")), str(e.get("tid"))), []).append(e)
+        elif ph == "E":
+            self._end_b(cols, e)
+        else:
+            self._count(f"phase_{ph}")
+
+    def _append(
+        self,
+        cols: _Columns,
+        ph: int,
+        raw_cat: Any,
+        name: Any,
+        pid: Any,
+        tid: Any,
+        ts: Any,
+        dur: Any,
+        raw_args: msgspec.Raw | None,
+        args: dict[str, Any] | None,
+    ) -> None:
+        # The hot loop of the loader: exact type checks and plain dict lookups on purpose.
+        t = type(ts)
+        if t is float:
+            self.float_ts = True
+        elif t is not int:
+            self._count("no_timestamp")
+            return
+        t = type(dur)
+        if t is not int and t is not float:
+            self._count("no_duration")
+            return
+        if type(raw_cat) is not str:
+            raw_cat = ""
+        cat_id = self.cats.get(raw_cat)
+        if cat_id is None:
+            cat_id = self.cats[raw_cat] = len(self.cats)
+            self.keep_args.append(normalize_category(raw_cat) in _KEEP_ARGS)
+        if type(name) is not str:
+            name = str(name)
+        name_id = self.names.get(name)
+        if name_id is None:
+            name_id = self.names[name] = len(self.names)
+        keep = self.keep_args[cat_id]
+        if raw_args is not None and raw_args:
+            if keep:
+                args = msgspec.json.decode(raw_args)
+                if type(args) is not dict:
+                    args = {}
+            else:
+                try:
+                    ids = _IDS.decode(raw_args)
+                    stream, corr, device = ids.stream, ids.correlation, ids.device
+                except msgspec.ValidationError:  # args that are not an object
+                    args = {}
+        if args is not None:
+            stream, corr, device = (
+                args.get("stream", -1),
+                args.get("correlation", -1),
+                args.get("device", -1),
+            )
+        elif not raw_args:
+            stream = corr = device = -1
+        cols.ph.append(ph)
+        cols.cat.append(cat_id)
+        cols.name.append(name_id)
+        cols.ts.append(ts)
+        cols.dur.append(dur)
+        cols.pid.append(self._thread(pid))
+        cols.tid.append(self._thread(tid))
+        cols.stream.append(stream if type(stream) is int else _as_int(stream))
+        cols.corr.append(corr if type(corr) is int else _as_int(corr))
+        cols.device.append(device if type(device) is int else _as_int(device))
+        if keep and args:
+            self.args[self.rows] = args
+        self.rows += 1
+
+    def _thread(self, key: Any) -> int:
+        idx = self.threads.get(key)
+        if idx is None:
+            idx = self.threads[key] = len(self.threads)
+        return idx
+
+    def _meta(self, e: dict[str, Any]) -> None:
+        args = e.get("args")
+        label = args.get("name") if isinstance(args, dict) else None
+        if not isinstance(label, str):
+            return
+        if e.get("name") == "process_name":
+            self.process_names[str(e.get("pid"))] = label
+        elif e.get("name") == "thread_name":
+            self.thread_names[(str(e.get("pid")), str(e.get("tid")))] = label
+
+    def _end_b(self, cols: _Columns, e: dict[str, Any]) -> None:
+        stack = self.open_b.get((str(e.get("pid")), str(e.get("tid"))))
+        if not stack:
+            self._count("unmatched_E")
+            return
+        begin = stack.pop()
+        ts, end = begin.get("ts"), e.get("ts")
+        if isinstance(ts, int | float) and isinstance(end, int | float):
+            args = begin.get("args")
+            self._append(
+                cols,
+                PH_COMPLETE,
+                begin.get("cat"),
+                begin.get("name"),
+                begin.get("pid"),
+                begin.get("tid"),
+                ts,
+                end - ts,
+                None,
+                args if type(args) is dict else {},
+            )
+
+    def _count(self, key: str) -> None:
+        self.counts[key] = self.counts.get(key, 0) + 1
+
+    def _flush(self, cols: _Columns) -> None:
+        if cols.ts:
+            self.chunks.append(cols.arrays())
+
+    def finish(self) -> dict[str, Any]:
+        """The ChromeTrace fields (all but path and metadata)."""
+        dangling = sum(len(s) for s in self.open_b.values())
+        if dangling:
+            self.counts["unmatched_B"] = dangling
+        raw_cats = list(self.cats)
+        cols = _concat(self.chunks)
+        return {
+            "names": list(self.names),
+            "categories": [normalize_category(c) for c in raw_cats],
+            "raw_categories": raw_cats,
+            "ph": cols["ph"],
+            "cat": cols["cat"],
+            "name": cols["name"],
+            "ts": cols["ts"],
+            "dur": cols["dur"],
+            "pid": cols["pid"],
+            "tid": cols["tid"],
+            "stream": cols["stream"],
+            "correlation": cols["corr"],
+            "device": cols["device"],
+            "args": self.args,
+            "thread_labels": [str(t) for t in self.threads],
+            "process_names": self.process_names,
+            "thread_names": self.thread_names,
+            "float_timestamps": self.float_ts,
+            "counts": self.counts,
+        }
+
+
+def _struct_to_dict(e: _Event) -> dict[str, Any]:
+    out = {k: getattr(e, k) for k in ("ph", "cat", "name", "pid", "tid", "ts", "dur")}
+    if e.args:
+        out["args"] = msgspec.json.decode(e.args)
+    return {k: v for k, v in out.items() if v is not None}
+
+
+class _Columns:
+    def __init__(self) -> None:
+        self.ph: list[int] = []
+        self.cat: list[int] = []
+        self.name: list[int] = []
+        self.ts: list[float] = []
+        self.dur: list[float] = []
+        self.pid: list[int] = []
+        self.tid: list[int] = []
+        self.stream: list[int] = []
+        self.corr: list[int] = []
+        self.device: list[int] = []
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        out = {
+            k: np.asarray(getattr(self, k), dtype=d) for k, d in _DTYPES.items() if d != np.int64
+        }
+        for k in ("stream", "corr", "device"):
+            out[k] = _int_column(getattr(self, k))
+        return out
+
+
+_DTYPES: dict[str, Any] = {
+    "ph": np.uint8,
+    "cat": np.int32,
+    "name": np.int32,
+    "ts": np.float64,
+    "dur": np.float64,
+    "pid": np.int32,
+    "tid": np.int32,
+    "stream": np.int64,
+    "corr": np.int64,
+    "device": np.int64,
+}
+
+
+def _concat(chunks: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    if not chunks:
+        return {k: np.empty(0, dtype=d) for k, d in _DTYPES.items()}
+    return {k: np.concatenate([c[k] for c in chunks]) for k in _DTYPES}
+
+
+def _int_column(values: list[Any]) -> np.ndarray:
+    if set(map(type, values)) != {int}:
+        values = [v if type(v) is int else _as_int(v) for v in values]
+    try:
+        return np.array(values, dtype=np.int64)
+    except OverflowError:  # an id beyond int64 is no id we can use
+        return np.array([_as_int(v) for v in values], dtype=np.int64)
+
+
+_INT64 = range(-(2**63), 2**63)
+
+
+def _as_int(value: Any) -> int:
+    if isinstance(value, bool):
+        return -1
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    elif isinstance(value, str):
+        try:
+            value = int(value)
+        except ValueError:
+            return -1
+    return value if isinstance(value, int) and value in _INT64 else -1

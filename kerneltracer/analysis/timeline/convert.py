@@ -1,0 +1,406 @@
+"""Convert a loaded chrome trace into the InferScope trace file (a plain dict).
+
+Mapping: host ops, Python functions and CUDA API calls → ``cpu_call``; kernels, memsets and
+device-to-device copies → ``gpu_kernel`` (metadata ``operation`` says which); HtoD / DtoH
+copies → ``h2d_copy`` / ``d2h_copy``; Kineto ``[memory]`` instants → ``memory_event``;
+everything else (instants, cuda_sync, GPU-side annotations) → ``instant``. User annotations
+and ``ProfilerStep#N`` spans become scopes with parent/child links. Ids are ``e<N>`` for
+events (position after sorting by start time) and ``s<N>`` for scopes.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from kerneltracer.analysis.timeline.categories import (
+    CPU_BUSY,
+    kernel_type,
+    memcpy_direction,
+    memcpy_host_kind,
+)
+from kerneltracer.analysis.timeline.loader import PH_COMPLETE, ChromeTrace
+from kerneltracer.analysis.timeline.schema import FORMAT_VERSION
+
+# Kineto timestamps are µs since the epoch unless the trace gives a base time; anything
+# smaller than this (year 2001) is taken as relative and gets no wall clock.
+_EPOCH_US_FLOOR = 1e15
+
+
+@dataclass
+class _Plan:
+    events: np.ndarray  # rows that become events, sorted by start
+    scopes: np.ndarray  # rows that become scopes, sorted by start
+    depth: list[int]  # by row
+    parent_scope: list[int]  # by row: the innermost enclosing scope row, -1 if none
+    scope_parent: dict[int, int]  # scope row -> parent scope row
+
+
+@dataclass
+class _Lists:
+    """Columns as Python lists: per-event code indexes them, and numpy scalars are slow."""
+
+    ph: list[int]
+    cat: list[int]
+    name: list[int]
+    ts: list[float]
+    dur: list[float]
+    pid: list[int]
+    tid: list[int]
+    stream: list[int]
+    correlation: list[int]
+    device: list[int]
+
+    @classmethod
+    def of(cls, t: ChromeTrace, rows: np.ndarray) -> _Lists:
+        return cls(
+            t.ph[rows].tolist(),
+            t.cat[rows].tolist(),
+            t.name[rows].tolist(),
+            t.ts[rows].tolist(),
+            t.dur[rows].tolist(),
+            t.pid[rows].tolist(),
+            t.tid[rows].tolist(),
+            t.stream[rows].tolist(),
+            t.correlation[rows].tolist(),
+            t.device[rows].tolist(),
+        )
+
+
+class InferScopeConverter:
+    """Builds the document in parts, so that big traces can be written chunk by chunk."""
+
+    def __init__(self, trace: ChromeTrace, created: datetime | None = None) -> None:
+        self.trace = trace
+        self.created = created
+        self.plan = _plan(trace)
+        # Event ids are positions; this maps a trace row to its position (-1: not an event).
+        self.position = np.full(len(trace), -1, dtype=np.int64)
+        self.position[self.plan.events] = np.arange(self.plan.events.size)
+        self.scope_ids = {int(r): f"s{i}" for i, r in enumerate(self.plan.scopes.tolist())}
+        self.wall = _wall_clock_base(trace)
+
+    @property
+    def event_count(self) -> int:
+        return int(self.plan.events.size)
+
+    def header(self) -> dict[str, Any]:
+        return {
+            "format_version": FORMAT_VERSION,
+            "trace_metadata": _trace_metadata(self.trace, self.created),
+            "system_info": _system_info(self.trace),
+        }
+
+    def event_chunks(self, size: int = 20_000) -> Iterator[list[dict[str, Any]]]:
+        for start in range(0, self.event_count, size):
+            rows = self.plan.events[start : start + size]
+            cols = _Lists.of(self.trace, rows)
+            yield [
+                _event(
+                    self.trace, cols, i, r, f"e{start + i}", self.plan, self.scope_ids, self.wall
+                )
+                for i, r in enumerate(rows.tolist())
+            ]
+
+    def relationships(self) -> dict[str, Any]:
+        return {
+            "scopes": _scopes(self.trace, self.plan, self.scope_ids),
+            "launches": _launches(self.trace, self.position),
+        }
+
+
+def to_inferscope(trace: ChromeTrace, created: datetime | None = None) -> dict[str, Any]:
+    """The whole InferScope document in memory (see write_inferscope for big traces)."""
+    conv = InferScopeConverter(trace, created)
+    events = [e for chunk in conv.event_chunks() for e in chunk]
+    return {**conv.header(), "events": events, "relationships": conv.relationships()}
+
+
+def _plan(trace: ChromeTrace) -> _Plan:
+    is_scope = (trace.ph == PH_COMPLETE) & trace.category_mask({"user_annotation"})
+    is_event = ~is_scope & ~trace.category_mask({"trace"})
+    # Longer first on equal starts, so that parents precede their children.
+    order = np.lexsort((-trace.dur, trace.ts))
+    events = order[is_event[order]]
+    scopes = order[is_scope[order]]
+    depth, parent_scope, scope_parent = _nesting(trace, order, is_scope)
+    return _Plan(events, scopes, depth, parent_scope, scope_parent)
+
+
+def _nesting(
+    trace: ChromeTrace, order: np.ndarray, is_scope: np.ndarray
+) -> tuple[list[int], list[int], dict[int, int]]:
+    """Call depth of host events and innermost enclosing scope (-1: none), per thread."""
+    host = is_scope | ((trace.ph == PH_COMPLETE) & trace.category_mask(CPU_BUSY))
+    depth = [0] * len(trace)
+    parent_scope = [-1] * len(trace)
+    scope_parent: dict[int, int] = {}
+    stacks: dict[tuple[int, int], list[tuple[float, int, bool]]] = defaultdict(list)
+    rows = order[host[order]]
+    columns = zip(
+        rows.tolist(),
+        trace.pid[rows].tolist(),
+        trace.tid[rows].tolist(),
+        trace.ts[rows].tolist(),
+        trace.end[rows].tolist(),
+        is_scope[rows].tolist(),
+        strict=True,
+    )
+    for r, pid, tid, ts, end, scope in columns:
+        stack = stacks[(pid, tid)]
+        while stack and stack[-1][0] <= ts:
+            stack.pop()
+        enclosing = next((row for _, row, sc in reversed(stack) if sc), -1)
+        if scope:
+            if enclosing >= 0:
+                scope_parent[r] = enclosing
+        else:
+            depth[r] = sum(1 for _, _, sc in stack if not sc)
+            parent_scope[r] = enclosing
+        stack.append((end, r, scope))
+    return depth, parent_scope, scope_parent
+
+
+def _event(
+    trace: ChromeTrace,
+    c: _Lists,
+    i: int,
+    r: int,
+    eid: str,
+    plan: _Plan,
+    scope_ids: dict[int, str],
+    wall: float | None,
+) -> dict[str, Any]:
+    name = trace.names[c.name[i]]
+    cat = trace.categories[c.cat[i]]
+    args = trace.args.get(r, {})
+    ts = c.ts[i]
+    kind, meta = _classify(trace, c, i, r, cat, name, args, plan, scope_ids)
+    if kind == "instant":
+        meta.setdefault("source_category", trace.raw_categories[c.cat[i]])
+        if c.ph[i] == PH_COMPLETE:
+            meta["duration_us"] = c.dur[i]
+        return {
+            "id": eid,
+            "type": kind,
+            "name": name,
+            "timestamp_us": ts,
+            "wall_clock": _iso(wall, ts),
+            "metadata": meta,
+        }
+    end = ts + c.dur[i]
+    return {
+        "id": eid,
+        "type": kind,
+        "name": name,
+        "timestamp_start_us": ts,
+        "timestamp_end_us": end,
+        "wall_clock_start": _iso(wall, ts),
+        "wall_clock_end": _iso(wall, end),
+        "duration_us": end - ts,
+        "metadata": meta,
+    }
+
+
+def _classify(
+    trace: ChromeTrace,
+    c: _Lists,
+    i: int,
+    r: int,
+    cat: str,
+    name: str,
+    args: dict[str, Any],
+    plan: _Plan,
+    scope_ids: dict[int, str],
+) -> tuple[str, dict[str, Any]]:
+    if cat in CPU_BUSY and c.ph[i] == PH_COMPLETE:
+        return "cpu_call", _cpu_meta(trace, c, i, r, cat, plan, scope_ids)
+    if cat == "kernel":
+        return "gpu_kernel", _kernel_meta(c, i, name, args)
+    if cat == "gpu_memset":
+        meta = {**_stream_meta(c, i), "operation": "memset", "bytes": args.get("bytes")}
+        return "gpu_kernel", meta
+    if cat == "gpu_memcpy":
+        return _copy(c, i, name, args)
+    if cat == "cpu_instant_event" and name == "[memory]":
+        return "memory_event", _memory_meta(args)
+    return "instant", {"user_metadata": args} if args else {}
+
+
+def _cpu_meta(
+    trace: ChromeTrace, c: _Lists, i: int, r: int, cat: str, plan: _Plan, scope_ids: dict[int, str]
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "category": cat,
+        "process_id": trace.thread_labels[c.pid[i]],
+        "thread_id": trace.thread_labels[c.tid[i]],
+        "call_depth": plan.depth[r],
+        "parent_scope": None,
+        "parent_scope_id": None,
+    }
+    scope = plan.parent_scope[r]
+    if scope >= 0:
+        meta["parent_scope"] = trace.names[int(trace.name[scope])]
+        meta["parent_scope_id"] = scope_ids[scope]
+    if c.correlation[i] >= 0:
+        meta["correlation_id"] = c.correlation[i]
+    return meta
+
+
+def _stream_meta(c: _Lists, r: int) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "device_id": c.device[r] if c.device[r] >= 0 else None,
+        "stream_id": c.stream[r] if c.stream[r] >= 0 else None,
+    }
+    if c.correlation[r] >= 0:
+        meta["correlation_id"] = c.correlation[r]
+    return meta
+
+
+def _kernel_meta(c: _Lists, r: int, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    occupancy = args.get("est. achieved occupancy %")
+    return {
+        **_stream_meta(c, r),
+        "operation": "kernel",
+        "kernel_type": kernel_type(name).value,
+        "grid_dim": args.get("grid"),
+        "block_dim": args.get("block"),
+        "shared_memory_bytes": args.get("shared memory"),
+        "registers_per_thread": args.get("registers per thread"),
+        "blocks_per_sm": args.get("blocks per SM"),
+        "warps_per_sm": args.get("warps per SM"),
+        "occupancy": occupancy / 100.0 if isinstance(occupancy, int | float) else None,
+    }
+
+
+def _copy(c: _Lists, r: int, name: str, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    direction = memcpy_direction(name)
+    size = args.get("bytes")
+    dur = c.dur[r]
+    bandwidth = args.get("memory bandwidth (GB/s)")
+    if not isinstance(bandwidth, int | float):
+        bandwidth = size / (dur * 1e3) if isinstance(size, int | float) and dur > 0 else None
+    meta = {
+        **_stream_meta(c, r),
+        "bytes": size,
+        "kind": memcpy_host_kind(name),
+        "throughput_gbps": bandwidth,
+        "direction": direction or None,
+    }
+    if direction == "HtoD":
+        return "h2d_copy", meta
+    if direction == "DtoH":
+        return "d2h_copy", meta
+    return "gpu_kernel", {**meta, "operation": f"memcpy_{direction.lower() or 'unknown'}"}
+
+
+def _memory_meta(args: dict[str, Any]) -> dict[str, Any]:
+    size = args.get("Bytes")
+    size = size if isinstance(size, int | float) else 0
+    return {
+        "operation": "malloc" if size >= 0 else "free",
+        "bytes": abs(size),
+        "address": args.get("Addr"),
+        "device_type": args.get("Device Type"),
+        "device_id": args.get("Device Id"),
+        "total_allocated_bytes": args.get("Total Allocated"),
+        "total_reserved_bytes": args.get("Total Reserved"),
+        "numa_node": None,
+    }
+
+
+def _scopes(trace: ChromeTrace, plan: _Plan, scope_ids: dict[int, str]) -> list[dict[str, Any]]:
+    starts = trace.ts[plan.events]
+    children: dict[int, list[str]] = defaultdict(list)
+    for child, parent in plan.scope_parent.items():
+        children[parent].append(scope_ids[child])
+    out = []
+    for r in plan.scopes.tolist():
+        lo, hi = float(trace.ts[r]), float(trace.ts[r] + trace.dur[r])
+        first = int(np.searchsorted(starts, lo, side="left"))
+        last = int(np.searchsorted(starts, hi, side="left"))
+        parent_row = plan.scope_parent.get(r)
+        out.append(
+            {
+                "id": scope_ids[r],
+                "name": trace.names[int(trace.name[r])],
+                "parent_id": scope_ids[parent_row] if parent_row is not None else None,
+                "child_ids": sorted(children.get(r, []), key=lambda s: int(s[1:])),
+                "event_range": [first, last],
+                "start_us": lo,
+                "end_us": hi,
+                "thread": trace.thread_labels[int(trace.tid[r])],
+            }
+        )
+    return out
+
+
+def _launches(trace: ChromeTrace, position: np.ndarray) -> list[list[str]]:
+    rows = np.flatnonzero(position >= 0)
+    has_corr = rows[trace.correlation[rows] >= 0]
+    gpu = trace.category_mask({"kernel", "gpu_memcpy", "gpu_memset"})
+    api = trace.category_mask({"cuda_runtime", "cuda_driver"})
+    launchers = {int(trace.correlation[r]): int(r) for r in has_corr[api[has_corr]].tolist()}
+    out = []
+    for r in has_corr[gpu[has_corr]].tolist():
+        host = launchers.get(int(trace.correlation[r]))
+        if host is not None:
+            out.append([f"e{position[host]}", f"e{position[r]}"])
+    return out
+
+
+def _wall_clock_base(trace: ChromeTrace) -> float | None:
+    """Offset (µs) that turns trace timestamps into epoch µs, or None if unknown."""
+    base = trace.metadata.get("baseTimeNanoseconds")
+    if isinstance(base, int | float):
+        return base / 1000.0
+    if len(trace) and float(np.min(trace.ts)) >= _EPOCH_US_FLOOR:
+        return 0.0
+    return None
+
+
+def _iso(base: float | None, ts_us: float) -> str | None:
+    if base is None:
+        return None
+    stamp = datetime.fromtimestamp((base + ts_us) / 1e6, tz=UTC)
+    return stamp.isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _trace_metadata(trace: ChromeTrace, created: datetime | None) -> dict[str, Any]:
+    created = created or datetime.now(UTC)
+    timed = (trace.ph == PH_COMPLETE) & ~trace.category_mask({"trace"})
+    span = float(trace.end[timed].max() - trace.ts[timed].min()) if timed.any() else 0.0
+    props = trace.device_properties
+    info = trace.metadata.get("distributedInfo")
+    info = info if isinstance(info, dict) else {}
+    cuda = trace.metadata.get("cuda_runtime_version") or trace.metadata.get("cuda_driver_version")
+    return {
+        "timestamp_created": created.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "duration_ms": span / 1000.0,
+        "cuda_version": str(cuda) if cuda is not None else None,
+        "python_version": None,
+        "torch_version": None,
+        "gpu_model": props[0].get("name") if props else None,
+        "hostname": trace.metadata.get("host_name")
+        if isinstance(trace.metadata.get("host_name"), str)
+        else None,
+        "source_file": trace.path.name,
+        "rank": trace.rank,
+        "world_size": info.get("world_size") if isinstance(info.get("world_size"), int) else None,
+        "schema_version": trace.metadata.get("schemaVersion"),
+    }
+
+
+def _system_info(trace: ChromeTrace) -> dict[str, Any]:
+    return {
+        "cpu_count": None,
+        "cpu_model": None,
+        "numa_nodes": None,
+        "ram_gb": None,
+        "gpu_count": len(trace.device_properties),
+    }

@@ -1,0 +1,64 @@
+"""Interval arithmetic on numpy arrays: unions (overlap counted once) and exclusive sweeps."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Union of ``[start, end)`` intervals as sorted, disjoint intervals.
+
+    Touching intervals stay separate (as in HTA): they add nothing to the covered length.
+    """
+    if starts.size == 0:
+        return starts.astype(np.float64), ends.astype(np.float64)
+    order = np.argsort(starts, kind="stable")
+    s = starts[order]
+    e = ends[order]
+    running_end = np.maximum.accumulate(e)
+    new_group = np.empty(s.size, dtype=bool)
+    new_group[0] = True
+    new_group[1:] = s[1:] > running_end[:-1]
+    group_starts = np.flatnonzero(new_group)
+    group_ends = np.append(group_starts[1:], s.size) - 1
+    return s[group_starts], running_end[group_ends]
+
+
+def union_length(starts: np.ndarray, ends: np.ndarray) -> float:
+    ms, me = merge(starts, ends)
+    return float(np.sum(me - ms)) if ms.size else 0.0
+
+
+def clip(
+    starts: np.ndarray, ends: np.ndarray, lo: float, hi: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Intervals cut to the window ``[lo, hi)``; those outside it are dropped."""
+    keep = (ends > lo) & (starts < hi)
+    return np.maximum(starts[keep], lo), np.minimum(ends[keep], hi)
+
+
+def exclusive_sweep(
+    layers: list[tuple[np.ndarray, np.ndarray]], lo: float, hi: float
+) -> list[float]:
+    """Time of ``[lo, hi)`` attributed to each layer by priority, plus the uncovered rest.
+
+    At every instant the first layer (in list order) that is active gets the time, so the
+    returned durations are disjoint and sum exactly to ``hi - lo``; the last entry is the
+    time no layer covers.
+    """
+    total = max(hi - lo, 0.0)
+    out: list[float] = []
+    taken_s = np.empty(0)
+    taken_e = np.empty(0)
+    for starts, ends in layers:
+        ls, le = clip(starts, ends, lo, hi)
+        ls, le = merge(ls, le)
+        covered_before = _length(taken_s, taken_e)
+        taken_s, taken_e = merge(np.concatenate([taken_s, ls]), np.concatenate([taken_e, le]))
+        out.append(_length(taken_s, taken_e) - covered_before)
+    out.append(total - _length(taken_s, taken_e))
+    return out
+
+
+def _length(s: np.ndarray, e: np.ndarray) -> float:
+    return float(np.sum(e - s)) if s.size else 0.0

@@ -1,0 +1,169 @@
+"""Load a chrome trace (torch.profiler / Kineto / vLLM) into compact columns.
+
+A naive ``json.load`` keeps every event as a dict (with its ``args`` dict) alive at once,
+which costs several hundred bytes per event before any analysis starts. Instead the file is
+decompressed in blocks and the ``traceEvents`` array is parsed in batches cut at top-level
+``}, {`` boundaries; each batch is folded into numpy columns and dropped (see builder.py).
+A cut that lands inside a nested object or string leaves the batch unbalanced, the parser
+rejects it and an earlier cut is tried, so the heuristic can cost speed but never
+correctness. The metadata keys and the last batch are parsed with the document's tail.
+"""
+
+from __future__ import annotations
+
+import gzip
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import IO, Any, cast
+
+import numpy as np
+import orjson
+
+from kerneltracer.analysis.timeline.builder import PH_COMPLETE, PH_INSTANT, Builder, TraceLoadError
+
+_BLOCK = 4 << 20
+_MAX_BATCH_RETRIES = 8
+
+__all__ = ["PH_COMPLETE", "PH_INSTANT", "ChromeTrace", "TraceLoadError", "load_chrome_trace"]
+
+
+@dataclass
+class ChromeTrace:
+    """One trace file's events as parallel numpy columns (one row per X or instant event)."""
+
+    path: Path
+    metadata: dict[str, Any]
+    names: list[str]
+    categories: list[str]  # normalised; raw spellings in raw_categories
+    raw_categories: list[str]
+    ph: np.ndarray  # uint8: PH_COMPLETE / PH_INSTANT
+    cat: np.ndarray  # int32 index into categories
+    name: np.ndarray  # int32 index into names
+    ts: np.ndarray  # float64 µs
+    dur: np.ndarray  # float64 µs, 0 for instants
+    pid: np.ndarray  # int32 index into threads' pid labels
+    tid: np.ndarray  # int32 index into thread labels
+    stream: np.ndarray  # int64, -1 when absent or not an integer
+    correlation: np.ndarray  # int64, -1 when absent
+    device: np.ndarray  # int64, -1 when absent
+    args: dict[int, dict[str, Any]]  # row -> args, only for rows in _KEEP_ARGS categories
+    thread_labels: list[str]
+    process_names: dict[str, str] = field(default_factory=dict)
+    thread_names: dict[tuple[str, str], str] = field(default_factory=dict)
+    float_timestamps: bool = False
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return int(self.ts.shape[0])
+
+    @cached_property
+    def end(self) -> np.ndarray:
+        return self.ts + self.dur
+
+    def category_mask(self, cats: frozenset[str] | set[str]) -> np.ndarray:
+        ids = [i for i, c in enumerate(self.categories) if c in cats]
+        return np.isin(self.cat, np.asarray(ids, dtype=np.int32))
+
+    @property
+    def rank(self) -> int | None:
+        info = self.metadata.get("distributedInfo")
+        if isinstance(info, dict) and isinstance(info.get("rank"), int):
+            return int(info["rank"])
+        return None
+
+    @property
+    def device_properties(self) -> list[dict[str, Any]]:
+        props = self.metadata.get("deviceProperties")
+        return [p for p in props if isinstance(p, dict)] if isinstance(props, list) else []
+
+
+def load_chrome_trace(path: Path | str) -> ChromeTrace:
+    path = Path(path)
+    if not path.is_file():
+        raise TraceLoadError(f"{path}: no such trace file")
+    builder = Builder(path)
+    try:
+        with _open(path) as fh:
+            metadata = _parse_stream(fh, builder)
+    except (OSError, EOFError, orjson.JSONDecodeError) as exc:
+        raise TraceLoadError(f"{path}: not a readable chrome trace ({exc})") from exc
+    cols = builder.finish()
+    return ChromeTrace(path=path, metadata=metadata, **cols)
+
+
+def _open(path: Path) -> IO[bytes]:
+    with open(path, "rb") as probe:
+        gz = probe.read(2) == b"\x1f\x8b"
+    return cast(IO[bytes], gzip.open(path, "rb")) if gz else open(path, "rb")
+
+
+def _parse_stream(fh: IO[bytes], builder: Builder) -> dict[str, Any]:
+    """Feed batches of events to ``builder``; return the document's non-event keys."""
+    buf = b""
+    prefix: bytes | None = None  # document text before the events array's "["
+    eof = False
+    while prefix is None and not eof:
+        block = fh.read(_BLOCK)
+        eof = not block
+        buf += block
+        prefix, buf = _split_prefix(buf)
+    if prefix is None:  # no events array found: let the whole-document parse say why
+        return _parse_document(buf, builder)
+    while not eof:
+        block = fh.read(_BLOCK)
+        eof = not block
+        buf += block
+        if not eof:
+            buf = _consume_batches(buf, builder)
+    return _parse_tail(prefix, buf, builder)
+
+
+def _split_prefix(buf: bytes) -> tuple[bytes | None, bytes]:
+    stripped = buf.lstrip()
+    if stripped[:1] == b"[":
+        return b"", stripped[1:]
+    key = buf.find(b'"traceEvents"')
+    if key < 0:
+        return None, buf
+    colon = buf.find(b":", key)
+    bracket = buf.find(b"[", colon) if colon >= 0 else -1
+    if bracket < 0:
+        return None, buf
+    return buf[: colon + 1], buf[bracket + 1 :]
+
+
+def _consume_batches(buf: bytes, builder: Builder) -> bytes:
+    cut = len(buf)
+    for _ in range(_MAX_BATCH_RETRIES):
+        cut = buf.rfind(b"},", 0, cut)
+        if cut < 0:
+            return buf
+        if builder.add_json_array(b"[" + buf[: cut + 1] + b"]"):
+            return buf[cut + 2 :]
+    return buf
+
+
+def _parse_tail(prefix: bytes, rest: bytes, builder: Builder) -> dict[str, Any]:
+    text = prefix + b"[" + rest
+    try:
+        doc = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        if prefix:
+            raise
+        doc = orjson.loads(text.rstrip().rstrip(b",") + b"]")  # array form may omit "]"
+    return _take_events(doc, builder)
+
+
+def _parse_document(buf: bytes, builder: Builder) -> dict[str, Any]:
+    return _take_events(orjson.loads(buf), builder)
+
+
+def _take_events(doc: Any, builder: Builder) -> dict[str, Any]:
+    if isinstance(doc, list):
+        builder.add_dicts(doc)
+        return {}
+    if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
+        raise TraceLoadError(f"{builder.path}: JSON has no traceEvents array")
+    builder.add_dicts(doc.pop("traceEvents"))
+    return doc

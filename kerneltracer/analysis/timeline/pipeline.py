@@ -1,0 +1,165 @@
+"""One trace file end to end: load, analyse, convert, validate; and the report document."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from kerneltracer.analysis.timeline.bottleneck import analyze_steps, analyze_trace, categorize
+from kerneltracer.analysis.timeline.gpu_breakdown import (
+    KernelBreakdown,
+    TemporalBreakdown,
+    kernel_breakdown,
+    per_device_temporal,
+    select_gpu_work,
+    temporal_breakdown,
+)
+from kerneltracer.analysis.timeline.inferscope_file import write_inferscope
+from kerneltracer.analysis.timeline.loader import ChromeTrace, load_chrome_trace
+from kerneltracer.analysis.timeline.ranks import RankRow
+from kerneltracer.analysis.timeline.results import BottleneckResult, StepResult
+from kerneltracer.analysis.timeline.validate import ValidationReport
+
+REPORT_VERSION = "1.0"
+
+
+@dataclass
+class TraceAnalysis:
+    trace: ChromeTrace
+    rank: int
+    bottleneck: BottleneckResult
+    steps: list[StepResult]
+    temporal: TemporalBreakdown | None
+    per_device: list[dict[str, Any]]
+    kernels: KernelBreakdown
+    inferscope_file: Path | None
+    validation: ValidationReport | None
+
+
+def analyze_file(
+    path: Path | str,
+    rank: int | None = None,
+    *,
+    inferscope_file: Path | None = None,
+    include_last_step: bool = False,
+) -> TraceAnalysis:
+    """Everything the reports need for one trace; ``rank`` defaults to the trace's own.
+
+    With ``inferscope_file`` the InferScope trace is written there and validated.
+    """
+    trace = load_chrome_trace(path)
+    cats = categorize(trace)
+    work = select_gpu_work(trace, include_last_step=include_last_step)
+    validation = write_inferscope(trace, inferscope_file) if inferscope_file else None
+    return TraceAnalysis(
+        trace=trace,
+        rank=trace.rank if trace.rank is not None else (rank or 0),
+        bottleneck=analyze_trace(trace, cats),
+        steps=analyze_steps(trace, cats),
+        temporal=temporal_breakdown(work),
+        per_device=per_device_temporal(work),
+        kernels=kernel_breakdown(work, trace.names),
+        inferscope_file=inferscope_file,
+        validation=validation,
+    )
+
+
+def rank_row(a: TraceAnalysis) -> RankRow:
+    s = a.bottleneck.summary
+    pct = {b.category: b.percentage for b in a.bottleneck.timeline_breakdown}
+    latency = s.end_to_end_latency_us
+    return RankRow(
+        rank=a.rank,
+        source_file=a.trace.path.name,
+        end_to_end_latency_us=latency,
+        mean_step_us=(sum(st.duration_us for st in a.steps) / len(a.steps)) if a.steps else None,
+        steps=len(a.steps),
+        gpu_busy_pct=round(100.0 * s.total_gpu_time_us / latency, 2)
+        if s.has_gpu and latency
+        else None,
+        gpu_idle_pct=round(100.0 * s.gpu_idle_us / latency, 2)
+        if s.gpu_idle_us is not None and latency
+        else None,
+        compute_us=a.temporal.compute_us if a.temporal else None,
+        communication_pct=pct.get("gpu_communication") if s.has_gpu else None,
+        bottleneck=a.bottleneck.bottleneck.type,
+        temporal_breakdown=a.temporal.to_dict() if a.temporal else None,
+    )
+
+
+def report_document(a: TraceAnalysis, outputs: dict[str, str] | None = None) -> dict[str, Any]:
+    """The JSON report (seed 004 §3.2 report model, plus HTA-style per-rank breakdowns)."""
+    b = a.bottleneck
+    return {
+        "report_type": "json",
+        "report_version": REPORT_VERSION,
+        "title": f"InferScope Performance Report: {a.trace.path.name}",
+        "timestamp": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "source": {
+            "file": a.trace.path.name,
+            "rank": a.rank,
+            "events": len(a.trace),
+            "skipped_records": dict(sorted(a.trace.counts.items())),
+            "gpu_model": a.trace.device_properties[0].get("name")
+            if a.trace.device_properties
+            else None,
+            "float_timestamps": a.trace.float_timestamps,
+        },
+        "summary": summary_text(a),
+        "analysis": b.model_dump(mode="json"),
+        "steps": [st.model_dump(mode="json") for st in a.steps],
+        "ranks": [
+            {
+                "rank": a.rank,
+                "temporal_breakdown": a.temporal.to_dict() if a.temporal else None,
+                "temporal_breakdown_per_device": a.per_device,
+                "kernel_breakdown": a.kernels.to_dict(),
+                "note": None
+                if a.temporal
+                else "no GPU kernels in this trace: GPU breakdowns are empty",
+            }
+        ],
+        "validation": a.validation.to_dict() if a.validation else None,
+        "timeline_sections": [
+            {
+                "title": "Timeline Breakdown",
+                "data": [e.model_dump(mode="json") for e in b.timeline_breakdown],
+            }
+        ],
+        "recommendations": [
+            {
+                "title": s.action,
+                "description": s.rationale,
+                "impact": f"Estimated improvement: up to {s.estimated_improvement_percent:g}%",
+                "priority": s.priority,
+                "evidence": s.evidence,
+            }
+            for s in b.suggestions
+        ],
+        "outputs": outputs or {},
+    }
+
+
+def summary_text(a: TraceAnalysis) -> str:
+    b = a.bottleneck
+    s = b.summary
+    kind = b.bottleneck.type.replace("_", "-")
+    text = (
+        f"{a.trace.path.name} (rank {a.rank}): {s.end_to_end_latency_us / 1000:.2f} ms traced, "
+        f"{kind} (confidence {b.bottleneck.confidence:.2f}), "
+        f"primary cause {b.bottleneck.primary_cause}."
+    )
+    if a.temporal:
+        t = a.temporal
+        text += (
+            f" GPU: {t.compute_pct:.1f}% compute, {t.non_compute_pct:.1f}% non-compute, "
+            f"{t.idle_pct:.1f}% idle over {t.kernel_time_us / 1000:.2f} ms of kernel time."
+        )
+    else:
+        text += " No GPU activity was recorded."
+    if b.suggestions:
+        top = b.suggestions[0]
+        text += f" First thing to try: {top.action} (up to {top.estimated_improvement_percent:g}%)."
+    return text

@@ -1,0 +1,194 @@
+"""Check an InferScope document against the seed's constraints (§4.1), listing violations.
+
+Real profiler traces break these rules now and then (zero-length ops, kernels that overlap
+on a stream after ns rounding, annotations that cross), so every violation is reported with
+the ids involved and nothing is fatal: the caller decides what to do with the list.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+_STREAM_TYPES = frozenset({"gpu_kernel", "h2d_copy", "d2h_copy"})
+_MAX_LISTED_PER_CONSTRAINT = 50
+_WARNINGS = frozenset({"zero_duration"})
+
+
+@dataclass(frozen=True)
+class Violation:
+    # unique_id | timestamp_order | zero_duration | stream_overlap | scope_containment | event_range
+    constraint: str
+    severity: str  # error | warning
+    ids: tuple[str, ...]
+    detail: str
+
+
+@dataclass
+class ValidationReport:
+    checked_events: int
+    checked_scopes: int
+    counts: dict[str, int] = field(default_factory=dict)
+    violations: list[Violation] = field(default_factory=list)  # the first few of each kind
+
+    @property
+    def ok(self) -> bool:
+        return self.error_count == 0
+
+    @property
+    def error_count(self) -> int:
+        return sum(n for k, n in self.counts.items() if k not in _WARNINGS)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "checked_events": self.checked_events,
+            "checked_scopes": self.checked_scopes,
+            "counts": dict(sorted(self.counts.items())),
+            "violations": [asdict(v) for v in self.violations],
+            "listed": len(self.violations),
+        }
+
+
+class _Collector:
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+        self.listed: list[Violation] = []
+
+    def add(self, constraint: str, severity: str, ids: tuple[str, ...], detail: str) -> None:
+        self.counts[constraint] += 1
+        if self.counts[constraint] <= _MAX_LISTED_PER_CONSTRAINT:
+            self.listed.append(Violation(constraint, severity, ids, detail))
+
+
+class Validator:
+    """Checks events as they stream past (``feed``), then the scopes (``finish``)."""
+
+    def __init__(self) -> None:
+        self.out = _Collector()
+        self.seen = _IdSet()
+        self.n_events = 0
+        self.lanes: dict[tuple[Any, Any], list[tuple[float, float, str]]] = defaultdict(list)
+
+    def feed(self, events: list[dict[str, Any]]) -> None:
+        self.n_events += len(events)
+        _unique_ids(events, self.seen, self.out)
+        _timestamps(events, self.out)
+        _collect_lanes(events, self.lanes)
+
+    def finish(self, scopes: list[dict[str, Any]]) -> ValidationReport:
+        _unique_ids(scopes, self.seen, self.out)
+        _stream_overlaps(self.lanes, self.out)
+        _scopes(scopes, self.n_events, self.out)
+        return ValidationReport(self.n_events, len(scopes), dict(self.out.counts), self.out.listed)
+
+
+def validate(doc: dict[str, Any]) -> ValidationReport:
+    v = Validator()
+    v.feed(doc.get("events", []))
+    return v.finish(doc.get("relationships", {}).get("scopes", []))
+
+
+class _IdSet:
+    """Seen ids; the converter's ``e<N>``/``s<N>`` ids cost one bit each instead of a string."""
+
+    def __init__(self) -> None:
+        self.bits: dict[str, bytearray] = {"e": bytearray(), "s": bytearray()}
+        self.other: set[str] = set()
+
+    def add(self, iid: str) -> bool:
+        """Record ``iid``; False if it was seen before."""
+        bits = self.bits.get(iid[:1])
+        if bits is None or not iid[1:].isdigit() or (iid[1:2] == "0" and len(iid) > 2):
+            if iid in self.other:
+                return False
+            self.other.add(iid)
+            return True
+        n = int(iid[1:])
+        if n >> 3 >= len(bits):
+            bits.extend(bytes(max(len(bits), (n >> 3) + 1 - len(bits))))
+        if bits[n >> 3] & (1 << (n & 7)):
+            return False
+        bits[n >> 3] |= 1 << (n & 7)
+        return True
+
+
+def _unique_ids(items: list[dict[str, Any]], seen: _IdSet, out: _Collector) -> None:
+    for item in items:
+        iid = item.get("id")
+        if not isinstance(iid, str) or not seen.add(iid):
+            out.add("unique_id", "error", (str(iid),), "missing or duplicate id")
+
+
+def _timestamps(events: list[dict[str, Any]], out: _Collector) -> None:
+    for e in events:
+        if e.get("type") == "instant":
+            continue
+        start, end = e.get("timestamp_start_us"), e.get("timestamp_end_us")
+        if not isinstance(start, int | float) or not isinstance(end, int | float):
+            out.add("timestamp_order", "error", (e["id"],), "missing start or end timestamp")
+        elif end < start:
+            detail = f"ends {start - end:.3f} µs before it starts"
+            out.add("timestamp_order", "error", (e["id"],), detail)
+        elif end == start:
+            detail = f"{e.get('name', '')[:80]} has zero duration"
+            out.add("zero_duration", "warning", (e["id"],), detail)
+
+
+def _collect_lanes(
+    events: list[dict[str, Any]], lanes: dict[tuple[Any, Any], list[tuple[float, float, str]]]
+) -> None:
+    for e in events:
+        if e.get("type") not in _STREAM_TYPES:
+            continue
+        meta = e.get("metadata") or {}
+        if meta.get("stream_id") is None:
+            continue
+        lanes[(meta.get("device_id"), meta["stream_id"])].append(
+            (e["timestamp_start_us"], e["timestamp_end_us"], e["id"])
+        )
+
+
+def _stream_overlaps(
+    lanes: dict[tuple[Any, Any], list[tuple[float, float, str]]], out: _Collector
+) -> None:
+    for (device, stream), spans in lanes.items():
+        spans.sort()
+        prev_end, prev_id = float("-inf"), ""
+        for start, end, eid in spans:
+            if start < prev_end:
+                out.add(
+                    "stream_overlap",
+                    "error",
+                    (prev_id, eid),
+                    f"device {device} stream {stream}: overlaps the previous op by "
+                    f"{min(prev_end, end) - start:.3f} µs",
+                )
+            if end > prev_end:
+                prev_end, prev_id = end, eid
+
+
+def _scopes(scopes: list[dict[str, Any]], n_events: int, out: _Collector) -> None:
+    by_id = {s.get("id"): s for s in scopes}
+    for s in scopes:
+        lo, hi = (s.get("event_range") or [0, 0])[:2]
+        if not 0 <= lo <= hi <= n_events:
+            out.add(
+                "event_range", "error", (s["id"],), f"event_range {lo}..{hi} outside 0..{n_events}"
+            )
+        parent = by_id.get(s.get("parent_id"))
+        if s.get("parent_id") is not None and parent is None:
+            out.add(
+                "scope_containment", "error", (s["id"],), f"unknown parent {s.get('parent_id')}"
+            )
+        elif parent is not None and (
+            s["start_us"] < parent["start_us"] or s["end_us"] > parent["end_us"]
+        ):
+            over = max(parent["start_us"] - s["start_us"], s["end_us"] - parent["end_us"])
+            out.add(
+                "scope_containment",
+                "error",
+                (parent["id"], s["id"]),
+                f"scope {s.get('name', '')[:60]!r} sticks out of its parent by {over:.3f} µs",
+            )

@@ -1,0 +1,117 @@
+"""Write the timeline reports for one or more traces (one per rank) into a directory.
+
+Layout::
+
+    OUT/summary.json, summary.md          ranks table + stragglers, list of per-trace outputs
+    OUT/<trace-stem>/report.json|.md|.html
+    OUT/<trace-stem>/inferscope_trace.json.gz   (unless convert=False)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from kerneltracer.analysis.timeline.html import render_html, timeline_lanes
+from kerneltracer.analysis.timeline.markdown import render_markdown, render_rank_summary
+from kerneltracer.analysis.timeline.pipeline import (
+    TraceAnalysis,
+    analyze_file,
+    rank_row,
+    report_document,
+)
+from kerneltracer.analysis.timeline.ranks import rank_table
+from kerneltracer.jsonio import atomic_write_json, atomic_write_text
+
+INFERSCOPE_FILE = "inferscope_trace.json.gz"
+
+
+def trace_stem(path: Path) -> str:
+    name = path.name
+    for suffix in (".json.gz", ".json", ".gz"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    # Trace names come from other machines: keep them to one safe path component.
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "trace"
+    return safe[:120]
+
+
+def write_trace_reports(a: TraceAnalysis, out_dir: Path) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    outputs: dict[str, str] = {}
+    if a.inferscope_file is not None:
+        outputs["inferscope_trace"] = a.inferscope_file.name
+        written.append(a.inferscope_file)
+    doc = report_document(a, outputs)
+    b = a.bottleneck
+    lanes = timeline_lanes(a.trace, b.window_start_us, b.window_end_us)
+    targets: list[tuple[str, Callable[[Path], None]]] = [
+        ("report.json", lambda p: atomic_write_json(p, doc)),
+        (
+            "report.md",
+            lambda p: atomic_write_text(p, render_markdown({**doc, "report_type": "markdown"})),
+        ),
+        (
+            "report.html",
+            lambda p: atomic_write_text(p, render_html({**doc, "report_type": "html"}, lanes)),
+        ),
+    ]
+    for name, write in targets:
+        write(out_dir / name)
+        written.append(out_dir / name)
+    return written
+
+
+def run_timeline(
+    traces: Sequence[Path],
+    out_dir: Path,
+    *,
+    convert: bool = True,
+    include_last_step: bool = False,
+    on_trace: Callable[[Path], None] | None = None,
+) -> list[Path]:
+    """Analyse every trace (file order gives the rank when a trace names none)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    rows = []
+    entries: list[dict[str, Any]] = []
+    used: set[str] = set()
+    for i, path in enumerate(traces):
+        if on_trace:
+            on_trace(path)
+        stem = _unique(trace_stem(path), used)
+        inferscope = out_dir / stem / INFERSCOPE_FILE if convert else None
+        a = analyze_file(
+            path, rank=i, inferscope_file=inferscope, include_last_step=include_last_step
+        )
+        files = write_trace_reports(a, out_dir / stem)
+        written += files
+        rows.append(rank_row(a))
+        entries.append(
+            {
+                "trace": path.name,
+                "rank": a.rank,
+                "dir": stem,
+                "bottleneck": a.bottleneck.bottleneck.type,
+                "files": [f.relative_to(out_dir).as_posix() for f in files],
+            }
+        )
+        del a  # one trace in memory at a time
+    table = rank_table(rows)
+    summary = {"report_version": "1.0", "traces": entries, **table}
+    atomic_write_json(out_dir / "summary.json", summary)
+    atomic_write_text(out_dir / "summary.md", render_rank_summary(table))
+    return [*written, out_dir / "summary.json", out_dir / "summary.md"]
+
+
+def _unique(stem: str, used: set[str]) -> str:
+    candidate, n = stem, 1
+    while candidate in used:
+        n += 1
+        candidate = f"{stem}-{n}"
+    used.add(candidate)
+    return candidate

@@ -1,0 +1,60 @@
+"""``kerneltracer timeline TRACE… -o OUT``: bottleneck and GPU breakdown reports for traces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from kerneltracer.errors import UsageError
+
+
+@click.command("timeline")
+@click.argument("traces", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "-o",
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Directory for the reports (one sub-directory per trace, plus summary.json/md).",
+)
+@click.option(
+    "--no-inferscope",
+    is_flag=True,
+    help="Skip writing the InferScope trace file and its constraint validation.",
+)
+@click.option(
+    "--include-last-step",
+    is_flag=True,
+    help="Keep the last ProfilerStep in the GPU breakdowns (HTA drops it by default).",
+)
+def timeline(
+    traces: tuple[Path, ...], out_dir: Path, no_inferscope: bool, include_last_step: bool
+) -> None:
+    """Analyse chrome traces (torch.profiler / Kineto / vLLM, .json or .json.gz).
+
+    Each TRACE is one rank (its distributedInfo.rank, else its position). Writes per trace
+    report.json, report.md, report.html and inferscope_trace.json.gz; with several traces
+    summary.md also names the stragglers.
+    """
+    from kerneltracer.analysis.timeline.writer import run_timeline
+
+    missing = [str(t) for t in traces if not t.is_file()]
+    if missing:
+        raise UsageError(f"trace file(s) not found: {', '.join(missing)}")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UsageError(f"output path {out_dir} exists and is not a directory")
+
+    def progress(path: Path) -> None:
+        click.echo(f"analysing {path}", err=True)
+
+    written = run_timeline(
+        list(traces),
+        out_dir,
+        convert=not no_inferscope,
+        include_last_step=include_last_step,
+        on_trace=progress,
+    )
+    summary = out_dir / "summary.md"
+    click.echo(f"wrote {len(written)} files to {out_dir} (start with {summary})")

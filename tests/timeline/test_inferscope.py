@@ -1,0 +1,211 @@
+"""InferScope conversion, its JSON Schema, the constraint validator and the index."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from kerneltracer.analysis.timeline.convert import to_inferscope
+from kerneltracer.analysis.timeline.index import TraceIndex
+from kerneltracer.analysis.timeline.loader import load_chrome_trace
+from kerneltracer.analysis.timeline.schema import SCHEMA_PATH, json_schema, parse_inferscope
+from kerneltracer.analysis.timeline.validate import validate
+from kerneltracer.errors import UsageError
+from tests.timeline.traces import hta_path, kernel, memcpy, write_trace, x
+
+SMALL = [
+    "amd",
+    "alexnet",
+    "event_sync",
+    "cpu_only",
+    "legacy",
+    "triton",
+    "call_stack",
+    "compare_base",
+]
+
+
+def test_checked_in_schema_matches_the_models() -> None:
+    assert json.loads(SCHEMA_PATH.read_text()) == json_schema()
+
+
+@pytest.mark.parametrize("key", SMALL)
+def test_converted_real_traces_follow_the_schema(testdata_dir: Path, key: str) -> None:
+    doc = to_inferscope(load_chrome_trace(hta_path(testdata_dir, key)))
+    jsonschema.validate(doc, json_schema())
+    parse_inferscope(doc)
+    ids = [e["id"] for e in doc["events"]] + [s["id"] for s in doc["relationships"]["scopes"]]
+    assert len(ids) == len(set(ids))
+    starts = [e.get("timestamp_start_us", e.get("timestamp_us")) for e in doc["events"]]
+    assert starts == sorted(starts)
+
+
+def test_alexnet_mapping(testdata_dir: Path) -> None:
+    trace = load_chrome_trace(hta_path(testdata_dir, "alexnet"))
+    doc = to_inferscope(trace)
+    by_type: dict[str, list[dict[str, Any]]] = {}
+    for e in doc["events"]:
+        by_type.setdefault(e["type"], []).append(e)
+    htod = sum(
+        1
+        for n in trace.name[trace.category_mask({"gpu_memcpy"})].tolist()
+        if "HtoD" in trace.names[n]
+    )
+    assert len(by_type["h2d_copy"]) == htod == 16
+    copy = by_type["h2d_copy"][0]["metadata"]
+    assert copy["bytes"] > 0 and copy["throughput_gbps"] > 0 and copy["kind"] == "pageable"
+    kernels = [e for e in by_type["gpu_kernel"] if e["metadata"]["operation"] == "kernel"]
+    assert len(kernels) == 79
+    meta = kernels[0]["metadata"]
+    assert len(meta["grid_dim"]) == 3 and len(meta["block_dim"]) == 3 and meta["stream_id"] == 7
+    assert by_type["cpu_call"][0]["wall_clock_start"].startswith("2023-09-27T")
+    assert len(doc["relationships"]["launches"]) >= 79
+    assert doc["trace_metadata"]["gpu_model"] == "NVIDIA A100-PG509-200"
+
+
+def test_scopes_link_parents_and_children(tmp_path: Path) -> None:
+    events = [
+        x("ProfilerStep#1", "user_annotation", 0, 100),
+        x("forward", "user_annotation", 10, 50),
+        x("aten::linear", "cpu_op", 12, 30),
+        x("aten::addmm", "cpu_op", 15, 20),
+        x("ProfilerStep#2", "user_annotation", 100, 50),
+    ]
+    doc = to_inferscope(load_chrome_trace(write_trace(tmp_path / "s.json", events)))
+    scopes = {s["name"]: s for s in doc["relationships"]["scopes"]}
+    assert scopes["forward"]["parent_id"] == scopes["ProfilerStep#1"]["id"]
+    assert scopes["ProfilerStep#1"]["child_ids"] == [scopes["forward"]["id"]]
+    assert scopes["ProfilerStep#2"]["parent_id"] is None
+    calls = {e["name"]: e["metadata"] for e in doc["events"] if e["type"] == "cpu_call"}
+    assert calls["aten::linear"]["call_depth"] == 0 and calls["aten::addmm"]["call_depth"] == 1
+    assert calls["aten::addmm"]["parent_scope"] == "forward"
+    assert validate(doc).ok
+
+
+def test_memory_and_instant_events(tmp_path: Path) -> None:
+    events = [
+        {
+            "ph": "i",
+            "s": "t",
+            "cat": "cpu_instant_event",
+            "name": "[memory]",
+            "pid": 1,
+            "tid": 1,
+            "ts": 5,
+            "args": {"Bytes": -512, "Addr": 1234, "Device Type": 0, "Total Allocated": 0},
+        },
+        {"ph": "i", "s": "g", "name": "marker", "pid": 1, "tid": 1, "ts": 6, "args": {"tokens": 3}},
+        x("aten::empty", "cpu_op", 0, 10),
+    ]
+    doc = to_inferscope(load_chrome_trace(write_trace(tmp_path / "m.json", events)))
+    mem = next(e for e in doc["events"] if e["type"] == "memory_event")
+    assert mem["metadata"]["operation"] == "free" and mem["metadata"]["bytes"] == 512
+    marker = next(e for e in doc["events"] if e["name"] == "marker")
+    assert marker["type"] == "instant" and marker["metadata"]["user_metadata"] == {"tokens": 3}
+
+
+def test_validator_lists_each_violation(tmp_path: Path) -> None:
+    events = [
+        kernel("a", 0, 10),
+        kernel("b", 5, 10),  # overlap on stream 7
+        kernel("c", 100, 10, stream=8),
+        memcpy("HtoD", 105, 3, stream=9),  # other streams: fine
+        x("zero", "cpu_op", 50, 0),
+        x("outer", "user_annotation", 0, 100),
+        x("crossing", "user_annotation", 90, 50),
+    ]
+    doc = to_inferscope(load_chrome_trace(write_trace(tmp_path / "v.json", events)))
+    doc["events"].append(next(e for e in doc["events"] if e["name"] == "zero"))  # duplicate id
+    doc["events"].append(
+        {
+            "id": "bad",
+            "type": "cpu_call",
+            "name": "backwards",
+            "timestamp_start_us": 10.0,
+            "timestamp_end_us": 5.0,
+            "metadata": {},
+        }
+    )
+    report = validate(doc)
+    assert report.counts == {
+        "stream_overlap": 1,
+        "zero_duration": 2,
+        "scope_containment": 1,
+        "unique_id": 1,
+        "timestamp_order": 1,
+    }
+    assert not report.ok
+    overlap = next(v for v in report.violations if v.constraint == "stream_overlap")
+    assert "overlaps the previous op by 5.000 µs" in overlap.detail
+
+
+def test_violations_in_real_traces_are_listed_not_fatal(testdata_dir: Path) -> None:
+    doc = to_inferscope(load_chrome_trace(hta_path(testdata_dir, "rank0_16")))
+    report = validate(doc).to_dict()
+    assert report["counts"]["stream_overlap"] == 1
+    assert report["counts"]["zero_duration"] > 1000
+    assert any(v["constraint"] == "stream_overlap" for v in report["violations"])
+    assert report["listed"] < sum(report["counts"].values())  # listing is capped, counts are not
+
+
+def test_index_by_type_time_range_and_scope(tmp_path: Path) -> None:
+    events = [
+        x("ProfilerStep#1", "user_annotation", 0, 10_000),
+        x("cudaMemcpyAsync", "cuda_runtime", 100, 50, correlation=1),
+        memcpy("HtoD", 200, 500),
+        kernel("k1", 12_000, 1_000),
+        kernel("k2", 30_000, 30_000),
+        kernel("k3", 60_000, 10),
+        x("ProfilerStep#2", "user_annotation", 10_000, 80_000),
+    ]
+    idx = TraceIndex(to_inferscope(load_chrome_trace(write_trace(tmp_path / "i.json", events))))
+    assert (
+        idx.count("gpu_kernel") == 3 and idx.count("h2d_copy") == 1 and idx.count("d2h_copy") == 0
+    )
+    # "All GPU kernels between 10-50 ms" (k2 starts inside, k3 after, k1 before 10 ms? no: 12 ms)
+    assert [e["name"] for e in idx.between(10_000, 50_000, types={"gpu_kernel"})] == ["k1", "k2"]
+    assert [e["name"] for e in idx.between(55_000, 59_000)] == ["k2"]  # overlap, not just start
+    assert [e["name"] for e in idx.in_scope("ProfilerStep#1")] == [
+        "cudaMemcpyAsync",
+        "Memcpy HtoD (Pageable -> Device)",
+    ]
+    assert {e["name"] for e in idx.in_scope("ProfilerStep#2", types={"gpu_kernel"})} == {
+        "k1",
+        "k2",
+        "k3",
+    }
+    with pytest.raises(UsageError, match="valid: cpu_call"):
+        idx.count("kernel")
+    with pytest.raises(UsageError, match="no scope"):
+        idx.in_scope("nope")
+
+
+def test_streamed_file_equals_the_in_memory_document(
+    testdata_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gzip
+    from datetime import UTC, datetime
+
+    from kerneltracer.analysis.timeline import convert
+    from kerneltracer.analysis.timeline.inferscope_file import write_inferscope
+
+    trace = load_chrome_trace(hta_path(testdata_dir, "nccl"))
+    created = datetime(2026, 1, 2, tzinfo=UTC)
+    path = tmp_path / "t.json.gz"
+    original = convert.InferScopeConverter.event_chunks
+
+    def small_chunks(self: convert.InferScopeConverter, size: int = 20_000) -> Any:
+        return original(self, 1000)  # many chunks, so that the seams are exercised
+
+    monkeypatch.setattr(convert.InferScopeConverter, "event_chunks", small_chunks)
+    report = write_inferscope(trace, path, created)
+    monkeypatch.undo()
+    doc = to_inferscope(trace, created)
+    assert json.loads(gzip.decompress(path.read_bytes())) == json.loads(json.dumps(doc))
+    assert report.to_dict() == validate(doc).to_dict()
+    assert report.checked_events == len(doc["events"]) > 20_000
+    assert not list(tmp_path.glob(".*.tmp"))
