@@ -27,6 +27,9 @@ STATUS_FILE = "_TRACE_STATUS.json"
 WORKER_LOG = "worker.log"
 PHASE_LOG = "phases.log"
 JOBS_DIR = "jobs"
+# Environment the orchestrator sets for every worker (the rest of the contract is JOB.json).
+ENV_ORCHESTRATOR_PID = "KT_ORCHESTRATOR_PID"
+ENV_GPU_SLOT = "KT_GPU_SLOT"
 
 
 class ModelRef(BaseModel):

@@ -14,7 +14,8 @@ def tracers() -> None:
     from kerneltracer.tracers.registry import TRACERS
 
     table = Table(title="tracers")
-    for col in ("name", "frameworks", "group", "version", "what it records", "outputs"):
+    table.add_column("name", no_wrap=True)
+    for col in ("frameworks", "group", "version", "what it records", "outputs"):
         table.add_column(col, overflow="fold")
     for name, cls in TRACERS.items():
         table.add_row(

@@ -14,11 +14,9 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from kerneltracer.jobs import JobSpec
+from kerneltracer.jobs import ENV_GPU_SLOT, ENV_ORCHESTRATOR_PID, JobSpec
 from kerneltracer.tracers.registry import TRACERS
 
-ENV_ORCHESTRATOR_PID = "KT_ORCHESTRATOR_PID"
-ENV_GPU_SLOT = "KT_GPU_SLOT"
 
 
 def worker_argv(python: str, job_file: Path) -> list[str]:
@@ -45,6 +43,7 @@ def worker_env(
             "TRANSFORMERS_OFFLINE": "1",
             "HF_HUB_DISABLE_TELEMETRY": "1",
             "TOKENIZERS_PARALLELISM": "false",
+            "HF_HUB_DISABLE_PROGRESS_BARS": "1",  # progress bars only clutter worker.log
             "PYTHONUNBUFFERED": "1",
             "PYTHONFAULTHANDLER": "1",
             ENV_ORCHESTRATOR_PID: str(os.getpid()),
@@ -81,3 +80,12 @@ def visible_gpus(env: Mapping[str, str]) -> list[str]:
 
 def needs_gpu(job: JobSpec, gpus: list[str]) -> bool:
     return bool(gpus) and (job.device == "auto" or job.device.startswith("cuda"))
+
+
+def pick_gpu(job: JobSpec, gpus: list[str], free: list[str]) -> str | None:
+    """A free GPU for the job: ``cuda:N`` wants the N-th visible one, others take any."""
+    if job.device.startswith("cuda:"):
+        index = int(job.device.split(":", 1)[1])
+        wanted = gpus[index] if index < len(gpus) else None
+        return wanted if wanted in free else None if wanted is not None else (free[0] if free else None)
+    return free[0] if free else None

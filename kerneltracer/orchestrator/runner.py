@@ -108,9 +108,10 @@ def execute(plan: RunPlan, options: RunOptions, observer: RunObserver | None = N
                 member = chain.members[index]
                 gpu = None
                 if envmod.needs_gpu(member.job, gpus) and not options.share_gpus:
-                    if not free_gpus:
-                        break
-                    gpu = free_gpus.pop(0)
+                    gpu = envmod.pick_gpu(member.job, gpus, free_gpus)
+                    if gpu is None:
+                        break  # its GPU is busy: wait, jobs never share a device
+                    free_gpus.remove(gpu)
                 pending.popleft()
                 active.append(_start(plan, chain, member, options, threads, gpu, observer))
             time.sleep(options.poll_s)

@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kerneltracer.errors import UnsupportedError
-from kerneltracer.jobs import JobSpec
-from kerneltracer.orchestrator.environment import ENV_GPU_SLOT
+from kerneltracer.jobs import ENV_GPU_SLOT, JobSpec
 
 _SAMPLE_TEXT = (
     "Kernel engineers want to know which operators a model really runs, with which shapes, "
@@ -126,6 +125,7 @@ def load_huggingface(job: JobSpec, job_dir: Path) -> ExecutionContext:
     import torch
     import transformers
 
+    transformers.utils.logging.disable_progress_bar()
     path = job.model.local_dir or job.model.path
     if path is None:
         raise UnsupportedError("model has no local directory (it was not resolved)")

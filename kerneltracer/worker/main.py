@@ -15,9 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kerneltracer.jobs import PHASE_LOG, JobSpec
+from kerneltracer.jobs import ENV_ORCHESTRATOR_PID, PHASE_LOG, JobSpec
 from kerneltracer.jsonio import read_json
-from kerneltracer.orchestrator.environment import ENV_ORCHESTRATOR_PID
 from kerneltracer.status import (
     JobStatus,
     TraceStatus,
