@@ -1,0 +1,35 @@
+"""Per-job analysis: torch_compile jobs' TORCH_TRACE logs → tlparse-style reports."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kerneltracer.analysis.base import AnalysisJob, JobAnalysis
+
+TRACE_DIR = "torch_trace"
+
+
+def _trace_logs(job: AnalysisJob) -> list[str]:
+    return [o for o in job.outputs if o.startswith(f"{TRACE_DIR}/") and o.endswith(".log")]
+
+
+class StructuredLogsAnalysis(JobAnalysis):
+    name = "structured_logs"
+    version = "1"
+    description = (
+        "TORCH_TRACE logs → compile directory, graphs, code, metrics, failures (tlparse two-stage)"
+    )
+
+    def applies(self, job: AnalysisJob) -> bool:
+        return job.tracer == "torch_compile" and bool(_trace_logs(job))
+
+    def run(self, job: AnalysisJob, out_dir: Path) -> list[Path]:
+        from kerneltracer.analysis.structured_logs.api import run
+
+        logs = sorted(_trace_logs(job))
+        written: list[Path] = []
+        for rel in logs:
+            target = out_dir if len(logs) == 1 else out_dir / Path(rel).stem
+            _, rendered = run(job.job_dir / rel, target, overwrite=True)
+            written.extend(target / f for f in (rendered.files if rendered else []))
+        return written

@@ -1,0 +1,103 @@
+"""Split a TORCH_TRACE log into records: one glog line plus its tab-indented payload lines.
+
+The file is read in large blocks and cut at every newline not followed by a tab, so the
+payload lines of a record are never visited one by one in Python: the payload is the block
+after the first line with the leading tab of each line removed, done by ``bytes.replace``.
+Blank lines are dropped first, as tlparse does (a log shipper may stutter an empty line;
+an empty payload line is still a lone tab).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+# A newline that ends a record: the next line is not a tab-indented payload line.
+_BOUNDARY = re.compile(rb"\n(?!\t)")
+# A newline followed by the first character of a glog line (a record's start).
+_HEAD_START = re.compile(rb"\n(?=[^\t\r\n])")
+_CHUNK = 1 << 20
+
+
+@dataclass(slots=True)
+class Record:
+    lineno: int  # 1-based line of the glog line in the file (blank lines counted)
+    head: bytes  # the glog line, without its newline
+    payload: bytes | None  # tab-stripped payload lines joined by "\n"; None when absent
+    payload_lines: int
+
+
+def iter_records(
+    path: Path, chunk_size: int = _CHUNK, on_block: Callable[[bytes], object] | None = None
+) -> Iterator[Record]:
+    """Yield the records of ``path``; ``on_block`` sees every raw block read (for hashing).
+
+    Each block is scanned once for its last record boundary; the tail after it waits in
+    ``pending`` (as pieces, so a record larger than a block is not re-copied per read).
+    """
+    lineno = 1
+    pending: list[bytes] = []
+    with open(path, "rb") as fh:
+        while True:
+            block = fh.read(chunk_size)
+            if not block:
+                data = b"".join(pending)
+                if data:
+                    yield from _split(data, lineno, final=True)
+                return
+            if on_block is not None:
+                on_block(block)
+            cut = _last_boundary(block, after_newline=bool(pending) and pending[-1][-1:] == b"\n")
+            if cut < 0:
+                pending.append(block)
+                continue
+            data = b"".join([*pending, block[:cut]]) if pending else block[:cut]
+            pending = [block[cut:]] if cut < len(block) else []
+            if data:
+                lineno = yield from _split(data, lineno, final=False)
+
+
+def _last_boundary(block: bytes, *, after_newline: bool) -> int:
+    """Offset in ``block`` where its last complete record ends (a new record starts), or -1."""
+    last = -1
+    for m in _HEAD_START.finditer(block):
+        last = m.end()
+    if last < 0 and after_newline and block[:1] not in (b"\t", b"\r", b"\n"):
+        return 0
+    return last
+
+
+def _split(data: bytes, lineno: int, *, final: bool) -> Generator[Record, None, int]:
+    """Yield the records of ``data`` (which ends at a record boundary); return the next line number.
+
+    Line numbers are exact unless the block had blank lines, which shift those after them
+    within the block (the next block starts exact again).
+    """
+    next_block = lineno + data.count(b"\n") + (1 if final and not data.endswith(b"\n") else 0)
+    if b"\r\n" in data:
+        data = data.replace(b"\r\n", b"\n")  # CRLF logs: lines end like tlparse reads them
+    while b"\n\n" in data:
+        data = data.replace(b"\n\n", b"\n")
+    data = data.lstrip(b"\n")
+    pos = 0
+    n = len(data)
+    search = _BOUNDARY.search
+    while pos < n:
+        end = data.find(b"\n", pos)
+        if end < 0:
+            end = n
+        head = data[pos:end]
+        m = search(data, end)
+        stop = n if m is None else m.start()
+        if stop > end:
+            body = data[end + 2 : stop]
+            payload: bytes | None = body.replace(b"\n\t", b"\n")
+            plines = body.count(b"\n") + 1
+        else:
+            payload, plines = None, 0
+        yield Record(lineno, head, payload, plines)
+        lineno += 1 + plines
+        pos = stop + 1
+    return next_block

@@ -1,0 +1,160 @@
+"""The module interface of stage 2 (seed 000 §2.1) and the context modules share.
+
+A module names the intermediate files it needs and writes its outputs through the
+context; it never reads the original log. Shared, expensive views of the intermediate
+(the artifact plan) are computed once per render and cached on the context.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, ClassVar
+
+import orjson
+
+from kerneltracer.analysis.structured_logs.envelopes import safe_name
+
+
+@dataclass(frozen=True)
+class IntermediateFile:
+    """A dependency: ``kind`` is by_type, by_compile_id (the summaries), events (the
+    per-compile-id ``events.jsonl``), manifest, string_table or raw."""
+
+    kind: str
+    name: str = ""
+
+    def exists(self, inter: Path) -> bool:
+        if self.kind == "by_type":
+            suffix = ".json" if self.name == "chromium_events" else ".jsonl"
+            return (inter / "by_type" / f"{self.name}{suffix}").is_file()
+        if self.kind == "events":
+            manifest = orjson.loads((inter / "manifest.json").read_bytes())
+            return bool(manifest.get("has_events", True))
+        return (inter / _FIXED[self.kind]).exists()
+
+
+_FIXED = {
+    "manifest": "manifest.json",
+    "string_table": "string_table.json",
+    "raw": "raw.jsonl",
+    "by_compile_id": "by_compile_id",
+}
+MANIFEST = IntermediateFile("manifest")
+BY_COMPILE_ID = IntermediateFile("by_compile_id")
+EVENTS = IntermediateFile("events")
+STRING_TABLE = IntermediateFile("string_table")
+RAW = IntermediateFile("raw")
+
+
+def by_type(name: str) -> IntermediateFile:
+    return IntermediateFile("by_type", name)
+
+
+@dataclass
+class IndexLink:
+    title: str
+    url: str
+    detail: str = ""
+
+
+@dataclass
+class ModuleOutput:
+    files: list[str] = field(default_factory=list)  # paths relative to the output dir
+    index_links: list[IndexLink] = field(default_factory=list)
+
+
+@dataclass
+class RenderConfig:
+    export: bool = False
+    custom_header_html: str = ""
+
+
+class RenderContext:
+    """What a module may use: the intermediate (read-only) and the output dir."""
+
+    def __init__(self, inter: Path, out: Path, config: RenderConfig) -> None:
+        self.inter = inter
+        self.out = out
+        self.config = config
+        self.links: list[IndexLink] = []
+        self._made_dirs: set[Path] = set()
+
+    @cached_property
+    def manifest(self) -> dict[str, Any]:
+        data: dict[str, Any] = orjson.loads((self.inter / "manifest.json").read_bytes())
+        return data
+
+    @cached_property
+    def string_table(self) -> list[str | None]:
+        data = orjson.loads((self.inter / "string_table.json").read_bytes())
+        table: list[str | None] = data.get("string_table", [])
+        return table
+
+    @cached_property
+    def summaries(self) -> dict[str, dict[str, Any]]:
+        """Compile-id summaries, in first-seen order."""
+        root = self.inter / "by_compile_id"
+        return {
+            key: orjson.loads((root / key / "summary.json").read_bytes())
+            for key in self.manifest.get("compile_ids", [])
+        }
+
+    @cached_property
+    def plan(self) -> Any:
+        from kerneltracer.analysis.structured_logs.rendering.plan import build_plan
+
+        return build_plan(self.summaries, export=self.config.export)
+
+    def iter_type(self, etype: str) -> Iterator[dict[str, Any]]:
+        """Entries of ``by_type/<etype>.jsonl`` in log order (none if the file is absent)."""
+        path = self.inter / "by_type" / f"{safe_name(etype)}.jsonl"
+        if not path.is_file():
+            return
+        with open(path, "rb") as fh:
+            for line in fh:
+                yield orjson.loads(line)
+
+    def publish(self, src: Path, rel: str) -> str:
+        """Put an intermediate file into the output unchanged: a hard link when possible.
+
+        Intermediate files are never modified after stage 1, so sharing the inode is safe,
+        and it saves writing the same bytes twice.
+        """
+        dst = self.out / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copyfile(src, dst)
+        return rel
+
+    def write(self, rel: str, data: str | bytes) -> str:
+        path = self.out / rel
+        if path.parent not in self._made_dirs:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._made_dirs.add(path.parent)
+        path.write_bytes(data.encode("utf-8", "replace") if isinstance(data, str) else data)
+        return rel
+
+
+class OutputModule(ABC):
+    name: ClassVar[str]
+    description: ClassVar[str] = ""
+
+    @abstractmethod
+    def required_inputs(self) -> list[IntermediateFile]:
+        """Intermediate files this module reads (all must exist for it to run)."""
+
+    def optional(self) -> bool:
+        """Whether a missing input means 'nothing to do' rather than an error."""
+        return True
+
+    @abstractmethod
+    def generate(self, ctx: RenderContext) -> ModuleOutput:
+        """Write outputs under ``ctx.out``; return what was written and index links."""

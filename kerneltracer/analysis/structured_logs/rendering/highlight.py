@@ -1,0 +1,48 @@
+"""A small, fast Python syntax highlighter for generated inductor code.
+
+Pygments manages about 0.5 MB/s here, which would dominate a render; generated code
+needs only keywords, strings, comments, numbers, decorators and def/class names. One
+compiled regex finds those tokens; the text between them is escaped in bulk. Every piece
+of the input is HTML-escaped exactly once, so untrusted code cannot inject markup.
+"""
+
+from __future__ import annotations
+
+import html
+import keyword
+import re
+
+_KEYWORDS = "|".join(sorted(keyword.kwlist, key=len, reverse=True))
+_TOKEN = re.compile(
+    r"(?P<c>#[^\n]*)"
+    r"|(?P<s>[rRbBuUfF]{0,2}(?:'''[\s\S]*?'''|\"\"\"[\s\S]*?\"\"\"|'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"))"
+    r"|(?P<d>(?<=\bdef )\w+|(?<=\bclass )\w+)"
+    r"|(?P<k>\b(?:" + _KEYWORDS + r")\b)"
+    r"|(?P<m>\b(?:0[xX][0-9a-fA-F_]+|\d[\d_]*(?:\.\d*)?(?:[eE][+-]?\d+)?)\b)"
+    r"|(?P<a>^[ \t]*@[\w.]+)",
+    re.MULTILINE,
+)
+_CLASS = {"c": "c", "s": "s", "d": "nf", "k": "k", "m": "m", "a": "nd"}
+
+
+def highlight_python(code: str) -> str:
+    """Return ``code`` as escaped HTML with ``<span class=...>`` around tokens."""
+    esc = html.escape
+    parts: list[str] = []
+    pos = 0
+    for m in _TOKEN.finditer(code):
+        start, end = m.span()
+        if start > pos:
+            parts.append(esc(code[pos:start], quote=False))
+        kind = m.lastgroup or "k"
+        parts.append(f'<span class="{_CLASS[kind]}">{esc(m.group(), quote=False)}</span>')
+        pos = end
+    parts.append(esc(code[pos:], quote=False))
+    return "".join(parts)
+
+
+CSS = (
+    ".hl .c{color:#6a737d;font-style:italic}.hl .s{color:#032f62}"
+    ".hl .k{color:#d73a49;font-weight:bold}"
+    ".hl .m{color:#005cc5}.hl .nf{color:#6f42c1;font-weight:bold}.hl .nd{color:#e36209}"
+)

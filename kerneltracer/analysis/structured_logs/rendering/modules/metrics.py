@@ -1,0 +1,171 @@
+"""Compilation metrics pages and the failures & restarts table."""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from html import escape
+from typing import Any
+
+from markupsafe import Markup
+
+from kerneltracer.analysis.structured_logs.rendering.base import (
+    BY_COMPILE_ID,
+    IndexLink,
+    IntermediateFile,
+    ModuleOutput,
+    OutputModule,
+    RenderContext,
+    by_type,
+)
+from kerneltracer.analysis.structured_logs.rendering.html import render_page
+from kerneltracer.analysis.structured_logs.rendering.stacks import (
+    StackTrie,
+    frame_key,
+    trim_dynamo_frames,
+)
+
+METRIC_TYPES = (
+    "compilation_metrics",
+    "bwd_compilation_metrics",
+    "aot_autograd_backward_compilation_metrics",
+)
+
+
+def _by_compile(ctx: RenderContext, etype: str) -> dict[str, list[dict[str, Any]]]:
+    index: dict[str, list[dict[str, Any]]] = {}
+    for e in ctx.iter_type(etype):
+        index.setdefault(e["compile_id"], []).append(e.get("metadata") or {})
+    return index
+
+
+class _EarlierArtifacts:
+    """Per compile id, the artifact list items written before a given log position.
+
+    A metrics page lists every file its compile id produced so far (as tlparse does); on a
+    long log with many recompiles that is quadratic, so the items are escaped once per
+    artifact and each page joins a prefix of them.
+    """
+
+    def __init__(self, ctx: RenderContext) -> None:
+        self.ctx = ctx
+        self._cache: dict[str, tuple[list[int], list[str]]] = {}
+
+    def before(self, key: str, seq: int) -> Markup:
+        if key not in self._cache:
+            arts = [a for a in self.ctx.plan.by_compile.get(key, []) if not a.is_link]
+            items = [
+                f'<li><a href="{escape(a.url.rsplit("/", 1)[-1])}">'
+                f"{escape(a.name.rsplit('/', 1)[-1])}</a> {escape(a.suffix)}</li>"
+                for a in arts
+            ]
+            self._cache[key] = ([a.seq for a in arts], items)
+        seqs, items = self._cache[key]
+        return Markup("".join(items[: bisect_left(seqs, seq)]))
+
+
+def _meta(entry: dict[str, Any]) -> dict[str, Any]:
+    meta = entry.get("metadata")
+    return meta if isinstance(meta, dict) else {}
+
+
+def _collapsed_key(key: str) -> str:
+    """by_compile_id key with the attempt folded to 0 (stacks are logged per frame compile)."""
+    head, sep, _ = key.rpartition("_")
+    return f"{head}_0" if sep and not key.startswith("_") else key
+
+
+class CompilationMetricsModule(OutputModule):
+    name = "compilation_metrics"
+    description = "per-compile metrics pages"
+
+    def required_inputs(self) -> list[IntermediateFile]:
+        return [BY_COMPILE_ID, *(by_type(t) for t in METRIC_TYPES), by_type("dynamo_start")]
+
+    def generate(self, ctx: RenderContext) -> ModuleOutput:
+        out = ModuleOutput()
+        stacks = {e["compile_id"]: e for e in ctx.iter_type("dynamo_start")}
+        specs = _by_compile(ctx, "symbolic_shape_specialization")
+        fast = _by_compile(ctx, "guard_added_fast")
+        earlier = _EarlierArtifacts(ctx)
+        for etype in METRIC_TYPES:
+            for entry in ctx.iter_type(etype):
+                arts = ctx.plan.files_for(entry["seq"], etype)
+                if not arts:
+                    continue
+                key = entry["compile_id"]
+                meta = _meta(entry)
+                produced = earlier.before(key, entry["seq"])
+                page = render_page(
+                    "metrics.html.j2",
+                    title=etype.replace("_", " ").capitalize(),
+                    compile_id=entry["display_id"],
+                    stack_html=self._stack_html(ctx, stacks.get(_collapsed_key(key))),
+                    rows=sorted(meta.items()),
+                    artifacts=produced,
+                    specializations=specs.get(key, []) if etype == "compilation_metrics" else [],
+                    guards_added=fast.get(key, []) if etype == "compilation_metrics" else [],
+                )
+                out.files.extend(ctx.write(a.url, page) for a in arts)
+        return out
+
+    @staticmethod
+    def _stack_html(ctx: RenderContext, start: dict[str, Any] | None) -> str:
+        if not start or not isinstance(start.get("metadata"), dict):
+            return ""
+        frames = start["metadata"].get("stack")
+        if not isinstance(frames, list):
+            return ""
+        trie = StackTrie()
+        trie.insert(
+            trim_dynamo_frames(
+                [frame_key(f, ctx.string_table) for f in frames if isinstance(f, dict)]
+            ),
+            None,
+        )
+        return trie.html("Stack", open_=False)
+
+
+class FailuresModule(OutputModule):
+    name = "failures"
+    description = "failures_and_restarts.html"
+
+    def required_inputs(self) -> list[IntermediateFile]:
+        return [BY_COMPILE_ID, by_type("compilation_metrics")]
+
+    def optional(self) -> bool:
+        return False
+
+    def generate(self, ctx: RenderContext) -> ModuleOutput:
+        rows = []
+        for entry in ctx.iter_type("compilation_metrics"):
+            meta = _meta(entry)
+            arts = ctx.plan.files_for(entry["seq"], "compilation_metrics")
+            url = arts[0].url if arts else ""
+            for reason in meta.get("restart_reasons") or []:
+                rows.append(
+                    {
+                        "compile_id": entry["display_id"],
+                        "url": url,
+                        "kind": "Restart",
+                        "reason": str(reason),
+                    }
+                )
+            if meta.get("fail_type") is not None:
+                reason = (
+                    f"{meta.get('fail_type')}: {meta.get('fail_reason')} "
+                    f"({meta.get('fail_user_frame_filename') or 'N/A'}:"
+                    f"{meta.get('fail_user_frame_lineno') or 0})"
+                )
+                rows.append(
+                    {
+                        "compile_id": entry["display_id"],
+                        "url": url,
+                        "kind": "Failure",
+                        "reason": reason,
+                    }
+                )
+        rel = ctx.write(
+            "failures_and_restarts.html",
+            render_page("failures.html.j2", title="Failures", rows=rows),
+        )
+        return ModuleOutput([rel], [IndexLink("Failures and restarts", rel, f"({len(rows)})")])

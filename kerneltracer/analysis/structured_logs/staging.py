@@ -1,0 +1,46 @@
+"""Whole-directory atomic output: build in a hidden sibling, then swap it into place.
+
+A reader never sees a half-written intermediate or report directory: either the old one or
+the complete new one. Per-file fsync is skipped on purpose (thousands of small files); the
+rename is the commit point.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from kerneltracer.errors import UsageError
+
+MARKERS = ("manifest.json", "index.html", "compile_directory.json")
+
+
+def check_target(out: Path, overwrite: bool) -> None:
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"output path {out} exists and is not a directory")
+    if out.is_dir() and any(out.iterdir()) and not overwrite:
+        raise UsageError(f"output directory {out} is not empty; pass --overwrite to replace it")
+
+
+@contextmanager
+def staged_dir(out: Path, overwrite: bool) -> Iterator[Path]:
+    out = Path(out)
+    check_target(out, overwrite)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    try:
+        yield stage
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    old: Path | None = None
+    if out.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
+        old.rmdir()
+        out.rename(old)
+    stage.rename(out)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)

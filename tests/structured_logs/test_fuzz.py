@@ -1,0 +1,114 @@
+"""Random damage never crashes the parser, and every bad line is counted."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kerneltracer.analysis.structured_logs.parser import LogParser
+from kerneltracer.analysis.structured_logs.records import iter_records
+from kerneltracer.analysis.structured_logs.stats import ParseStats
+
+_SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.fixture(scope="module")
+def log_lines(testdata_dir: Path) -> list[bytes]:
+    return (testdata_dir / "tlparse" / "comp_failure.log").read_bytes().splitlines(keepends=True)
+
+
+def _parse(data: bytes, chunk: int = 1 << 20) -> ParseStats:
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "log"
+        src.write_bytes(data)
+        parser = LogParser(Path(tmp) / "inter")
+        for rec in iter_records(src, chunk_size=chunk):
+            parser.feed(rec)
+        parser.finish(src, "sha256:" + "0" * 64)
+        return parser.stats
+
+
+def _baseline(lines: list[bytes]) -> ParseStats:
+    return _parse(b"".join(lines))
+
+
+# Garbage that is neither a glog line nor a payload line (no leading tab, no newline).
+_garbage = st.binary(min_size=1, max_size=80).filter(
+    lambda b: b"\n" not in b and b"\r" not in b and not b.startswith(b"\t") and b"] " not in b
+)
+
+
+@_SETTINGS
+@given(data=st.data())
+def test_garbage_lines_are_each_counted_as_glog_failures(
+    log_lines: list[bytes], data: st.DataObject
+) -> None:
+    base = _baseline(log_lines)
+    lines = list(log_lines)
+    garbage = data.draw(st.lists(_garbage, min_size=1, max_size=5))
+    # Insert before glog lines only, so no payload is split by the garbage.
+    heads = [i for i, line in enumerate(lines) if not line.startswith(b"\t")]
+    for g in garbage:
+        at = data.draw(st.sampled_from(heads))
+        lines.insert(at, g + b"\n")
+        heads = [i for i, line in enumerate(lines) if not line.startswith(b"\t")]
+    stats = _parse(b"".join(lines))
+    assert stats.fail_glog == base.fail_glog + len(garbage)
+    assert stats.ok == base.ok
+
+
+@_SETTINGS
+@given(data=st.data())
+def test_removed_payload_line_is_an_md5_failure(
+    log_lines: list[bytes], data: st.DataObject
+) -> None:
+    base = _baseline(log_lines)
+    payload_lines = [i for i, line in enumerate(log_lines) if line.startswith(b"\t")]
+    drop = data.draw(st.sampled_from(payload_lines))
+    stats = _parse(b"".join(log_lines[:drop] + log_lines[drop + 1 :]))
+    assert stats.fail_payload_md5 == base.fail_payload_md5 + 1
+    assert stats.ok == base.ok
+
+
+@_SETTINGS
+@given(data=st.data())
+def test_corrupted_envelope_json_is_counted(log_lines: list[bytes], data: st.DataObject) -> None:
+    base = _baseline(log_lines)
+    heads = [i for i, ln in enumerate(log_lines) if b"] {" in ln and b'] {"str"' not in ln]
+    at = data.draw(st.sampled_from(heads))
+    lines = list(log_lines)
+    lines[at] = lines[at].replace(b"] {", b"] {{", 1)
+    stats = _parse(b"".join(lines))
+    assert stats.fail_json == base.fail_json + 1
+    assert stats.ok == base.ok - 1
+    # Like tlparse, the payload lines of an unreadable envelope are stray lines.
+    orphans = 0
+    while at + 1 + orphans < len(lines) and lines[at + 1 + orphans].startswith(b"\t"):
+        orphans += 1
+    assert stats.fail_glog == base.fail_glog + orphans
+
+
+@_SETTINGS
+@given(
+    cut=st.integers(min_value=0),
+    chunk=st.integers(min_value=1, max_value=4096),
+    noise=st.binary(max_size=200),
+)
+def test_truncation_and_noise_never_crash(
+    log_lines: list[bytes], cut: int, chunk: int, noise: bytes
+) -> None:
+    data = b"".join(log_lines)
+    damaged = data[: cut % (len(data) + 1)] + noise
+    stats = _parse(damaged, chunk=chunk)
+    assert stats.ok <= _baseline(log_lines).ok + 1
+
+
+@_SETTINGS
+@given(chunk=st.integers(min_value=1, max_value=2048))
+def test_block_size_does_not_change_the_result(log_lines: list[bytes], chunk: int) -> None:
+    data = b"".join(log_lines)
+    assert _parse(data, chunk=chunk) == _parse(data)
