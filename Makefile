@@ -34,7 +34,8 @@ models: $(MODELS)/.built
 
 demo: models
 	$(KT) run configs/demo.yaml
-	@echo "run dir: $(CURDIR)/runs/demo"
+	$(KT) analyze runs/demo
+	@echo "run dir: $(CURDIR)/runs/demo   (kerneltracer status runs/demo; per-job reports in jobs/*/*/analysis/)"
 
 test: install
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -29,7 +29,7 @@ class _Root(click.Group):
         except KernelTracerError as exc:
             _report(ctx, exc, f"error: {exc}")
             sys.exit(exc.exit_code)
-        except Exception as exc:  # noqa: BLE001 - the CLI's last line of defence
+        except Exception as exc:
             _report(ctx, exc, f"internal error: {type(exc).__name__}: {exc}")
             sys.exit(1)
 
@@ -62,7 +62,14 @@ def root(ctx: click.Context, debug: bool) -> None:
 
 def _register() -> None:
     # Explicit registry of sub-commands: one line per command module.
-    from kerneltracer.cli import analyze_cmd, config_cmd, models_cmd, run_cmd, status_cmd, tracers_cmd
+    from kerneltracer.cli import (
+        analyze_cmd,
+        config_cmd,
+        models_cmd,
+        run_cmd,
+        status_cmd,
+        tracers_cmd,
+    )
 
     root.add_command(run_cmd.run)
     root.add_command(status_cmd.status)
@@ -71,6 +78,19 @@ def _register() -> None:
     root.add_command(models_cmd.models)
     root.add_command(analyze_cmd.analyze)
     # Analysis commands (each module defines one click command or group).
+    from kerneltracer.cli.logs_cmd import logs
+
+    root.add_command(logs)
+    from kerneltracer.cli.records_cmd import records
+
+    root.add_command(records)
+    from kerneltracer.cli.fx_cmd import fx
+
+    root.add_command(fx)
+    from kerneltracer.cli.timeline_cmd import timeline
+
+    root.add_command(timeline)
+
 
 _register()
 

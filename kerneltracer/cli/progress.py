@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
@@ -15,18 +16,20 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from kerneltracer.jobs import JobSpec
-from kerneltracer.status import JobStatus, TraceStatus
+if TYPE_CHECKING:
+    from kerneltracer.jobs import JobSpec
+    from kerneltracer.status import TraceStatus
 
+# Keyed by status value so the CLI can style without importing the config/pydantic stack.
 STYLE = {
-    JobStatus.OK: "green",
-    JobStatus.SKIPPED: "cyan",
-    JobStatus.UNSUPPORTED: "yellow",
-    JobStatus.FAILED: "red",
-    JobStatus.OOM: "magenta",
-    JobStatus.TIMEOUT: "red",
-    JobStatus.CRASHED: "bold red",
-    JobStatus.INTERRUPTED: "yellow",
+    "ok": "green",
+    "skipped": "cyan",
+    "unsupported": "yellow",
+    "failed": "red",
+    "oom": "magenta",
+    "timeout": "red",
+    "crashed": "bold red",
+    "interrupted": "yellow",
 }
 
 
@@ -70,9 +73,9 @@ class ConsoleObserver:
     def job_finished(self, job: JobSpec, status: TraceStatus) -> None:
         self.running.pop(job.key, None)
         self.done += 1
-        style = STYLE.get(status.status, "")
+        style = STYLE.get(status.status.value, "")
         took = f"{status.duration_s:.1f}s" if status.duration_s is not None else ""
-        why = f"  {status.reason}" if status.reason and status.status != JobStatus.OK else ""
+        why = f"  {status.reason}" if status.reason and status.status.value != "ok" else ""
         # Keys and reasons are untrusted text: escape them so rich reads no markup in them.
         head = f"[{self.done}/{self.total}] [{style}]{status.status.value:<11}[/]"
         self.console.print(f"{head} {escape(job.key)} {took}{escape(why)}", highlight=False)

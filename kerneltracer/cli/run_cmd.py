@@ -6,9 +6,6 @@ import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
-
-from kerneltracer.cli.tables import status_table, summary_line
 
 
 def _split(values: tuple[str, ...]) -> tuple[str, ...]:
@@ -72,7 +69,10 @@ def run(
     only runs what is missing or failed. Exit code: 0 if no job failed, 1 if any job ended
     failed/oom/timeout/crashed, 130 if interrupted.
     """
+    from rich.console import Console
+
     from kerneltracer.cli.progress import ConsoleObserver
+    from kerneltracer.cli.tables import status_table, summary_line
     from kerneltracer.orchestrator import RunRequest, open_run
     from kerneltracer.status import FAILURE_STATUSES
 

@@ -10,7 +10,6 @@ from rich.table import Table
 from rich.text import Text
 
 from kerneltracer.cli.progress import STYLE
-from kerneltracer.status import JobStatus
 
 
 @dataclass(frozen=True)
@@ -67,7 +66,7 @@ def _counts_table(rows: list[JobRow]) -> Table:
 
 
 def _problems(rows: list[JobRow]) -> list[Table]:
-    problems = [r for r in rows if r.status not in (JobStatus.OK, JobStatus.SKIPPED, "pending")]
+    problems = [r for r in rows if r.status not in ("ok", "skipped", "pending")]
     if not problems:
         return []
     shown = problems[:PROBLEM_LIMIT]
@@ -83,8 +82,7 @@ def _problems(rows: list[JobRow]) -> list[Table]:
 def _cell(row: JobRow | None) -> Text:
     if row is None:
         return Text("-", style="dim")
-    known = {s.value for s in JobStatus}
-    style = STYLE.get(JobStatus(row.status), "") if row.status in known else "dim"
+    style = STYLE.get(row.status, "dim")
     took = f" {row.duration_s:.1f}s" if row.duration_s is not None and row.status == "ok" else ""
     return Text(f"{row.status}{took}", style=style)
 

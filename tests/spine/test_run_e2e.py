@@ -161,3 +161,29 @@ def test_only_and_models_filters(
     assert sorted(p.parent.name + "/" + p.name for p in (tmp_path / "run/jobs").glob("*/*")) == [
         "tiny-bert/torch_dispatch"
     ]
+
+
+def test_analyze_runs_every_applicable_analysis(
+    demo_run: tuple[Path, Path], kt_env: dict[str, str]
+) -> None:
+    _, run_dir = demo_run
+    proc = kt("analyze", str(run_dir), env=kt_env)
+    assert proc.returncode == 0, proc.stderr
+    for key in _keys():
+        marker = json.loads(
+            (run_dir / "jobs" / key / "analysis/records/_ANALYSIS.json").read_text()
+        )
+        assert marker["state"] == "done"
+        summary = (run_dir / "jobs" / key / "analysis/records/phases_summary_0.csv").read_text()
+        assert {line.split(",")[0] for line in summary.splitlines()[1:]} == {
+            "load",
+            "warmup",
+            "trace",
+            "write",
+        }
+        if "torch_profiler" in key:
+            report = run_dir / "jobs" / key / "analysis/timeline/trace/report.json"
+            assert report.stat().st_size > 0
+    again = kt("analyze", str(run_dir), env=kt_env)
+    assert again.returncode == 0
+    assert "done " not in again.stderr and again.stderr.count("unchanged") == 12
