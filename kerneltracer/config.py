@@ -101,12 +101,39 @@ class FrameworkSettings(_Strict):
     )
 
 
+# What a tracer needs from a hub repo: configs, tokenizer files, safetensors weights (+ index),
+# remote code. Duplicate weight formats (.bin, .onnx, .gguf, ...) are left out; a repo with
+# no safetensors at all gets its pytorch_model*.bin instead (see orchestrator.snapshot).
+DEFAULT_ALLOW_PATTERNS = [
+    "*.json",
+    "*.safetensors",
+    "*.model",
+    "*.tiktoken",
+    "*.txt",
+    "*.py",
+    "*.jinja",
+]
+DEFAULT_IGNORE_PATTERNS = ["onnx/*", "openvino/*", "original/*", "coreml/*"]
+
+
+class DownloadSettings(_Strict):
+    """How hub models are pre-downloaded before any worker starts."""
+
+    max_workers: int = Field(4, ge=1, le=64, description="Models downloaded at once")
+    timeout_s: float = Field(
+        3600.0, gt=0, description="Per-model limit; the download is killed when it is reached"
+    )
+    allow_patterns: list[str] = Field(default_factory=lambda: list(DEFAULT_ALLOW_PATTERNS))
+    ignore_patterns: list[str] = Field(default_factory=lambda: list(DEFAULT_IGNORE_PATTERNS))
+
+
 class RunConfig(_Strict):
     output_dir: str | None = Field(None, description="Run dir; default runs/<config name>")
     defaults: JobSettings = Field(default_factory=JobSettings)
     models: list[ModelEntry] = Field(min_length=1)
     skip: list[str] = Field(default_factory=list, description="Model ids/paths/names to leave out")
     frameworks: dict[Framework, FrameworkSettings] = Field(default_factory=dict)
+    download: DownloadSettings = Field(default_factory=DownloadSettings)
 
 
 def check_hub_id(model_id: str) -> None:
@@ -320,11 +347,14 @@ def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
         return ModelEntry
     if len(loc) == 2 and loc[0] == "frameworks":
         return FrameworkSettings
+    if loc == ("download",):
+        return DownloadSettings
     return None
 
 
 __all__ = [
     "FRAMEWORKS",
+    "DownloadSettings",
     "JobSettings",
     "ModelEntry",
     "RunConfig",

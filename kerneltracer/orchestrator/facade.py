@@ -18,9 +18,10 @@ from kerneltracer.config import RunConfig, load_config
 from kerneltracer.errors import UsageError, choices
 from kerneltracer.jobs import JobSpec, plan_jobs
 from kerneltracer.jsonio import atomic_write_json
+from kerneltracer.orchestrator.download import DownloadObserver
 from kerneltracer.orchestrator.events import NullObserver, RunObserver
 from kerneltracer.orchestrator.lock import RunDirLock
-from kerneltracer.orchestrator.models import resolve_models
+from kerneltracer.orchestrator.models import DOWNLOADS_DIR, resolve_models
 from kerneltracer.orchestrator.planner import RunPlan, plan_run
 from kerneltracer.orchestrator.runner import RunOptions, RunResult, execute
 from kerneltracer.status import JobStatus, TraceStatus, base_status, now_iso, write_status
@@ -158,15 +159,21 @@ def select_jobs(
     return jobs
 
 
-def open_run(request: RunRequest) -> RunSession:
-    """Load and validate the config, lock the run dir and plan every job."""
+def open_run(request: RunRequest, downloads: DownloadObserver | None = None) -> RunSession:
+    """Load and validate the config, lock the run dir, get the models ready, plan every job.
+
+    Models are downloaded here, before any worker exists: download time never counts
+    toward a job's timeout, and the resolved commits are part of each job's request.
+    """
     cfg, base_dir = load_config(request.config_path)
     run_dir = run_dir_for(cfg, base_dir, request.config_path, request.output_dir)
     jobs = select_jobs(plan_jobs(cfg, base_dir), request.only, request.models)
     lock = RunDirLock(run_dir)
     lock.acquire()
     try:
-        jobs, failures = resolve_models(jobs)
+        jobs, failures = resolve_models(
+            jobs, cfg.download, log_dir=run_dir / DOWNLOADS_DIR, observer=downloads
+        )
         runnable = [j for j in jobs if j.model.slug not in failures]
         plan = plan_run(run_dir, runnable, force=request.force, verify=request.verify)
     except BaseException:

@@ -1,53 +1,70 @@
 """Resolve each job's model to a local directory before any worker starts.
 
-Local ``path:`` models are used in place. Hub ids are looked up in the local Hugging Face
-cache (HF_HOME / HF_HUB_CACHE are honoured by huggingface_hub); the resolved commit is
-recorded so a job traced at one commit is not mistaken for another. A model that cannot be
-resolved fails all its jobs with the reason, and the other models go on.
+Every model is made whole on disk first (:func:`ensure_models_downloaded`: hub models are
+downloaded into the Hugging Face cache that HF_HOME / HF_HUB_CACHE name, local ``path:``
+models are checked in place). The resolved commit is recorded in the model, so it lands in
+each job's request and status, and a job traced at one commit is not mistaken for another.
+A model that is not ready fails all its jobs with the reason; the other models go on.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from kerneltracer.config import DownloadSettings
 from kerneltracer.jobs import JobSpec, ModelRef
+from kerneltracer.jsonio import atomic_write_json
+from kerneltracer.orchestrator.download import (
+    DownloadObserver,
+    ModelDownload,
+    ensure_models_downloaded,
+)
+
+DOWNLOADS_DIR = "downloads"
+RESULTS_FILE = "results.json"
 
 
-def resolve_models(jobs: list[JobSpec]) -> tuple[list[JobSpec], dict[str, str]]:
-    """Jobs with ``model.local_dir`` filled in, and failures by model slug."""
+def resolve_models(
+    jobs: list[JobSpec],
+    settings: DownloadSettings | None = None,
+    *,
+    log_dir: Path | None = None,
+    observer: DownloadObserver | None = None,
+) -> tuple[list[JobSpec], dict[str, str]]:
+    """Jobs with ``model.local_dir`` and ``resolved_revision`` filled in, and failures by slug.
+
+    With ``log_dir``, each download's log and every model's result (``results.json``) are
+    kept there.
+    """
+    refs: dict[str, ModelRef] = {}
+    for job in jobs:
+        refs.setdefault(job.model.slug, job.model)
+    results = ensure_models_downloaded(
+        list(refs.values()), settings, log_dir=log_dir, observer=observer
+    )
+    if log_dir is not None and results:
+        atomic_write_json(
+            log_dir / RESULTS_FILE, [r.model_dump(mode="json") for r in results.values()]
+        )
     resolved: dict[str, ModelRef] = {}
     failures: dict[str, str] = {}
-    out = []
-    for job in jobs:
-        ref = job.model
-        if ref.local_dir is not None:  # local `path:` models need no resolution
-            out.append(job)
-            continue
-        if ref.slug not in resolved and ref.slug not in failures:
-            try:
-                resolved[ref.slug] = _resolve(ref)
-            except LookupError as exc:
-                failures[ref.slug] = str(exc)
-        if ref.slug in resolved:
-            job = job.model_copy(update={"model": resolved[ref.slug]})
-        out.append(job)
+    for slug, result in results.items():
+        if result.ok:
+            resolved[slug] = _resolved(refs[slug], result)
+        else:
+            failures[slug] = f"model {result.outcome.value}: {result.reason}"
+    out = [
+        job.model_copy(update={"model": resolved[job.model.slug]})
+        if job.model.slug in resolved
+        else job
+        for job in jobs
+    ]
     return out, failures
 
 
-def _resolve(ref: ModelRef) -> ModelRef:
+def _resolved(ref: ModelRef, result: ModelDownload) -> ModelRef:
     if ref.path is not None:
         return ref.model_copy(update={"local_dir": ref.path})
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import LocalEntryNotFoundError
-
-    assert ref.id is not None  # ModelEntry guarantees id or path
-    try:
-        local = snapshot_download(ref.id, revision=ref.revision, local_files_only=True)
-    except LocalEntryNotFoundError:
-        raise LookupError(
-            f"model {ref.id}{'@' + ref.revision if ref.revision else ''} is not in the local "
-            "Hugging Face cache; download it first (HF_HOME decides where the cache is)"
-        ) from None
-    except Exception as exc:
-        raise LookupError(f"cannot resolve model {ref.id}: {type(exc).__name__}: {exc}") from None
-    return ref.model_copy(update={"local_dir": local, "resolved_revision": Path(local).name})
+    return ref.model_copy(
+        update={"local_dir": result.local_dir, "resolved_revision": result.resolved_revision}
+    )
