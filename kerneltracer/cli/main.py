@@ -77,6 +77,9 @@ def _register() -> None:
     root.add_command(config_cmd.config)
     root.add_command(models_cmd.models)
     root.add_command(analyze_cmd.analyze)
+    from kerneltracer.cli.download_cmd import download
+
+    root.add_command(download)
     # Analysis commands (each module defines one click command or group).
     from kerneltracer.cli.logs_cmd import logs
 

@@ -87,7 +87,14 @@ def run(
         jobs=jobs,
         kill_grace_s=kill_grace,
     )
-    with open_run(request) as session:
+    from kerneltracer.cli.download_cmd import DownloadView
+
+    downloads = DownloadView(console)
+    try:
+        session = open_run(request, downloads)
+    finally:
+        downloads.close()
+    with session:
         console.print(f"run dir: {session.run_dir}", highlight=False)
         observer = ConsoleObserver(console)
         try:

@@ -18,7 +18,6 @@ from kerneltracer.jobs import ENV_GPU_SLOT, ENV_ORCHESTRATOR_PID, JobSpec
 from kerneltracer.tracers.registry import TRACERS
 
 
-
 def worker_argv(python: str, job_file: Path) -> list[str]:
     return [python, "-m", "kerneltracer.worker", str(job_file)]
 
@@ -79,13 +78,16 @@ def visible_gpus(env: Mapping[str, str]) -> list[str]:
 
 
 def needs_gpu(job: JobSpec, gpus: list[str]) -> bool:
-    return bool(gpus) and (job.device == "auto" or job.device.startswith("cuda"))
+    """Whether the job takes a GPU slot. ``cuda:N`` beyond the visible GPUs takes none:
+    waiting for it would never end, so the worker runs and reports the bad device."""
+    if job.device.startswith("cuda:"):
+        return int(job.device.split(":", 1)[1]) < len(gpus)
+    return bool(gpus) and job.device in ("auto", "cuda")
 
 
 def pick_gpu(job: JobSpec, gpus: list[str], free: list[str]) -> str | None:
     """A free GPU for the job: ``cuda:N`` wants the N-th visible one, others take any."""
     if job.device.startswith("cuda:"):
         index = int(job.device.split(":", 1)[1])
-        wanted = gpus[index] if index < len(gpus) else None
-        return wanted if wanted in free else None if wanted is not None else (free[0] if free else None)
+        return gpus[index] if gpus[index] in free else None
     return free[0] if free else None

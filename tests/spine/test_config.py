@@ -9,6 +9,7 @@ import pytest
 from kerneltracer.config import load_config, planned_tracers
 from kerneltracer.errors import ConfigError
 from kerneltracer.jobs import plan_jobs
+from kerneltracer.tracers.registry import TRACERS, tracers_for
 from tests.helpers import kt
 
 
@@ -28,7 +29,7 @@ def _error(tmp_path: Path, text: str) -> str:
 def test_five_line_config_works(tmp_path: Path) -> None:
     cfg, base = load_config(_write(tmp_path, "models:\n  - path: m\n"))
     jobs = plan_jobs(cfg, base)
-    assert [j.key for j in jobs] == ["m/torch_dispatch", "m/torch_profiler"]
+    assert [j.key for j in jobs] == [f"m/{t}" for t in tracers_for("huggingface")]
     assert jobs[0].model.path == str((tmp_path / "m").resolve())
     assert jobs[0].timeout_s == 900 and jobs[0].mode == "eval" and jobs[0].device == "auto"
 
@@ -44,7 +45,7 @@ def test_unknown_tracer_lists_valid_ones(tmp_path: Path) -> None:
     msg = _error(tmp_path, "models:\n  - path: m\n    tracers: [torch_dispatch, torch_dispach]\n")
     assert msg == (
         f"{tmp_path / 'config.yaml'}:3: models[0].tracers[1]: unknown tracer 'torch_dispach' "
-        "(valid: torch_dispatch, torch_profiler)"
+        f"(valid: {', '.join(sorted(TRACERS))})"
     )
 
 
@@ -98,8 +99,9 @@ def test_tracer_not_applicable_to_framework(tmp_path: Path) -> None:
 
 
 def test_defaults_are_filtered_per_framework(tmp_path: Path) -> None:
-    cfg, _ = load_config(_write(tmp_path, "models:\n  - path: m\n"))
-    assert planned_tracers(cfg, cfg.models[0]) == ["torch_dispatch", "torch_profiler"]
+    cfg, _ = load_config(_write(tmp_path, "models:\n  - path: m\n    framework: huggingface\n"))
+    assert planned_tracers(cfg, cfg.models[0]) == tracers_for("huggingface")
+    assert "torch_dispatch" in tracers_for("huggingface")
 
 
 def test_duplicate_jobs_need_a_name(tmp_path: Path) -> None:
@@ -113,7 +115,7 @@ def test_cli_prints_one_line_without_traceback(tmp_path: Path) -> None:
     proc = kt("run", str(path))
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("error: ")
-    assert "valid: torch_dispatch, torch_profiler" in proc.stderr
+    assert f"valid: {', '.join(sorted(TRACERS))}" in proc.stderr
     assert "Traceback" not in proc.stderr
     missing = kt("run", str(tmp_path / "absent.yaml"))
     assert missing.returncode == 2 and "config file not found" in missing.stderr
@@ -127,4 +129,4 @@ def test_config_schema_and_validate(tmp_path: Path) -> None:
     schema = json.loads(kt("config", "schema").stdout)
     assert "models" in schema["properties"] and "defaults" in schema["properties"]
     proc = kt("config", "validate", str(_write(tmp_path, "models:\n  - path: m\n")))
-    assert proc.returncode == 0 and "2 job(s)" in proc.stdout
+    assert proc.returncode == 0 and f"{len(tracers_for('huggingface'))} job(s)" in proc.stdout

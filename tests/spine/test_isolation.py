@@ -8,19 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import write_config
+from tests.helpers import make_faulty_model, write_config
 
 
 def test_orchestrator_and_cli_never_import_frameworks(tmp_path: Path) -> None:
-    (tmp_path / "m").mkdir()
-    cfg = write_config(tmp_path / "c.yaml", [{"path": str(tmp_path / "m")}])
+    model = make_faulty_model(tmp_path, "none", name="m")  # config + weights, never loaded here
+    cfg = write_config(tmp_path / "c.yaml", [{"path": str(model)}])
     code = f"""
 import sys
 from pathlib import Path
 import kerneltracer.cli.main, kerneltracer.orchestrator
 from kerneltracer.orchestrator import RunRequest, open_run
 with open_run(RunRequest(config_path=Path({str(cfg)!r}))) as session:
-    assert len(session.plan.to_run) == 2
+    assert session.plan.to_run and not session.model_failures
 from kerneltracer.analysis import registry, runner
 bad = sorted(m for m in ("torch", "transformers", "vllm") if m in sys.modules)
 print(",".join(bad))
@@ -62,7 +62,11 @@ def test_exclusive_group_runs_alternatives_until_one_succeeds(
     from kerneltracer.orchestrator.runner import RunOptions, execute
 
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    cfg_path = write_config(tmp_path / "c.yaml", [{"path": str(tiny_models["tiny-gpt2"])}])
+    cfg_path = write_config(
+        tmp_path / "c.yaml",
+        [{"path": str(tiny_models["tiny-gpt2"])}],
+        defaults={"tracers": ["torch_dispatch", "torch_profiler"]},
+    )
     cfg, base = load_config(cfg_path)
     first, second = resolve_models(plan_jobs(cfg, base))[0]
     # Three alternatives for one kind of data: the first cannot finish, the second can.

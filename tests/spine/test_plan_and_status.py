@@ -28,7 +28,9 @@ from kerneltracer.worker.failure import classify_exception
 @pytest.fixture
 def jobs(tmp_path: Path) -> list[JobSpec]:
     (tmp_path / "m").mkdir()
-    (tmp_path / "c.yaml").write_text("models:\n  - path: m\n")
+    (tmp_path / "c.yaml").write_text(
+        "defaults: {tracers: [torch_dispatch, torch_profiler]}\nmodels:\n  - path: m\n"
+    )
     cfg, base = load_config(tmp_path / "c.yaml")
     return plan_jobs(cfg, base)
 
@@ -156,3 +158,18 @@ def test_exception_classification() -> None:
         "[enforce fail at alloc_cpu.cpp:121] DefaultCPUAllocator: can't allocate memory"
     )
     assert classify_exception(alloc, None)[0] == JobStatus.OOM
+
+
+def test_gpu_slots(jobs: list[JobSpec]) -> None:
+    from kerneltracer.orchestrator.environment import needs_gpu, pick_gpu
+
+    gpus = ["0", "1"]
+    auto, pinned, beyond = (
+        jobs[0].model_copy(update={"device": d}) for d in ("auto", "cuda:1", "cuda:7")
+    )
+    cpu = jobs[0].model_copy(update={"device": "cpu"})
+    assert needs_gpu(auto, gpus) and needs_gpu(pinned, gpus)
+    assert not needs_gpu(cpu, gpus) and not needs_gpu(auto, []) and not needs_gpu(beyond, gpus)
+    assert pick_gpu(auto, gpus, ["1"]) == "1"
+    assert pick_gpu(pinned, gpus, ["0", "1"]) == "1"
+    assert pick_gpu(pinned, gpus, ["0"]) is None  # its GPU is busy: it waits, never shares
