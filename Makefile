@@ -33,7 +33,7 @@ $(MODELS)/.built: $(STAMP) kerneltracer/tinymodels.py
 models: $(MODELS)/.built
 
 demo: models
-	$(KT) run configs/demo.yaml
+	$(KT) run configs/demo.yaml --jobs 2
 	$(KT) analyze runs/demo
 	@echo "run dir: $(CURDIR)/runs/demo   (kerneltracer status runs/demo; per-job reports in jobs/*/*/analysis/)"
 

@@ -112,6 +112,7 @@ def download(config: Path, models: tuple[str, ...], max_workers: int | None, ref
     HF_TOKEN are honoured); local `path:` models are checked in place. Exit code 0 if every
     model is ready, 1 otherwise.
     """
+    from kerneltracer.cli.tables import console
     from kerneltracer.config import load_config
     from kerneltracer.jobs import plan_jobs
     from kerneltracer.orchestrator.download import ensure_models_downloaded
@@ -121,14 +122,14 @@ def download(config: Path, models: tuple[str, ...], max_workers: int | None, ref
     patterns = tuple(v.strip() for item in models for v in item.split(",") if v.strip())
     jobs = select_jobs(plan_jobs(cfg, base_dir), (), patterns)
     refs = list({job.model.slug: job.model for job in jobs}.values())
-    view = DownloadView(Console(stderr=True))
+    view = DownloadView(console(stderr=True))
     try:
         results = ensure_models_downloaded(
             refs, cfg.download, max_workers=max_workers, observer=view, refresh=refresh
         )
     finally:
         view.close()
-    out = Console()
+    out = console()
     failed = [r for r in results.values() if not r.ok]
     for r in results.values():
         rev = r.resolved_revision or "-"

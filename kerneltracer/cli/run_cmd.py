@@ -69,14 +69,12 @@ def run(
     only runs what is missing or failed. Exit code: 0 if no job failed, 1 if any job ended
     failed/oom/timeout/crashed, 130 if interrupted.
     """
-    from rich.console import Console
-
     from kerneltracer.cli.progress import ConsoleObserver
-    from kerneltracer.cli.tables import status_table, summary_line
+    from kerneltracer.cli.tables import console, status_table, summary_line
     from kerneltracer.orchestrator import RunRequest, open_run
     from kerneltracer.status import FAILURE_STATUSES
 
-    console = Console(stderr=True)
+    err = console(stderr=True)
     request = RunRequest(
         config_path=config,
         output_dir=output_dir,
@@ -89,14 +87,14 @@ def run(
     )
     from kerneltracer.cli.download_cmd import DownloadView
 
-    downloads = DownloadView(console)
+    downloads = DownloadView(err)
     try:
         session = open_run(request, downloads)
     finally:
         downloads.close()
     with session:
-        console.print(f"run dir: {session.run_dir}", highlight=False)
-        observer = ConsoleObserver(console)
+        err.print(f"run dir: {session.run_dir}", highlight=False)
+        observer = ConsoleObserver(err)
         try:
             result = session.execute(observer)
         finally:
@@ -104,12 +102,12 @@ def run(
     from kerneltracer.cli.status_cmd import collect
 
     rows = collect(session.run_dir)
-    out = Console()
+    out = console()
     out.print(status_table(rows))
     out.print(summary_line(rows, result.wall_s), highlight=False)
     out.print(f"run dir: {session.run_dir}", highlight=False)
     if result.interrupted:
-        console.print("interrupted: running jobs were stopped and marked interrupted")
+        err.print("interrupted: running jobs were stopped and marked interrupted")
         sys.exit(130)
     if any(s.status in FAILURE_STATUSES for s in result.statuses.values()):
         sys.exit(1)

@@ -75,9 +75,7 @@ def status(run_dir: Path, as_json: bool, full: bool) -> None:
     """Show every job of RUN_DIR: models × tracers with status, and why any is not ok."""
     from dataclasses import asdict
 
-    from rich.console import Console
-
-    from kerneltracer.cli.tables import status_table, summary_line
+    from kerneltracer.cli.tables import console, status_table, summary_line
     from kerneltracer.jsonio import dumps
 
     rows = collect(run_dir)
@@ -85,6 +83,6 @@ def status(run_dir: Path, as_json: bool, full: bool) -> None:
         for row in rows:
             click.echo(dumps(asdict(row), indent=False).decode())
         return
-    console = Console()
-    console.print(status_table(rows, full=full))
-    console.print(summary_line(rows), highlight=False)
+    con = console()
+    con.print(status_table(rows, full=full))
+    con.print(summary_line(rows), highlight=False)

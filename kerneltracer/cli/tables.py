@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from rich.console import Group
+from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
@@ -22,6 +22,12 @@ class JobRow:
     duration_s: float | None
     peak_rss_bytes: int | None
     reason: str | None
+
+
+def console(stderr: bool = False) -> Console:
+    """A rich console; off a terminal (logs, CI, pipes) wide enough not to fold the grid."""
+    con = Console(stderr=stderr)
+    return con if con.is_terminal else Console(stderr=stderr, width=200)
 
 
 GRID_LIMIT = 60  # beyond this a terminal grid is noise: show counts and problems only

@@ -8,9 +8,9 @@ import click
 @click.command()
 def tracers() -> None:
     """List the registered tracers: frameworks, exclusive group, version and outputs."""
-    from rich.console import Console
     from rich.table import Table
 
+    from kerneltracer.cli.tables import console
     from kerneltracer.tracers.registry import TRACERS
 
     table = Table(title="tracers")
@@ -26,4 +26,4 @@ def tracers() -> None:
             cls.summary,
             cls.outputs_doc,
         )
-    Console().print(table)
+    console().print(table)

@@ -10,6 +10,13 @@ from collections.abc import Mapping
 
 from kerneltracer.errors import UsageError, choices
 from kerneltracer.tracers.base import Tracer
+from kerneltracer.tracers.print_aten import (
+    PrintAtenExportTracer,
+    PrintAtenMakeFxTracer,
+    PrintAtenTracer,
+)
+from kerneltracer.tracers.print_fx import PrintFxTracer
+from kerneltracer.tracers.torch_compile import TorchCompileTracer
 from kerneltracer.tracers.torch_dispatch import TorchDispatchTracer
 from kerneltracer.tracers.torch_profiler import TorchProfilerTracer
 
@@ -18,6 +25,11 @@ TRACERS: Mapping[str, type[Tracer]] = {
     for cls in (
         TorchDispatchTracer,
         TorchProfilerTracer,
+        TorchCompileTracer,
+        PrintFxTracer,
+        PrintAtenTracer,
+        PrintAtenExportTracer,
+        PrintAtenMakeFxTracer,
     )
 }
 

@@ -1,0 +1,186 @@
+"""print_aten: the ATen-level graph(s) the model runs, forward and (train mode) backward.
+
+Methods, tried in order until one yields graphs:
+
+- ``aot``: Dynamo in front of ``aot_module_simplified`` with capturing forward / backward /
+  inference compilers; the real step runs (backward too in train mode), so the graphs are
+  exactly what AOTAutograd hands a backend: functionalized ATen, one set per graph break.
+- ``export``: ``torch.export.export(strict=False).run_decompositions()``: one forward graph
+  in core ATen IR (no backward: export captures the forward only).
+- ``make_fx``: ``make_fx`` over the eager step; in train mode over forward + ``autograd.grad``
+  of the loss, giving one joint graph.
+
+The three alternatives are also registered as separate tracers in the ``print_aten``
+exclusive group, so a worker that dies in one method (segfault, timeout) leaves the next
+tracer to try the remaining ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from pydantic import Field
+
+from kerneltracer.tracers._graphs import (
+    Capture,
+    CapturedGraph,
+    aten_ops,
+    capture_graph,
+    run_methods,
+    write_capture,
+)
+from kerneltracer.tracers.base import Tracer, TraceResult, TracerOptions
+
+if TYPE_CHECKING:
+    from kerneltracer.worker.context import ExecutionContext
+
+AtenMethod = Literal["aot", "export", "make_fx"]
+
+METHODS_DOC = {
+    "aot": "Dynamo + aot_module_simplified with capturing fw/bw compilers (functionalized ATen)",
+    "export": "torch.export.export(strict=False).run_decompositions(): core ATen, forward only",
+    "make_fx": "make_fx over the eager step (train: forward + autograd.grad as one joint graph)",
+}
+
+
+class PrintAtenOptions(TracerOptions):
+    methods: tuple[AtenMethod, ...] = Field(
+        ("aot", "export", "make_fx"),
+        min_length=1,
+        description="Capture methods, tried in order until one yields graphs",
+    )
+
+
+class PrintAtenExportOptions(PrintAtenOptions):
+    methods: tuple[AtenMethod, ...] = Field(("export", "make_fx"), min_length=1)
+
+
+class PrintAtenMakeFxOptions(PrintAtenOptions):
+    methods: tuple[AtenMethod, ...] = Field(("make_fx",), min_length=1)
+
+
+class PrintAtenTracer(Tracer):
+    name: ClassVar[str] = "print_aten"
+    version: ClassVar[str] = "1"
+    frameworks: ClassVar[frozenset[str]] = frozenset({"huggingface"})
+    exclusive_group: ClassVar[str | None] = "print_aten"
+    summary: ClassVar[str] = (
+        "ATen graph(s) via aot_module_simplified (fallbacks export, make_fx); text + JSON"
+    )
+    outputs_doc: ClassVar[str] = "graphs/graph_<i>.json, graphs/graph_<i>.txt, graphs/index.json"
+    Options: ClassVar[type[TracerOptions]] = PrintAtenOptions
+
+    def trace(self, ctx: ExecutionContext) -> Capture:
+        assert isinstance(self.options, PrintAtenOptions)
+        runners: dict[str, Callable[[ExecutionContext], list[CapturedGraph]]] = {
+            "aot": _aot_graphs,
+            "export": _export_graphs,
+            "make_fx": _make_fx_graphs,
+        }
+        capture = run_methods([(m, _bind(runners[m], ctx)) for m in self.options.methods])
+        capture.extra["backward_captured"] = any(
+            g.kind in ("backward", "joint") for g in capture.graphs
+        )
+        capture.extra["aten_ops"] = aten_ops(capture.graphs)
+        return capture
+
+    def write(self, ctx: ExecutionContext, traced: Any, job_dir: Path) -> TraceResult:
+        outputs, summary = write_capture(traced, job_dir, METHODS_DOC)
+        summary["aten_op_count"] = len(summary.pop("aten_ops"))
+        return TraceResult(outputs=outputs, summary=summary)
+
+
+class PrintAtenExportTracer(PrintAtenTracer):
+    name: ClassVar[str] = "print_aten_export"
+    summary: ClassVar[str] = "ATen graph via torch.export + run_decompositions (print_aten group)"
+    Options: ClassVar[type[TracerOptions]] = PrintAtenExportOptions
+
+
+class PrintAtenMakeFxTracer(PrintAtenTracer):
+    name: ClassVar[str] = "print_aten_make_fx"
+    summary: ClassVar[str] = "ATen graph via make_fx (print_aten group)"
+    Options: ClassVar[type[TracerOptions]] = PrintAtenMakeFxOptions
+
+
+def _bind(fn: Callable[[ExecutionContext], list[CapturedGraph]], ctx: ExecutionContext) -> Any:
+    return lambda: fn(ctx)
+
+
+def _aot_graphs(ctx: ExecutionContext) -> list[CapturedGraph]:
+    import torch
+    from functorch.compile import make_boxed_func
+    from torch._functorch.aot_autograd import aot_module_simplified
+
+    graphs: list[CapturedGraph] = []
+    frame = {"n": -1}
+
+    def capturing(kind: str) -> Any:
+        def compiler(gm: Any, example_inputs: Any) -> Any:
+            graphs.append(capture_graph(gm, kind, f"graph_{len(graphs)}", dynamo_graph=frame["n"]))
+            return make_boxed_func(gm.forward)
+
+        return compiler
+
+    def backend(gm: Any, example_inputs: Any) -> Any:
+        frame["n"] += 1
+        return aot_module_simplified(
+            gm,
+            example_inputs,
+            fw_compiler=capturing("forward"),
+            bw_compiler=capturing("backward"),
+            inference_compiler=capturing("inference"),
+        )
+
+    torch._dynamo.reset()
+    eager = ctx.model
+    ctx.model = torch.compile(eager, backend=backend)
+    try:
+        ctx.step()
+    finally:
+        ctx.model = eager
+        torch._dynamo.reset()
+    return graphs
+
+
+def _export_graphs(ctx: ExecutionContext) -> list[CapturedGraph]:
+    import torch
+
+    grad = torch.enable_grad() if ctx.mode == "train" else torch.no_grad()
+    with grad:
+        program = torch.export.export(ctx.model, (), dict(ctx.example_inputs), strict=False)
+        program = program.run_decompositions()
+    return [capture_graph(program.graph_module, "forward", "graph_0")]
+
+
+def _make_fx_graphs(ctx: ExecutionContext) -> list[CapturedGraph]:
+    import torch
+    from torch.func import functional_call
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from kerneltracer.worker.context import _loss_of
+
+    model, keys = ctx.model, list(ctx.example_inputs)
+    values = [ctx.example_inputs[k] for k in keys]
+    if ctx.mode == "eval":
+
+        def forward(*args: Any) -> Any:
+            return model(**dict(zip(keys, args, strict=True)))
+
+        with torch.no_grad():
+            gm = make_fx(forward)(*values)
+        return [capture_graph(gm, "inference", "graph_0")]
+
+    names = [n for n, p in model.named_parameters() if p.requires_grad]
+    params = [dict(model.named_parameters())[n] for n in names]
+
+    def train_step(*args: Any) -> Any:
+        weights = dict(zip(names, args[: len(names)], strict=True))
+        inputs = dict(zip(keys, args[len(names) :], strict=True))
+        loss = _loss_of(functional_call(model, weights, (), inputs))
+        grads = torch.autograd.grad(loss, list(weights.values()), allow_unused=True)
+        return loss, grads
+
+    gm = make_fx(train_step)(*params, *values)
+    return [capture_graph(gm, "joint", "graph_0")]

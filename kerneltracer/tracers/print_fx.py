@@ -1,0 +1,121 @@
+"""print_fx: the Dynamo FX graph(s) of the model's forward, one per graph break.
+
+Method ``dynamo``: ``torch._dynamo.explain`` runs the forward under Dynamo with a capturing
+backend and reports the graphs with each break's reason and user location. Fallback
+``export``: ``torch.export.export`` (non-strict) when Dynamo cannot capture at all; its graph
+is already ATen-level (export IR), which the summary says.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from pydantic import Field
+
+from kerneltracer.tracers._graphs import (
+    Capture,
+    CapturedGraph,
+    capture_graph,
+    run_methods,
+    write_capture,
+)
+from kerneltracer.tracers.base import Tracer, TraceResult, TracerOptions
+
+if TYPE_CHECKING:
+    from kerneltracer.worker.context import ExecutionContext
+
+FxMethod = Literal["dynamo", "export"]
+
+METHODS_DOC = {
+    "dynamo": "torch._dynamo.explain: Dynamo FX graphs (torch-level), one per graph break",
+    "export": "torch.export.export(strict=False): one whole-model graph in export (ATen) IR",
+}
+
+
+class PrintFxOptions(TracerOptions):
+    methods: tuple[FxMethod, ...] = Field(
+        ("dynamo", "export"),
+        min_length=1,
+        description="Capture methods, tried in order until one yields graphs",
+    )
+
+
+class PrintFxTracer(Tracer):
+    name: ClassVar[str] = "print_fx"
+    version: ClassVar[str] = "1"
+    frameworks: ClassVar[frozenset[str]] = frozenset({"huggingface"})
+    summary: ClassVar[str] = "Dynamo FX graph(s), one per graph break, as text + JSON node table"
+    outputs_doc: ClassVar[str] = "graphs/graph_<i>.json, graphs/graph_<i>.txt, graphs/index.json"
+    Options: ClassVar[type[TracerOptions]] = PrintFxOptions
+
+    def trace(self, ctx: ExecutionContext) -> Capture:
+        assert isinstance(self.options, PrintFxOptions)
+        runners = {"dynamo": _dynamo_graphs, "export": _export_graphs}
+        holder: dict[str, Any] = {}
+        capture = run_methods([(m, _bind(runners[m], ctx, holder)) for m in self.options.methods])
+        breaks = holder.get("breaks", [])
+        capture.extra.update(
+            graph_break_count=len(breaks),
+            graph_breaks=breaks,
+            graph_break_reasons=holder.get("reasons", []),
+        )
+        return capture
+
+    def write(self, ctx: ExecutionContext, traced: Any, job_dir: Path) -> TraceResult:
+        outputs, summary = write_capture(traced, job_dir, METHODS_DOC)
+        return TraceResult(outputs=outputs, summary=summary)
+
+
+def _bind(fn: Any, ctx: ExecutionContext, holder: dict[str, Any]) -> Any:
+    return lambda: fn(ctx, holder)
+
+
+def _grad_mode(ctx: ExecutionContext) -> Any:
+    import torch
+
+    return torch.enable_grad() if ctx.mode == "train" else torch.no_grad()
+
+
+def _dynamo_graphs(ctx: ExecutionContext, extra: dict[str, Any]) -> list[CapturedGraph]:
+    import torch
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    with _grad_mode(ctx):
+        explained = torch._dynamo.explain(ctx.model)(**ctx.example_inputs)
+    extra["breaks"] = [_break_row(r) for r in explained.break_reasons]
+    # explain lists only breaks that split a graph; the counters also hold those met in
+    # resumed frames with nothing left to capture (a print right after an .item()).
+    extra["reasons"] = [
+        {"reason": _first_line(r), "count": int(n)}
+        for r, n in counters.get("graph_break", {}).items()
+    ]
+    graphs = [
+        capture_graph(gm, "dynamo", f"graph_{i}", ops=len(gm.graph.nodes))
+        for i, gm in enumerate(explained.graphs)
+    ]
+    torch._dynamo.reset()
+    return graphs
+
+
+def _break_row(reason: Any) -> dict[str, Any]:
+    stack = list(getattr(reason, "user_stack", None) or [])
+    where = f"{stack[-1].filename}:{stack[-1].lineno}" if stack else None
+    return {"reason": _first_line(str(getattr(reason, "reason", reason))), "where": where}
+
+
+def _first_line(text: str) -> str:
+    from kerneltracer.tracers._compiler_errors import graph_break_line
+
+    return graph_break_line(text)
+
+
+def _export_graphs(ctx: ExecutionContext, extra: dict[str, Any]) -> list[CapturedGraph]:
+    import torch
+
+    with _grad_mode(ctx):
+        program = torch.export.export(ctx.model, (), dict(ctx.example_inputs), strict=False)
+    extra["breaks"], extra["reasons"] = [], []
+    return [capture_graph(program.graph_module, "export", "graph_0")]

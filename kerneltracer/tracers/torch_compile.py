@@ -1,0 +1,203 @@
+"""torch_compile: the model under ``torch.compile`` (inductor), with what the compiler did.
+
+``TORCH_TRACE`` is set for the worker before torch is imported, so the job dir gets the
+structured trace log (``torch_trace/*.log``, readable by tlparse). Besides it: the inductor
+output code (the generated kernels: C++ on CPU, Triton on GPU) copied out of the job's own
+inductor cache, and ``compile_summary.json`` with graph count, graph breaks with reasons,
+recompiles and the compile-time metrics of every frame compile.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from pydantic import Field
+
+from kerneltracer.errors import KernelTracerError
+from kerneltracer.jsonio import atomic_write_json
+from kerneltracer.tracers._compiler_errors import graph_break_line, reraise_as_compiler_error
+from kerneltracer.tracers.base import Tracer, TraceResult, TracerOptions
+
+if TYPE_CHECKING:
+    from kerneltracer.worker.context import ExecutionContext
+
+TRACE_DIR = "torch_trace"
+CODE_DIR = "inductor_code"
+SUMMARY_FILE = "compile_summary.json"
+
+_METRIC_FIELDS = (
+    "compile_id",
+    "co_name",
+    "co_filename",
+    "co_firstlineno",
+    "graph_op_count",
+    "graph_node_count",
+    "guard_count",
+    "entire_frame_compile_time_s",
+    "backend_compile_time_s",
+    "inductor_compile_time_s",
+    "code_gen_time_s",
+    "fail_type",
+    "fail_reason",
+    "restart_reasons",
+)
+
+
+class CompileOptions(TracerOptions):
+    mode: Literal["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"] = (
+        "default"
+    )
+    fullgraph: bool = False
+    dynamic: bool | None = None
+    steps: int = Field(1, ge=0, le=100, description="Timed steps after the compiling one")
+    cache_dir: str | None = Field(
+        None,
+        description="Share this inductor cache on purpose (warm); default: the job's own, cold",
+    )
+
+
+class TorchCompileTracer(Tracer):
+    name: ClassVar[str] = "torch_compile"
+    version: ClassVar[str] = "1"
+    frameworks: ClassVar[frozenset[str]] = frozenset({"huggingface"})
+    summary: ClassVar[str] = (
+        "torch.compile (inductor): TORCH_TRACE log, output code, graph breaks, compile times"
+    )
+    outputs_doc: ClassVar[str] = f"{TRACE_DIR}/*.log, {CODE_DIR}/*.py, {SUMMARY_FILE}"
+    Options: ClassVar[type[TracerOptions]] = CompileOptions
+
+    @classmethod
+    def worker_env(cls, job_dir: Path, options: TracerOptions) -> dict[str, str]:
+        assert isinstance(options, CompileOptions)
+        env = {"TORCH_TRACE": str(job_dir / TRACE_DIR)}
+        if options.cache_dir is not None:
+            env["TORCHINDUCTOR_CACHE_DIR"] = str(Path(options.cache_dir).expanduser().resolve())
+        return env
+
+    def trace(self, ctx: ExecutionContext) -> dict[str, Any]:
+        import torch
+        from torch._dynamo.utils import counters
+
+        opts = self.options
+        assert isinstance(opts, CompileOptions)
+        torch._dynamo.reset()
+        counters.clear()
+        eager = ctx.model
+        ctx.model = torch.compile(
+            eager, mode=opts.mode, fullgraph=opts.fullgraph, dynamic=opts.dynamic
+        )
+        try:
+            t0 = time.perf_counter()
+            try:
+                ctx.step()
+            except (MemoryError, KeyboardInterrupt, KernelTracerError):
+                raise
+            except Exception as exc:
+                raise reraise_as_compiler_error(exc, "torch.compile") from None
+            _sync(ctx)
+            first = time.perf_counter() - t0
+            times = []
+            for _ in range(opts.steps):
+                t0 = time.perf_counter()
+                ctx.step()
+                _sync(ctx)
+                times.append(time.perf_counter() - t0)
+        finally:
+            ctx.model = eager
+        return {
+            "first_step_s": round(first, 4),
+            "step_s": [round(t, 6) for t in times],
+            "counters": {k: dict(v) for k, v in counters.items()},
+            "frames": [_metrics_row(m) for m in torch._dynamo.utils.get_compilation_metrics()],
+            "code_files": _output_code_files(),
+        }
+
+    def write(self, ctx: ExecutionContext, traced: Any, job_dir: Path) -> TraceResult:
+        code = _copy_code(traced["code_files"], job_dir / CODE_DIR)
+        logs = sorted(p for p in (job_dir / TRACE_DIR).glob("*.log") if p.stat().st_size > 0)
+        counters = traced["counters"]
+        frames = traced["frames"]
+        breaks = counters.get("graph_break", {})
+        recompiles = [f for f in frames if _is_recompile(f.get("compile_id"))]
+        summary: dict[str, Any] = {
+            "graphs": int(counters.get("stats", {}).get("unique_graphs", 0)),
+            "frame_compiles": len(frames),
+            "graph_break_count": int(sum(breaks.values())),
+            "graph_breaks": [
+                {"reason": graph_break_line(r), "count": int(n)} for r, n in breaks.items()
+            ],
+            "recompiles": len(recompiles),
+            "failed_frame_compiles": sum(1 for f in frames if f.get("fail_type")),
+            "compile_time_s": round(
+                sum(f.get("entire_frame_compile_time_s") or 0.0 for f in frames), 3
+            ),
+            "first_step_s": traced["first_step_s"],
+            "step_s": traced["step_s"],
+            "kernel_files": len(code),
+            "trace_logs": len(logs),
+        }
+        atomic_write_json(
+            job_dir / SUMMARY_FILE,
+            {
+                **summary,
+                "graph_break_details": [{"reason": r, "count": int(n)} for r, n in breaks.items()],
+                "frames": frames,
+                "counters": counters,
+                "recompile_frames": recompiles,
+            },
+        )
+        outputs = [str(p.relative_to(job_dir)) for p in logs] + code + [SUMMARY_FILE]
+        return TraceResult(outputs=outputs, summary=summary)
+
+
+def _sync(ctx: ExecutionContext) -> None:
+    if ctx.device.startswith("cuda"):
+        import torch
+
+        torch.cuda.synchronize()
+
+
+def _metrics_row(metrics: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {name: getattr(metrics, name, None) for name in _METRIC_FIELDS}
+    reasons = row["restart_reasons"]
+    if isinstance(reasons, set | frozenset | tuple | list):
+        row["restart_reasons"] = sorted(str(r) for r in reasons)
+    if isinstance(row["fail_reason"], str):
+        row["fail_reason"] = row["fail_reason"][:1000]
+    return row
+
+
+def _is_recompile(compile_id: Any) -> bool:
+    # compile ids read "frame/attempt" ("0/1": the first frame compiled a second time).
+    try:
+        return int(str(compile_id).split("/")[1].split("_")[0]) > 0
+    except (IndexError, ValueError):
+        return False
+
+
+def _output_code_files() -> list[str]:
+    """Files of every module inductor generated and loaded: output code and its kernels."""
+    from torch._inductor.codecache import PyCodeCache
+
+    modules: Any = PyCodeCache.modules
+    loaded = list(modules.values()) if isinstance(modules, dict) else list(modules)
+    return sorted({f for m in loaded if (f := getattr(m, "__file__", None))})
+
+
+def _copy_code(files: list[str], dest: Path) -> list[str]:
+    # The cache lives under job_dir/tmp, deleted after the job: keep copies in the job dir.
+    out: list[str] = []
+    dest.mkdir(parents=True, exist_ok=True)
+    for src in files:
+        path = Path(src)
+        if not path.is_file():
+            continue
+        target = dest / path.name
+        tmp = target.with_name(f".{target.name}.tmp")
+        shutil.copyfile(path, tmp)
+        tmp.replace(target)
+        out.append(f"{dest.name}/{target.name}")
+    return out
