@@ -94,7 +94,7 @@ def execute(plan: RunPlan, options: RunOptions, observer: RunObserver | None = N
     observer = observer or NullObserver()
     t0 = time.monotonic()
     statuses: dict[str, TraceStatus] = {}
-    _record_satisfied(plan, statuses, observer)
+    statuses.update(_record_satisfied(plan))
     pending: deque[tuple[Chain, int]] = deque((c, 0) for c in plan.chains)
     active: list[_Active] = []
     gpus = envmod.visible_gpus(os.environ)
@@ -130,20 +130,40 @@ def execute(plan: RunPlan, options: RunOptions, observer: RunObserver | None = N
     return RunResult(statuses, stop.signal is not None, time.monotonic() - t0)
 
 
-def _record_satisfied(
-    plan: RunPlan, statuses: dict[str, TraceStatus], observer: RunObserver
-) -> None:
+def _record_satisfied(plan: RunPlan) -> dict[str, TraceStatus]:
+    """Mark members of groups satisfied by an earlier run as skipped, once.
+
+    They are bypassed like complete jobs: no progress event, and no rewrite when the file
+    already says so (a large rerun would otherwise fsync thousands of unchanged files).
+    """
     by_key = {p.job.key: p for p in plan.jobs}
+    written = {}
     for key, winner in plan.satisfied_by.items():
-        _skip(by_key[key], f"exclusive group satisfied by {winner}", statuses, observer)
+        p = by_key[key]
+        reason = f"exclusive group satisfied by {winner}"
+        raw = p.status or {}
+        if (raw.get("status"), raw.get("reason"), raw.get("request_hash")) == (
+            JobStatus.SKIPPED.value,
+            reason,
+            p.job.request_hash,
+        ):
+            continue
+        p.job_dir.mkdir(parents=True, exist_ok=True)
+        written[key] = _skipped(p, reason)
+        write_status(p.job_dir, written[key])
+    return written
+
+
+def _skipped(p: PlannedJob, reason: str) -> TraceStatus:
+    return base_status(
+        p.job, uuid.uuid4().hex, JobStatus.SKIPPED, reason=reason, finished_at=now_iso()
+    )
 
 
 def _skip(
     p: PlannedJob, reason: str, statuses: dict[str, TraceStatus], observer: RunObserver
 ) -> None:
-    status = base_status(
-        p.job, uuid.uuid4().hex, JobStatus.SKIPPED, reason=reason, finished_at=now_iso()
-    )
+    status = _skipped(p, reason)
     p.job_dir.mkdir(parents=True, exist_ok=True)
     write_status(p.job_dir, status)
     statuses[p.job.key] = status
