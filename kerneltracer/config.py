@@ -127,6 +127,33 @@ class DownloadSettings(_Strict):
     ignore_patterns: list[str] = Field(default_factory=lambda: list(DEFAULT_IGNORE_PATTERNS))
 
 
+class SlurmSettings(_Strict):
+    """Resources of each array task of `kerneltracer slurm submit` (one task = one shard)."""
+
+    partition: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    cpus_per_task: int = Field(4, ge=1, le=4096)
+    mem: str | None = Field(None, description="Memory per task, e.g. 32G (default: the cluster's)")
+    gpus: int = Field(0, ge=0, le=64, description="GPUs per task (--gres=gpu:N)")
+    jobs: int = Field(1, ge=1, le=512, description="Workers per task (`run -j`)")
+    time: str | None = Field(
+        None, description="Time limit per task (D-HH:MM:SS); default: derived from the timeouts"
+    )
+    signal_s: int = Field(
+        120,
+        ge=0,
+        le=3600,
+        description="SIGTERM the task this long before its time limit (Slurm may send it up "
+        "to 60 s earlier); 0: none, the task gets Slurm's own SIGTERM at the limit",
+    )
+    array_size: int | None = Field(None, ge=1, description="Shards; default: one per model")
+    max_parallel: int | None = Field(None, ge=1, description="Array tasks running at once")
+    extra_sbatch: list[str] = Field(
+        default_factory=list, description="More sbatch options, one per line, e.g. --exclusive"
+    )
+
+
 class RunConfig(_Strict):
     output_dir: str | None = Field(None, description="Run dir; default runs/<config name>")
     defaults: JobSettings = Field(default_factory=JobSettings)
@@ -134,6 +161,7 @@ class RunConfig(_Strict):
     skip: list[str] = Field(default_factory=list, description="Model ids/paths/names to leave out")
     frameworks: dict[Framework, FrameworkSettings] = Field(default_factory=dict)
     download: DownloadSettings = Field(default_factory=DownloadSettings)
+    slurm: SlurmSettings = Field(default_factory=SlurmSettings)
 
 
 def check_hub_id(model_id: str) -> None:

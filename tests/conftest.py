@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,3 +30,26 @@ def testdata_dir() -> Path:
     path = Path(os.environ.get("KT_TESTDATA", REPO_ROOT.parent / "shared" / "testdata"))
     require(path.is_dir(), f"test data dir {path} (set KT_TESTDATA)")
     return path
+
+
+@pytest.fixture(scope="session")
+def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The tiny Llama, GPT-2 and BERT, built once per test session (offline, deterministic)."""
+    from kerneltracer.tinymodels import build_tiny_models
+
+    root = tmp_path_factory.mktemp("tiny-models")
+    return {name: path for name, (path, _) in build_tiny_models(root).items()}
+
+
+def clean_env(home: Path) -> dict[str, str]:
+    """Environment for CLI subprocesses: own HF cache, nothing inherited that changes runs."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "KT_", "TORCH"))}
+    env["HF_HOME"] = str(home / "hf-home")
+    env["OMP_NUM_THREADS"] = "1"
+    env["COLUMNS"] = "200"
+    return env
+
+
+@pytest.fixture
+def kt_env(tmp_path: Path) -> Iterator[dict[str, str]]:
+    yield clean_env(tmp_path)

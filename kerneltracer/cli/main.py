@@ -80,6 +80,9 @@ def _register() -> None:
     from kerneltracer.cli.download_cmd import download
 
     root.add_command(download)
+    from kerneltracer.cli.slurm_cmd import slurm
+
+    root.add_command(slurm)
     # Analysis commands (each module defines one click command or group).
     from kerneltracer.cli.logs_cmd import logs
 

@@ -53,6 +53,11 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...]:
     type=click.FloatRange(0, 600),
     help="Seconds between SIGTERM and SIGKILL when stopping a worker.",
 )
+@click.option(
+    "--shard",
+    metavar="I/N",
+    help="Run only shard I of N (1-based): a stable slice of the models, all their tracers.",
+)
 def run(
     config: Path,
     jobs: int,
@@ -62,6 +67,7 @@ def run(
     verify: bool,
     output_dir: Path | None,
     kill_grace: float,
+    shard: str | None,
 ) -> None:
     """Trace every (model, tracer) of CONFIG, one isolated worker process per job.
 
@@ -72,6 +78,7 @@ def run(
     from kerneltracer.cli.progress import ConsoleObserver
     from kerneltracer.cli.tables import console, status_table, summary_line
     from kerneltracer.orchestrator import RunRequest, open_run
+    from kerneltracer.orchestrator.shard import parse_shard
     from kerneltracer.status import FAILURE_STATUSES
 
     err = console(stderr=True)
@@ -84,6 +91,7 @@ def run(
         verify=verify,
         jobs=jobs,
         kill_grace_s=kill_grace,
+        shard=parse_shard(shard) if shard is not None else None,
     )
     from kerneltracer.cli.download_cmd import DownloadView
 
@@ -99,9 +107,16 @@ def run(
             result = session.execute(observer)
         finally:
             observer.close()
-    from kerneltracer.cli.status_cmd import collect
+    from kerneltracer.cli.status_cmd import row_of
 
-    rows = collect(session.run_dir)
+    # The statuses are known already: those that ran from the result, the rest from the plan.
+    planned = {p.job.key: p.status for p in session.plan.jobs}
+    rows = []
+    for job in session.jobs:
+        done = result.statuses.get(job.key)
+        raw = done.model_dump(mode="json") if done is not None else planned.get(job.key)
+        meta = {"model": job.model.display, "tracer": job.tracer, "mode": job.mode}
+        rows.append(row_of(job.key, raw, meta, found=False))
     out = console()
     out.print(status_table(rows))
     out.print(summary_line(rows, result.wall_s), highlight=False)

@@ -24,6 +24,7 @@ from kerneltracer.orchestrator.lock import RunDirLock
 from kerneltracer.orchestrator.models import DOWNLOADS_DIR, resolve_models
 from kerneltracer.orchestrator.planner import RunPlan, plan_run
 from kerneltracer.orchestrator.runner import RunOptions, RunResult, execute
+from kerneltracer.orchestrator.shard import Shard, select_shard
 from kerneltracer.status import JobStatus, TraceStatus, base_status, now_iso, write_status
 from kerneltracer.tracers.registry import TRACERS
 
@@ -40,6 +41,16 @@ class RunRequest:
     verify: bool = False
     jobs: int = 1
     kill_grace_s: float = 5.0
+    shard: Shard | None = None  # run only this slice of the jobs (see orchestrator.shard)
+
+
+def manifest_name(shard: Shard | None) -> str:
+    """Each shard writes its own manifest, so concurrent shards never clobber each other's."""
+    return RUN_MANIFEST if shard is None else f"run.{shard.tag}.json"
+
+
+def lock_name(shard: Shard | None) -> str:
+    return ".kerneltracer.lock" if shard is None else f".kerneltracer.{shard.tag}.lock"
 
 
 @dataclass
@@ -90,9 +101,10 @@ class RunSession:
 
     def _write_manifest(self, started: str, finished: str | None, result: RunResult | None) -> None:
         atomic_write_json(
-            self.run_dir / RUN_MANIFEST,
+            self.run_dir / manifest_name(self.request.shard),
             {
                 "kerneltracer_version": __version__,
+                "shard": str(self.request.shard) if self.request.shard else None,
                 "config": str(self.request.config_path.resolve()),
                 "argv": sys.argv,
                 "started_at": started,
@@ -168,7 +180,8 @@ def open_run(request: RunRequest, downloads: DownloadObserver | None = None) -> 
     cfg, base_dir = load_config(request.config_path)
     run_dir = run_dir_for(cfg, base_dir, request.config_path, request.output_dir)
     jobs = select_jobs(plan_jobs(cfg, base_dir), request.only, request.models)
-    lock = RunDirLock(run_dir)
+    jobs = select_shard(jobs, request.shard)
+    lock = RunDirLock(run_dir, name=lock_name(request.shard))
     lock.acquire()
     try:
         jobs, failures = resolve_models(

@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from tests.helpers import FIXTURES
 
@@ -44,25 +40,3 @@ def make_compile_model(root: Path, variant: str) -> Path:
         str(out / "model.safetensors"),
     )
     return out
-
-
-@pytest.fixture(scope="session")
-def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    from kerneltracer.tinymodels import build_tiny_models
-
-    root = tmp_path_factory.mktemp("tiny-models")
-    return {name: path for name, (path, _) in build_tiny_models(root).items()}
-
-
-def clean_env(home: Path) -> dict[str, str]:
-    """Environment for CLI subprocesses: own HF cache, nothing inherited that changes runs."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "KT_", "TORCH"))}
-    env["HF_HOME"] = str(home / "hf-home")
-    env["OMP_NUM_THREADS"] = "1"
-    env["COLUMNS"] = "200"
-    return env
-
-
-@pytest.fixture
-def kt_env(tmp_path: Path) -> Iterator[dict[str, str]]:
-    yield clean_env(tmp_path)

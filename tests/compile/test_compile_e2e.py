@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from tests.compile.conftest import clean_env, make_compile_model
+from tests.compile.conftest import make_compile_model
+from tests.conftest import clean_env
 from tests.helpers import kt, status_of, write_config
 
 pytestmark = pytest.mark.e2e

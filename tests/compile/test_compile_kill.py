@@ -8,7 +8,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.compile.conftest import clean_env
+from tests.conftest import clean_env
 from tests.helpers import kt, processes_under, status_of, wait_until, write_config
 
 pytestmark = pytest.mark.e2e

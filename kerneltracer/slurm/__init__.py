@@ -1,0 +1,5 @@
+"""Cluster runs on Slurm: a download job, then a job array with one task per shard.
+
+Every task runs ``kerneltracer run CONFIG --shard $SLURM_ARRAY_TASK_ID/N``, so a task that is
+re-run (``slurm resubmit``) resumes by bypassing its complete jobs.
+"""

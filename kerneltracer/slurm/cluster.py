@@ -1,0 +1,148 @@
+"""The Slurm commands kerneltracer calls (argv lists, never a shell) and their parsing.
+
+Task states come from the richest source that answers: squeue for live tasks, sacct when
+accounting is on; otherwise ``scontrol show job`` (finished jobs for MinJobAge) and the
+job-completion log file (``JobCompType=jobcomp/filetxt``), which keeps every finished task.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from kerneltracer.errors import KernelTracerError
+
+_KV = re.compile(r"(\w+)=(\S*)")
+QUERY_TIMEOUT_S = 30
+
+
+class SlurmError(KernelTracerError):
+    """A Slurm command is missing or refused the request."""
+
+
+@dataclass
+class TaskState:
+    job_id: str  # the array's job id
+    task: int
+    state: str  # PENDING, RUNNING, COMPLETED, FAILED, CANCELLED, TIMEOUT, ...
+    reason: str = ""
+    exit_code: str = ""
+    source: str = ""
+
+
+def _run(argv: list[str], timeout: float = QUERY_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+    if shutil.which(argv[0]) is None:
+        raise SlurmError(f"`{argv[0]}` not found: is Slurm installed and on PATH?")
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        raise SlurmError(f"`{argv[0]}` did not answer within {timeout:g}s") from None
+
+
+def sbatch(script: Path, args: Iterable[str] = ()) -> str:
+    """Submit; returns the job id."""
+    proc = _run(["sbatch", "--parsable", *args, str(script)])
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise SlurmError(f"sbatch {script.name} failed: {last}")
+    return proc.stdout.strip().split(";")[0]
+
+
+def _squeue(job_id: str) -> list[TaskState]:
+    proc = _run(["squeue", "-h", "-r", "-j", job_id, "-o", "%A|%a|%T|%r"])
+    if proc.returncode != 0:
+        return []  # squeue refuses ids it no longer knows
+    out = []
+    for line in proc.stdout.splitlines():
+        parts = line.strip().split("|")
+        if len(parts) == 4 and parts[1].isdigit():
+            out.append(TaskState(job_id, int(parts[1]), parts[2], parts[3], "", "squeue"))
+    return out
+
+
+def _sacct(job_id: str) -> list[TaskState]:
+    proc = _run(["sacct", "-n", "-P", "-X", "-j", job_id, "-o", "JobID,State,ExitCode"])
+    if proc.returncode != 0:
+        return []  # accounting disabled
+    out = []
+    for line in proc.stdout.splitlines():
+        parts = line.strip().split("|")
+        if len(parts) != 3:
+            continue
+        array_id, _, task = parts[0].partition("_")
+        if array_id == job_id and task.isdigit():
+            state = parts[1].split()[0] if parts[1] else ""
+            out.append(TaskState(job_id, int(task), state, "", parts[2], "sacct"))
+    return out
+
+
+def _from_fields(job_id: str, fields: dict[str, str], source: str) -> TaskState | None:
+    if fields.get("ArrayJobId") != job_id or not fields.get("ArrayTaskId", "").isdigit():
+        return None
+    return TaskState(
+        job_id,
+        int(fields["ArrayTaskId"]),
+        fields.get("JobState", ""),
+        fields.get("Reason", ""),
+        fields.get("ExitCode", ""),
+        source,
+    )
+
+
+def _scontrol(job_id: str) -> list[TaskState]:
+    proc = _run(["scontrol", "-o", "show", "job", job_id])
+    if proc.returncode != 0:
+        return []  # purged after MinJobAge
+    states = (
+        _from_fields(job_id, dict(_KV.findall(line)), "scontrol")
+        for line in proc.stdout.splitlines()
+    )
+    return [s for s in states if s is not None]
+
+
+def jobcomp_path() -> Path | None:
+    """The job-completion log file, when the cluster keeps one (jobcomp/filetxt)."""
+    proc = _run(["scontrol", "show", "config"])
+    conf = dict(re.findall(r"^(\w+)\s*=\s*(.*?)\s*$", proc.stdout, re.M))
+    if conf.get("JobCompType") != "jobcomp/filetxt" or not conf.get("JobCompLoc"):
+        return None
+    return Path(conf["JobCompLoc"])
+
+
+def _jobcomp(job_ids: set[str], path: Path | None) -> list[TaskState]:
+    if path is None:
+        return []
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        fields = dict(_KV.findall(line))
+        job_id = fields.get("ArrayJobId", "")
+        if job_id in job_ids:
+            state = _from_fields(job_id, fields, "jobcomp")
+            if state is not None:
+                out.append(state)
+    return out
+
+
+def task_states(job_ids: list[str]) -> dict[tuple[str, int], TaskState]:
+    """(array job id, task) → its latest known state; later sources override earlier ones."""
+    states: dict[tuple[str, int], TaskState] = {}
+    found: list[TaskState] = _jobcomp(set(job_ids), jobcomp_path())
+    for job_id in job_ids:
+        found += _scontrol(job_id)
+        found += _sacct(job_id)
+        found += _squeue(job_id)
+    for state in found:
+        states[(state.job_id, state.task)] = state
+    return states
+
+
+def scancel(job_id: str) -> None:
+    _run(["scancel", job_id])

@@ -1,0 +1,216 @@
+"""``slurm submit`` / ``slurm resubmit``: write the scripts, submit, keep a record.
+
+The record (``RUN_DIR/slurm/submission.json``) lists every array submitted for the run and
+which shards it ran, so ``slurm status`` knows which Slurm job answers for which shard and
+``resubmit`` re-runs only the shards that still have incomplete jobs.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from kerneltracer.config import RunConfig, load_config
+from kerneltracer.errors import RunDirError, UsageError
+from kerneltracer.jobs import JobSpec, plan_jobs, slugify
+from kerneltracer.jsonio import atomic_write_json, atomic_write_text, read_json
+from kerneltracer.orchestrator.facade import run_dir_for
+from kerneltracer.orchestrator.shard import MAX_SHARDS, split_jobs
+from kerneltracer.slurm import cluster
+from kerneltracer.slurm.scripts import (
+    ARRAY_SCRIPT,
+    DOWNLOAD_SCRIPT,
+    ScriptSpec,
+    check_time,
+    format_time,
+    render_array,
+    render_download,
+    task_seconds,
+)
+from kerneltracer.status import now_iso, read_raw_status
+
+RECORD_FILE = "submission.json"
+DONE_STATUSES = frozenset({"ok", "skipped", "unsupported"})
+
+
+class ArraySubmission(BaseModel):
+    job_id: str
+    tasks: list[int]
+    submitted_at: str
+    dependency: str | None = None
+
+
+class SubmissionRecord(BaseModel):
+    schema_version: int = 1
+    config: str
+    run_dir: str
+    shards: int
+    max_parallel: int | None = None
+    download_job: str | None = None
+    arrays: list[ArraySubmission] = Field(default_factory=list)
+
+
+@dataclass
+class Prepared:
+    spec: ScriptSpec
+    download_script: str
+    array_script: str
+    max_parallel: int | None
+
+    @property
+    def download_path(self) -> Path:
+        return self.spec.slurm_dir / DOWNLOAD_SCRIPT
+
+    @property
+    def array_path(self) -> Path:
+        return self.spec.slurm_dir / ARRAY_SCRIPT
+
+    def array_args(self, tasks: list[int], dependency: str | None = None) -> list[str]:
+        throttle = f"%{self.max_parallel}" if self.max_parallel else ""
+        args = [f"--array={array_spec(tasks)}{throttle}"]
+        if dependency is not None:
+            args.append(f"--dependency=afterok:{dependency}")
+        return args
+
+
+def kerneltracer_argv() -> tuple[str, ...]:
+    """This interpreter's kerneltracer, absolute, so tasks use the same install (venv)."""
+    exe = Path(sys.executable).parent / "kerneltracer"
+    if exe.is_file() and os.access(exe, os.X_OK):
+        return (str(exe.absolute()),)
+    return (str(Path(sys.executable).absolute()), "-m", "kerneltracer.cli.main")
+
+
+def array_spec(tasks: list[int]) -> str:
+    """[1, 2, 3, 5] → "1-3,5"."""
+    ranges: list[str] = []
+    for task in sorted(set(tasks)):
+        if ranges and ranges[-1].split("-")[-1] == str(task - 1):
+            ranges[-1] = f"{ranges[-1].split('-')[0]}-{task}"
+        else:
+            ranges.append(str(task))
+    return ",".join(ranges)
+
+
+def prepare(
+    config_path: Path,
+    *,
+    partition: str | None = None,
+    array_size: int | None = None,
+    max_parallel: int | None = None,
+) -> Prepared:
+    """Scripts for CONFIG (CLI options override the config's ``slurm:`` section)."""
+    cfg, base_dir = load_config(config_path)
+    run_dir = run_dir_for(cfg, base_dir, config_path, None)
+    jobs = plan_jobs(cfg, base_dir)
+    settings = cfg.slurm
+    if partition is not None:
+        settings = settings.model_copy(update={"partition": partition})
+    models = len({j.model.slug for j in jobs})
+    count = array_size or settings.array_size or max(1, models)
+    if not 1 <= count <= MAX_SHARDS:
+        raise UsageError(f"--array-size {count}: must be between 1 and {MAX_SHARDS}")
+    spec = ScriptSpec(
+        kerneltracer=kerneltracer_argv(),
+        config=config_path.resolve(),
+        run_dir=run_dir,
+        job_name="kt-" + slugify(config_path.stem),
+        shards=count,
+        settings=settings,
+        task_time=_task_time(cfg, jobs, count),
+        download_time=format_time(cfg.download.timeout_s * _waves(models, cfg) + 300),
+    )
+    return Prepared(
+        spec,
+        render_download(spec),
+        render_array(spec),
+        max_parallel or settings.max_parallel,
+    )
+
+
+def _waves(models: int, cfg: RunConfig) -> int:
+    return max(1, -(-models // cfg.download.max_workers))
+
+
+def _task_time(cfg: RunConfig, jobs: list[JobSpec], count: int) -> str:
+    s = cfg.slurm
+    if s.time is not None:
+        return check_time(s.time)
+    worst = max(
+        (
+            task_seconds([j.timeout_s for j in shard], s.jobs, s.signal_s)
+            for shard in split_jobs(jobs, count).values()
+        ),
+        default=0.0,
+    )
+    return format_time(worst)
+
+
+def write_scripts(prepared: Prepared) -> None:
+    prepared.spec.logs_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(prepared.download_path, prepared.download_script)
+    atomic_write_text(prepared.array_path, prepared.array_script)
+
+
+def submit(prepared: Prepared) -> SubmissionRecord:
+    """The download job, then the array depending on it; the record is saved in the run dir."""
+    if shutil.which("sbatch") is None:
+        raise cluster.SlurmError("`sbatch` not found: is Slurm installed and on PATH?")
+    write_scripts(prepared)
+    spec = prepared.spec
+    download = cluster.sbatch(prepared.download_path)
+    tasks = list(range(1, spec.shards + 1))
+    array = cluster.sbatch(prepared.array_path, prepared.array_args(tasks, download))
+    record = SubmissionRecord(
+        config=str(spec.config),
+        run_dir=str(spec.run_dir),
+        shards=spec.shards,
+        max_parallel=prepared.max_parallel,
+        download_job=download,
+        arrays=[
+            ArraySubmission(job_id=array, tasks=tasks, submitted_at=now_iso(), dependency=download)
+        ],
+    )
+    save_record(spec.run_dir, record)
+    return record
+
+
+def record_path(run_dir: Path) -> Path:
+    return run_dir / "slurm" / RECORD_FILE
+
+
+def save_record(run_dir: Path, record: SubmissionRecord) -> None:
+    atomic_write_json(record_path(run_dir), record.model_dump(mode="json"))
+
+
+def load_record(run_dir: Path) -> SubmissionRecord:
+    path = record_path(run_dir)
+    try:
+        return SubmissionRecord.model_validate(read_json(path))
+    except FileNotFoundError:
+        raise RunDirError(
+            f"{run_dir} has no Slurm submission ({path} is missing); "
+            "use `kerneltracer slurm submit`"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise RunDirError(f"{path} is unreadable: {exc}") from None
+
+
+def shard_jobs(record: SubmissionRecord) -> dict[int, list[JobSpec]]:
+    cfg, base_dir = load_config(Path(record.config))
+    return split_jobs(plan_jobs(cfg, base_dir), record.shards)
+
+
+def incomplete_jobs(run_dir: Path, jobs: list[JobSpec]) -> list[JobSpec]:
+    """Jobs without a finished status (ok, or skipped/unsupported, which a rerun keeps)."""
+    out = []
+    for job in jobs:
+        raw = read_raw_status(job.job_dir(run_dir))
+        if raw is None or raw.get("status") not in DONE_STATUSES:
+            out.append(job)
+    return out

@@ -1,0 +1,54 @@
+"""Task states merged from squeue, sacct, scontrol and the job-completion log (parsing only;
+tests/slurm/test_real_slurm.py runs the real commands)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kerneltracer.slurm import cluster
+
+
+def test_states_fall_back_to_scontrol_and_jobcomp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jobcomp = tmp_path / "jobcomp.log"
+    jobcomp.write_text(
+        "JobId=8 UserId=root(0) Name=kt JobState=CANCELLED ArrayJobId=7 ArrayTaskId=1 "
+        "DerivedExitCode=0:0 ExitCode=0:15\n"
+        "JobId=9 UserId=root(0) Name=kt JobState=COMPLETED ArrayJobId=7 ArrayTaskId=2 "
+        "ExitCode=0:0\n"
+        "JobId=4 UserId=root(0) Name=other JobState=FAILED ArrayJobId=3 ArrayTaskId=1\n"
+        "JobId=10 Name=kt JobState=FAILED ArrayJobId=7 ArrayTaskId=3 ExitCode=1:0\n"
+    )
+    outputs = {
+        "scontrol show config": (
+            f"JobCompType             = jobcomp/filetxt\nJobCompLoc = {jobcomp}\n"
+        ),
+        # scontrol still knows task 3 (requeued and running again) and the pending range.
+        "scontrol -o show job 7": (
+            "JobId=10 ArrayJobId=7 ArrayTaskId=3 JobState=RUNNING Reason=None\n"
+            "JobId=7 ArrayJobId=7 ArrayTaskId=4-5 JobState=PENDING Reason=Resources\n"
+        ),
+        "squeue -h -r -j 7 -o %A|%a|%T|%r": "7|4|PENDING|Resources\n7|5|PENDING|Resources\n",
+    }
+
+    def fake_run(argv: list[str], timeout: float = 0) -> subprocess.CompletedProcess[str]:
+        if argv[0] == "sacct":
+            return subprocess.CompletedProcess(argv, 1, "", "accounting storage is disabled")
+        return subprocess.CompletedProcess(argv, 0, outputs[" ".join(argv)], "")
+
+    monkeypatch.setattr(cluster, "_run", fake_run)
+    states = cluster.task_states(["7"])
+    got = {task: (s.state, s.source) for (job, task), s in states.items() if job == "7"}
+    assert got == {
+        1: ("CANCELLED", "jobcomp"),
+        2: ("COMPLETED", "jobcomp"),
+        3: ("RUNNING", "scontrol"),
+        4: ("PENDING", "squeue"),
+        5: ("PENDING", "squeue"),
+    }
+    assert ("3", 1) not in states  # another array's line in the log
+    assert states[("7", 1)].exit_code == "0:15"
