@@ -10,9 +10,10 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import orjson
 
@@ -45,14 +46,20 @@ def read_json(path: Path) -> Any:
     return orjson.loads(Path(path).read_bytes())
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
+@contextmanager
+def atomic_writer(path: Path) -> Iterator[IO[bytes]]:
+    """A binary file handle whose content appears at ``path`` only when the block succeeds.
+
+    For content too big to hold in memory (streamed reports); small files use the
+    ``atomic_write_*`` helpers below, which go through this.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(fd, _FILE_MODE)
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -60,6 +67,11 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         Path(tmp).unlink(missing_ok=True)
         raise
     _fsync_dir(path.parent)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    with atomic_writer(path) as fh:
+        fh.write(data)
 
 
 def atomic_write_text(path: Path, text: str) -> None:

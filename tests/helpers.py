@@ -18,30 +18,18 @@ FIXTURES = Path(__file__).parent / "fixtures"
 KT = [sys.executable, "-m", "kerneltracer.cli.main"]
 
 
-def make_faulty_model(
-    root: Path, fault: str, seconds: float = 600.0, name: str | None = None
-) -> Path:
-    """A local model dir whose forward misbehaves (remote code, needs trust_remote_code)."""
+def make_remote_code_model(out: Path, fixture: str, config: dict[str, Any]) -> Path:
+    """A local model dir running the code of ``tests/fixtures/<fixture>`` (trust_remote_code).
+
+    The fixture models share one layout: an 8-wide embedding (vocab 64) and a projection.
+    """
     import numpy as np
     from safetensors.numpy import save_file
 
-    out = root / (name or f"faulty-{fault}")
     out.mkdir(parents=True, exist_ok=True)
-    for src in (FIXTURES / "faulty_model").glob("*.py"):
+    for src in (FIXTURES / fixture).glob("*.py"):
         shutil.copy(src, out / src.name)
-    config = {
-        "model_type": "kt_faulty",
-        "architectures": ["FaultyModel"],
-        "auto_map": {
-            "AutoConfig": "configuration_faulty.FaultyConfig",
-            "AutoModel": "modeling_faulty.FaultyModel",
-        },
-        "fault": fault,
-        "fault_seconds": seconds,
-        "vocab_size": 64,
-        "hidden_size": 8,
-    }
-    (out / "config.json").write_text(json.dumps(config))
+    (out / "config.json").write_text(json.dumps({**config, "vocab_size": 64, "hidden_size": 8}))
     rng = np.random.default_rng(0)
     save_file(
         {
@@ -52,6 +40,23 @@ def make_faulty_model(
         str(out / "model.safetensors"),
     )
     return out
+
+
+def make_faulty_model(
+    root: Path, fault: str, seconds: float = 600.0, name: str | None = None
+) -> Path:
+    """A local model dir whose forward misbehaves (remote code, needs trust_remote_code)."""
+    config = {
+        "model_type": "kt_faulty",
+        "architectures": ["FaultyModel"],
+        "auto_map": {
+            "AutoConfig": "configuration_faulty.FaultyConfig",
+            "AutoModel": "modeling_faulty.FaultyModel",
+        },
+        "fault": fault,
+        "fault_seconds": seconds,
+    }
+    return make_remote_code_model(root / (name or f"faulty-{fault}"), "faulty_model", config)
 
 
 def write_config(path: Path, models: list[dict[str, Any]], **top: Any) -> Path:

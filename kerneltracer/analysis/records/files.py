@@ -7,29 +7,12 @@ for millions of events should not, so reporters stream through these writers.
 from __future__ import annotations
 
 import io
-import os
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
-
-@contextmanager
-def atomic_binary_writer(path: Path) -> Iterator[IO[bytes]]:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            os.fchmod(fh.fileno(), 0o644)  # mkstemp's 0600 would hide reports from other users
-            yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+from kerneltracer.jsonio import atomic_writer as atomic_binary_writer
 
 
 @contextmanager
