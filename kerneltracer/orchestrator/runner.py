@@ -115,6 +115,8 @@ def execute(plan: RunPlan, options: RunOptions, observer: RunObserver | None = N
                 pending.popleft()
                 active.append(_start(plan, chain, member, options, threads, gpu, observer))
             time.sleep(options.poll_s)
+            if stop.signal is not None:
+                break  # a job that died of the same signal is interrupted, not crashed
             for act in list(active):
                 if _check(act, options) is None:
                     continue

@@ -11,6 +11,7 @@ import contextlib
 import ctypes
 import os
 import signal
+from collections.abc import Callable
 from types import FrameType
 
 import psutil
@@ -18,8 +19,23 @@ import psutil
 _PR_SET_PDEATHSIG = 1
 
 
-def install(expected_parent: int | None) -> None:
-    signal.signal(signal.SIGTERM, _take_tree_down)
+def install(
+    expected_parent: int | None, last_words: Callable[[str], None] | None = None
+) -> None:
+    """Arm the parent-death signal and the SIGTERM handler.
+
+    ``last_words(signal_name)`` runs first on SIGTERM, e.g. to record that the process was
+    interrupted: when a whole Slurm job or process tree is signalled, the worker may die
+    before the orchestrator learns why, and the file is then the only witness.
+    """
+
+    def on_term(signum: int, frame: FrameType | None) -> None:
+        if last_words is not None:
+            with contextlib.suppress(BaseException):
+                last_words(signal.Signals(signum).name)
+        _take_tree_down(signum, frame)
+
+    signal.signal(signal.SIGTERM, on_term)
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
@@ -27,7 +43,7 @@ def install(expected_parent: int | None) -> None:
         pass  # not Linux: the orchestrator's own group kill still applies
     # The orchestrator may have died before prctl took effect: then nobody will signal us.
     if expected_parent is not None and os.getppid() != expected_parent:
-        _take_tree_down(signal.SIGTERM, None)
+        on_term(signal.SIGTERM, None)
 
 
 def _take_tree_down(signum: int, frame: FrameType | None) -> None:

@@ -39,15 +39,23 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m kerneltracer.worker JOB.json", file=sys.stderr)
         return 2
-    parent = os.environ.get(ENV_ORCHESTRATOR_PID)
-    lifeline.install(int(parent) if parent else None)
-    faulthandler.enable()  # a segfault prints the Python stack into worker.log
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     job_file = Path(argv[0]).resolve()
     data = read_json(job_file)
-    job = JobSpec.model_validate(data["job"])
-    status = run_job(job, data["attempt"], job_file.parent)
-    write_status(job_file.parent, status)
+    job, attempt, job_dir = JobSpec.model_validate(data["job"]), data["attempt"], job_file.parent
+    phases = PhaseLog(job_dir / PHASE_LOG, node=job.tracer)
+
+    def last_words(signame: str) -> None:
+        where = f" during {phases.current}" if phases.current else ""
+        reason = f"worker received {signame}{where}"
+        fields = {"reason": reason, "phases": phases.durations, "pid": os.getpid()}
+        write_status(job_dir, base_status(job, attempt, JobStatus.INTERRUPTED, **fields))
+
+    parent = os.environ.get(ENV_ORCHESTRATOR_PID)
+    lifeline.install(int(parent) if parent else None, last_words)
+    faulthandler.enable()  # a segfault prints the Python stack into worker.log
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    status = run_job(job, attempt, job_dir, phases)
+    write_status(job_dir, status)
     log.info(
         "job %s ended %s%s",
         job.key,
@@ -61,8 +69,7 @@ def main(argv: list[str]) -> int:
     os._exit(EXIT_CODES.get(status.status, 1))
 
 
-def run_job(job: JobSpec, attempt: str, job_dir: Path) -> TraceStatus:
-    phases = PhaseLog(job_dir / PHASE_LOG, node=job.tracer)
+def run_job(job: JobSpec, attempt: str, job_dir: Path, phases: PhaseLog) -> TraceStatus:
     started, t0 = now_iso(), time.monotonic()
     fields: dict[str, Any] = {"started_at": started, "pid": os.getpid()}
     ctx = None

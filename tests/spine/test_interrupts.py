@@ -4,6 +4,7 @@ rerun completes only the jobs that are missing. A second orchestrator is refused
 from __future__ import annotations
 
 import json
+import os
 import signal
 from pathlib import Path
 
@@ -95,3 +96,23 @@ def test_second_orchestrator_on_same_run_dir_is_refused(
         "another output_dir"
     ]
     assert "Traceback" not in second.stderr
+
+
+def test_sigterm_to_the_worker_alone_is_interrupted_and_the_batch_goes_on(
+    tmp_path: Path, kt_env: dict[str, str], tiny_models: dict[str, Path]
+) -> None:
+    # What a batch system does at a time limit: signal every process of the job directly.
+    cfg, run_dir, _ = _setup(tmp_path, tiny_models)
+    orchestrator = kt_popen("run", str(cfg), "--kill-grace", "2", env=kt_env)
+    started = run_dir / "jobs/slow/torch_dispatch/slow.started"
+    try:
+        assert wait_until(started.exists, timeout=120), "the slow job never started"
+        os.kill(int(started.read_text()), signal.SIGTERM)
+        orchestrator.wait(timeout=120)
+    finally:
+        if orchestrator.poll() is None:
+            orchestrator.kill()
+    assert orchestrator.returncode == 1
+    st = status_of(run_dir, "slow/torch_dispatch")
+    assert (st["status"], st["reason"]) == ("interrupted", "worker received SIGTERM during warmup")
+    assert status_of(run_dir, "tiny-bert/torch_dispatch")["status"] == "ok"
