@@ -112,6 +112,7 @@ def download(config: Path, models: tuple[str, ...], max_workers: int | None, ref
     HF_TOKEN are honoured); local `path:` models are checked in place. Exit code 0 if every
     model is ready, 1 otherwise.
     """
+    from kerneltracer.cli.options import split_values
     from kerneltracer.cli.tables import console
     from kerneltracer.config import load_config
     from kerneltracer.jobs import plan_jobs
@@ -119,7 +120,7 @@ def download(config: Path, models: tuple[str, ...], max_workers: int | None, ref
     from kerneltracer.orchestrator.facade import select_jobs
 
     cfg, base_dir = load_config(config)
-    patterns = tuple(v.strip() for item in models for v in item.split(",") if v.strip())
+    patterns = tuple(split_values(models))
     jobs = select_jobs(plan_jobs(cfg, base_dir), (), patterns)
     refs = list({job.model.slug: job.model for job in jobs}.values())
     view = DownloadView(console(stderr=True))

@@ -6,9 +6,7 @@ from pathlib import Path
 
 import click
 
-
-def _split(values: tuple[str, ...]) -> list[str]:
-    return [n.strip() for v in values for n in v.split(",") if n.strip()]
+from kerneltracer.cli.options import split_values
 
 
 @click.group("fx")
@@ -59,7 +57,7 @@ def optimize(model_spec: str, passes: tuple[str, ...], checkpoint_every: int | N
     policy = EveryNth(checkpoint_every) if checkpoint_every else MemoryBudget(memory_budget)
     chosen: list[OptimizationPass] = [
         RecomputationPass(policy) if name == "recompute" else resolve(name)
-        for name in _split(passes)
+        for name in split_values(passes)
     ]
     model, inputs = load_model(model_spec, seq_len=seq_len)
     optimizer = GraphOptimizer(model, device=device, example_inputs=inputs, rtol=rtol,

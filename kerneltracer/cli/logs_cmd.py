@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from kerneltracer.cli.options import split_values
 from kerneltracer.errors import KernelTracerError
 
 
@@ -21,10 +22,6 @@ class _LogsGroup(click.Group):
         if args and args[0] not in self.commands and args[0] not in ("-h", "--help"):
             args = ["run", *args]
         return super().parse_args(ctx, args)
-
-
-def _split(values: tuple[str, ...]) -> list[str]:
-    return [v.strip() for item in values for v in item.split(",") if v.strip()]
 
 
 _modules_opt = click.option(
@@ -113,8 +110,8 @@ def render_cmd(
     result = render(
         inter,
         out,
-        modules=_split(modules) or None,
-        skip_modules=_split(skip_modules),
+        modules=split_values(modules) or None,
+        skip_modules=split_values(skip_modules),
         export=export,
         overwrite=overwrite,
     )
@@ -157,8 +154,8 @@ def run_cmd(
         out,
         keep_intermediate=keep_intermediate,
         only_intermediate=only_intermediate,
-        modules=_split(modules) or None,
-        skip_modules=_split(skip_modules),
+        modules=split_values(modules) or None,
+        skip_modules=split_values(skip_modules),
         export=export,
         overwrite=overwrite,
     )

@@ -7,9 +7,7 @@ from pathlib import Path
 
 import click
 
-
-def _split(values: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(v.strip() for item in values for v in item.split(",") if v.strip())
+from kerneltracer.cli.options import split_values
 
 
 @click.command()
@@ -20,7 +18,7 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...]:
     default=1,
     show_default=True,
     type=click.IntRange(1, 512),
-    help="Workers to run at once (GPU jobs still never share a GPU).",
+    help="Workers to run at once (GPU jobs never share a GPU unless --share-gpus).",
 )
 @click.option(
     "--only",
@@ -54,6 +52,11 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...]:
     help="Seconds between SIGTERM and SIGKILL when stopping a worker.",
 )
 @click.option(
+    "--share-gpus",
+    is_flag=True,
+    help="Let several GPU jobs run on one GPU (default: one GPU job per visible GPU).",
+)
+@click.option(
     "--shard",
     metavar="I/N",
     help="Run only shard I of N (1-based): a stable slice of the models, all their tracers.",
@@ -67,6 +70,7 @@ def run(
     verify: bool,
     output_dir: Path | None,
     kill_grace: float,
+    share_gpus: bool,
     shard: str | None,
 ) -> None:
     """Trace every (model, tracer) of CONFIG, one isolated worker process per job.
@@ -85,12 +89,13 @@ def run(
     request = RunRequest(
         config_path=config,
         output_dir=output_dir,
-        only=_split(only),
-        models=_split(models),
+        only=tuple(split_values(only)),
+        models=tuple(split_values(models)),
         force=force,
         verify=verify,
         jobs=jobs,
         kill_grace_s=kill_grace,
+        share_gpus=share_gpus,
         shard=parse_shard(shard) if shard is not None else None,
     )
     from kerneltracer.cli.download_cmd import DownloadView

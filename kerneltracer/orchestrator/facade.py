@@ -41,6 +41,7 @@ class RunRequest:
     verify: bool = False
     jobs: int = 1
     kill_grace_s: float = 5.0
+    share_gpus: bool = False
     shard: Shard | None = None  # run only this slice of the jobs (see orchestrator.shard)
 
 
@@ -78,6 +79,7 @@ class RunSession:
             max_parallel=max(1, self.request.jobs),
             interpreters=interpreters,
             kill_grace_s=self.request.kill_grace_s,
+            share_gpus=self.request.share_gpus,
         )
         observer.planned(len(self.jobs), len(self.plan.to_run) + len(failed_early))
         result = execute(self.plan, options, observer)

@@ -159,7 +159,7 @@ def _make_fx_graphs(ctx: ExecutionContext) -> list[CapturedGraph]:
     from torch.func import functional_call
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    from kerneltracer.worker.context import _loss_of
+    from kerneltracer.worker.context import loss_of
 
     model, keys = ctx.model, list(ctx.example_inputs)
     values = [ctx.example_inputs[k] for k in keys]
@@ -178,7 +178,7 @@ def _make_fx_graphs(ctx: ExecutionContext) -> list[CapturedGraph]:
     def train_step(*args: Any) -> Any:
         weights = dict(zip(names, args[: len(names)], strict=True))
         inputs = dict(zip(keys, args[len(names) :], strict=True))
-        loss = _loss_of(functional_call(model, weights, (), inputs))
+        loss = loss_of(functional_call(model, weights, (), inputs))
         grads = torch.autograd.grad(loss, list(weights.values()), allow_unused=True)
         return loss, grads
 

@@ -45,7 +45,7 @@ class ExecutionContext:
             with torch.no_grad():
                 return self.model(**self.example_inputs)
         out = self.model(**self.example_inputs)
-        loss = _loss_of(out)
+        loss = loss_of(out)
         if before_backward is not None:
             before_backward()
         loss.backward()
@@ -53,7 +53,7 @@ class ExecutionContext:
         return out
 
 
-def _loss_of(out: Any) -> Any:
+def loss_of(out: Any) -> Any:
     loss = getattr(out, "loss", None)
     if loss is not None:
         return loss
