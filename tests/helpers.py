@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -90,19 +91,47 @@ def status_of(run_dir: Path, key: str) -> dict[str, Any]:
 
 
 def processes_under(run_dir: Path) -> list[psutil.Process]:
-    """Live processes started for this run: by command line or inherited TMPDIR."""
+    """Live processes started for this run: by command line or inherited TMPDIR, plus every
+    process in the session of one of those (vLLM's engine renames itself with setproctitle,
+    which also hides its environment)."""
     marker = str(run_dir)
-    found = []
+    found = {}
     me = os.getpid()
-    for proc in psutil.process_iter(["pid", "cmdline", "status"]):
-        if proc.pid == me or proc.info["status"] == psutil.STATUS_ZOMBIE:
+    procs = [p for p in psutil.process_iter(["pid", "cmdline", "status"]) if p.pid != me]
+    for proc in procs:
+        if proc.info["status"] == psutil.STATUS_ZOMBIE:
             continue
         try:
             cmd = " ".join(proc.info["cmdline"] or [])
             if marker in cmd or marker in proc.environ().get("TMPDIR", ""):
-                found.append(proc)
+                found[proc.pid] = proc
         except psutil.Error:
             continue
+    sessions = sessions_of(list(found.values())) - {os.getsid(0)}
+    for proc in processes_in_sessions(sessions):
+        found.setdefault(proc.pid, proc)
+    return list(found.values())
+
+
+def sessions_of(procs: list[psutil.Process]) -> set[int]:
+    sids = set()
+    for proc in procs:
+        with contextlib.suppress(OSError):
+            sids.add(os.getsid(proc.pid))
+    return sids
+
+
+def processes_in_sessions(sids: set[int]) -> list[psutil.Process]:
+    """Live (non-zombie) processes of these sessions: the orchestrator starts each worker
+    as a session leader, so its whole tree shares the worker's pid as session id."""
+    found = []
+    me = os.getpid()
+    for proc in psutil.process_iter(["pid", "status"]):
+        if proc.pid == me or proc.info["status"] == psutil.STATUS_ZOMBIE:
+            continue
+        with contextlib.suppress(OSError):
+            if os.getsid(proc.pid) in sids:
+                found.append(proc)
     return found
 
 

@@ -11,10 +11,12 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
 from kerneltracer.jobs import ENV_GPU_SLOT, ENV_ORCHESTRATOR_PID, JobSpec
+from kerneltracer.jsonio import stable_hash
 from kerneltracer.tracers.registry import TRACERS
 
 
@@ -37,7 +39,7 @@ def worker_env(
             "TMPDIR": str(tmp),
             "TORCHINDUCTOR_CACHE_DIR": str(tmp / "inductor_cache"),
             "TRITON_CACHE_DIR": str(tmp / "triton_cache"),
-            "VLLM_RPC_BASE_PATH": str(tmp / "vllm_rpc"),
+            "VLLM_RPC_BASE_PATH": str(rpc_dir(job_dir, create=True)),
             "HF_HUB_OFFLINE": "1",
             "TRANSFORMERS_OFFLINE": "1",
             "HF_HUB_DISABLE_TELEMETRY": "1",
@@ -57,6 +59,21 @@ def worker_env(
     if cls is not None:
         env.update(cls.worker_env(job_dir, cls.Options.model_validate(job.options)))
     return env
+
+
+# A unix socket path holds at most 107 bytes; vLLM appends a 37-byte uuid to its base path.
+_RPC_PATH_MAX = 64
+
+
+def rpc_dir(job_dir: Path, create: bool = False) -> Path:
+    """Where the job's vLLM sockets go: in its tmp dir, or a short path when that is too long."""
+    path = job_dir / "tmp" / "vllm_rpc"
+    if len(str(path)) > _RPC_PATH_MAX:
+        digest = stable_hash(str(job_dir.resolve()), 12)
+        path = Path(tempfile.gettempdir()) / f"kt-rpc-{digest}"
+    if create:
+        path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def python_for(framework: str, interpreters: Mapping[str, str]) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,14 +68,14 @@ class RunSession:
 
     def execute(self, observer: RunObserver | None = None) -> RunResult:
         observer = observer or NullObserver()
-        started = now_iso()
-        self._write_manifest(started, None, None)
-        failed_early = self._fail_unresolved(observer)
         interpreters: dict[str, str] = {
-            fw: _interpreter(s.python, self.base_dir)
+            fw: _interpreter(s.python, self.base_dir, fw)
             for fw, s in self.config.frameworks.items()
             if s.python
         }
+        started = now_iso()
+        self._write_manifest(started, None, None)
+        failed_early = self._fail_unresolved(observer)
         options = RunOptions(
             max_parallel=max(1, self.request.jobs),
             interpreters=interpreters,
@@ -134,11 +135,20 @@ class RunSession:
         self.close()
 
 
-def _interpreter(python: str, base_dir: Path) -> str:
+def _interpreter(python: str, base_dir: Path, framework: str) -> str:
     """A bare name (``python3``) is looked up on PATH; a path is relative to the config."""
-    if "/" not in python:
-        return python
-    return os.path.abspath(os.path.join(base_dir, os.path.expanduser(python)))
+    found = (
+        shutil.which(python)
+        if "/" not in python
+        else os.path.abspath(os.path.join(base_dir, os.path.expanduser(python)))
+    )
+    if found is None or not os.access(found, os.X_OK) or os.path.isdir(found):
+        hint = " (`make vllm` builds .venv-vllm)" if framework == "vllm" else ""
+        raise UsageError(
+            f"frameworks.{framework}.python: {found or python} is not an executable "
+            f"interpreter{hint}"
+        )
+    return found
 
 
 def run_dir_for(cfg: RunConfig, base_dir: Path, config_path: Path, override: Path | None) -> Path:

@@ -272,6 +272,7 @@ def _seal(act: _Active, rc: int) -> TraceStatus:
     status.log_path = WORKER_LOG
     write_status(job_dir, status)
     shutil.rmtree(job_dir / "tmp", ignore_errors=True)
+    shutil.rmtree(envmod.rpc_dir(job_dir), ignore_errors=True)
     return status
 
 

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
     from kerneltracer.worker.context import ExecutionContext
+    from kerneltracer.worker.vllm_engine import EngineSettings
 
 
 class TracerOptions(BaseModel):
@@ -45,6 +46,10 @@ class Tracer(ABC):
     def worker_env(cls, job_dir: Path, options: TracerOptions) -> dict[str, str]:
         """Environment the worker needs before any framework import (e.g. TORCH_TRACE)."""
         return {}
+
+    def engine_settings(self, job_dir: Path) -> EngineSettings | None:
+        """What an engine-driven tracer (vLLM) asks of the engine it is loaded with."""
+        return None
 
     def warmup(self, ctx: ExecutionContext) -> None:
         """Run untraced steps so lazy initialisation does not pollute the trace."""

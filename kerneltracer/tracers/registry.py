@@ -19,6 +19,7 @@ from kerneltracer.tracers.print_fx import PrintFxTracer
 from kerneltracer.tracers.torch_compile import TorchCompileTracer
 from kerneltracer.tracers.torch_dispatch import TorchDispatchTracer
 from kerneltracer.tracers.torch_profiler import TorchProfilerTracer
+from kerneltracer.tracers.vllm_profiler import VllmProfilerTracer
 
 TRACERS: Mapping[str, type[Tracer]] = {
     cls.name: cls
@@ -30,6 +31,7 @@ TRACERS: Mapping[str, type[Tracer]] = {
         PrintAtenTracer,
         PrintAtenExportTracer,
         PrintAtenMakeFxTracer,
+        VllmProfilerTracer,
     )
 }
 

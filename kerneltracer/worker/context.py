@@ -12,10 +12,13 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kerneltracer.errors import UnsupportedError
 from kerneltracer.jobs import ENV_GPU_SLOT, JobSpec
+
+if TYPE_CHECKING:
+    from kerneltracer.worker.vllm_engine import EngineSettings
 
 _SAMPLE_TEXT = (
     "Kernel engineers want to know which operators a model really runs, with which shapes, "
@@ -36,9 +39,17 @@ class ExecutionContext:
     job_dir: Path
     tokenizer: Any = None
     extras: dict[str, Any] = field(default_factory=dict)
+    # Stops what the loader started (vLLM's engine processes); the worker calls it last.
+    close: Callable[[], Any] | None = None
 
     def step(self, before_backward: Callable[[], None] | None = None) -> Any:
-        """One eval forward (no grad) or one train step (forward + backward of a loss)."""
+        """One eval forward (no grad) or one train step (forward + backward of a loss).
+
+        For an engine (vLLM) a step is one ``generate`` over the example prompts.
+        """
+        if self.framework == "vllm":
+            prompts, params = self.example_inputs["prompts"], self.extras["sampling_params"]
+            return self.engine.generate(prompts, params, use_tqdm=False)
         import torch
 
         if self.mode == "eval":
@@ -66,9 +77,18 @@ def loss_of(out: Any) -> Any:
     return sum(t.float().mean() for t in floats)
 
 
-def load_context(job: JobSpec, job_dir: Path) -> ExecutionContext:
+def load_context(
+    job: JobSpec, job_dir: Path, engine: EngineSettings | None = None
+) -> ExecutionContext:
+    """Load the job's model; ``engine`` carries what an engine tracer (vLLM) asks for."""
     if job.framework == "huggingface":
         return load_huggingface(job, job_dir)
+    if job.framework == "vllm":
+        if engine is None:
+            raise UnsupportedError(f"tracer {job.tracer} does not drive a vLLM engine")
+        from kerneltracer.worker.vllm_engine import load_vllm
+
+        return load_vllm(job, job_dir, engine)
     raise UnsupportedError(f"framework {job.framework!r} has no loader in this worker")
 
 

@@ -16,12 +16,13 @@ from types import FrameType
 
 import psutil
 
+from kerneltracer.worker import shm
+
 _PR_SET_PDEATHSIG = 1
+CHILD_GRACE_S = 3.0
 
 
-def install(
-    expected_parent: int | None, last_words: Callable[[str], None] | None = None
-) -> None:
+def install(expected_parent: int | None, last_words: Callable[[str], None] | None = None) -> None:
     """Arm the parent-death signal and the SIGTERM handler.
 
     ``last_words(signal_name)`` runs first on SIGTERM, e.g. to record that the process was
@@ -47,10 +48,26 @@ def install(
 
 
 def _take_tree_down(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM the descendants, SIGKILL what outlives a short grace, then the group.
+
+    The grace lets an engine (vLLM's EngineCore) shut its workers down and unlink its
+    shared memory; it stays below the orchestrator's own grace before its SIGKILL.
+    """
+    segments: set[str] = set()
     with contextlib.suppress(psutil.Error):
-        for child in psutil.Process().children(recursive=True):
+        me = psutil.Process()
+        children = me.children(recursive=True)
+        segments = shm.mapped_segments([me, *children])
+        for child in children:
+            with contextlib.suppress(psutil.Error):
+                child.terminate()
+        _, alive = psutil.wait_procs(children, timeout=CHILD_GRACE_S)
+        for child in alive:
             with contextlib.suppress(psutil.Error):
                 child.kill()
+        psutil.wait_procs(alive, timeout=1.0)
+    with contextlib.suppress(OSError, psutil.Error):
+        shm.remove_orphans(segments, ignore_pids={os.getpid()})
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     with contextlib.suppress(OSError):
         os.killpg(os.getpgrp(), signal.SIGTERM)

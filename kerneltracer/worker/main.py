@@ -13,9 +13,9 @@ import resource
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kerneltracer.jobs import ENV_ORCHESTRATOR_PID, PHASE_LOG, JobSpec
+from kerneltracer.jobs import ENV_ORCHESTRATOR_PID, PHASE_LOG, WORKER_LOG, JobSpec
 from kerneltracer.jsonio import read_json
 from kerneltracer.status import (
     JobStatus,
@@ -27,8 +27,11 @@ from kerneltracer.status import (
 )
 from kerneltracer.tracers.registry import get_tracer
 from kerneltracer.worker import lifeline
-from kerneltracer.worker.failure import classify_exception
+from kerneltracer.worker.failure import classify_exception, with_engine_cause
 from kerneltracer.worker.phases import PhaseLog
+
+if TYPE_CHECKING:
+    from kerneltracer.worker.context import ExecutionContext
 
 log = logging.getLogger("kerneltracer.worker")
 
@@ -79,7 +82,7 @@ def run_job(job: JobSpec, attempt: str, job_dir: Path, phases: PhaseLog) -> Trac
         from kerneltracer.worker.context import load_context
 
         with phases.phase("load"):
-            ctx = load_context(job, job_dir)
+            ctx = load_context(job, job_dir, tracer.engine_settings(job_dir))
         log.info("loaded %s on %s (%s)", job.model.display, ctx.device, ctx.dtype)
         with phases.phase("warmup"):
             tracer.warmup(ctx)
@@ -94,8 +97,11 @@ def run_job(job: JobSpec, attempt: str, job_dir: Path, phases: PhaseLog) -> Trac
         phase = phases.failed or phases.current
         log.exception("job %s failed in phase %s", job.key, phase)
         status, error = classify_exception(exc, phase)
+        if job.framework == "vllm":
+            status, error = with_engine_cause(status, error, _log_text(job_dir))
         fields["error"] = error
         fields["reason"] = error.root_cause + (f" (during {error.phase})" if error.phase else "")
+    _close(ctx, job, phases)
     fields["phases"] = phases.durations
     fields["finished_at"] = now_iso()
     fields["duration_s"] = round(time.monotonic() - t0, 3)
@@ -104,6 +110,29 @@ def run_job(job: JobSpec, attempt: str, job_dir: Path, phases: PhaseLog) -> Trac
     if ctx is not None:
         fields["resolved_device"] = ctx.device
     return base_status(job, attempt, status, **fields)
+
+
+def _close(ctx: ExecutionContext | None, job: JobSpec, phases: PhaseLog) -> None:
+    """Stop what the loader started. A failed engine start may leave processes too."""
+    try:
+        if ctx is not None and ctx.close is not None:
+            with phases.phase("shutdown"):
+                ctx.close()
+        elif job.framework == "vllm":
+            from kerneltracer.worker.vllm_engine import shutdown
+
+            shutdown(None)
+    except Exception:
+        log.exception("stopping the engine of %s failed", job.key)
+
+
+def _log_text(job_dir: Path) -> str:
+    try:
+        with open(job_dir / WORKER_LOG, "rb") as fh:
+            fh.seek(max(0, os.fstat(fh.fileno()).st_size - (4 << 20)))
+            return fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def _peak_rss() -> int:

@@ -1,0 +1,158 @@
+"""vllm_profiler: vLLM's own torch profiler around generate, in vLLM's interpreter.
+
+vLLM owns its execution loop and runs the model in its own processes, so the model cannot
+be wrapped like an eager module: the engine is built with its profiler configured and
+``start_profile()`` / ``stop_profile()`` bracket the traced requests. Each engine worker
+(rank) writes its own chrome trace.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import Field
+
+from kerneltracer.jsonio import atomic_write_bytes
+from kerneltracer.tracers import _op_table
+from kerneltracer.tracers.base import Tracer, TraceResult, TracerOptions
+
+if TYPE_CHECKING:
+    from kerneltracer.worker.context import ExecutionContext
+    from kerneltracer.worker.vllm_engine import EngineSettings
+
+PROFILE_DIR = "profile"
+OP_TABLE = "op_table.csv"
+# profiler_config arrived in vLLM 0.13; the VLLM_TORCH_PROFILER_* variables left in 0.16.
+PROFILER_CONFIG_SINCE = (0, 13)
+
+
+class VllmEngineOptions(TracerOptions):
+    """Engine knobs shared by the vLLM tracers."""
+
+    kv_cache_gb: float = Field(
+        0.25, gt=0, description="KV cache size (kv_cache_memory_bytes; on CPU the RAM it takes)"
+    )
+    max_tokens: int = Field(8, ge=1, le=4096, description="Tokens generated per prompt")
+    max_model_len: int | None = Field(
+        None, ge=16, description="Context length (default: max(256, seq_len + max_tokens))"
+    )
+    enforce_eager: bool = Field(True, description="No torch.compile / CUDA graphs in the engine")
+    warmup_requests: int = Field(1, ge=0, le=100, description="Untraced generate calls first")
+
+
+class VllmProfilerOptions(VllmEngineOptions):
+    steps: int = Field(1, ge=1, le=100, description="Traced generate calls")
+    record_shapes: bool = True
+    with_stack: bool = False
+    with_memory: bool = False
+    with_flops: bool = False
+    gzip: bool = True
+    delay_iterations: int = Field(0, ge=0, description="Engine steps skipped after start_profile")
+    max_iterations: int = Field(0, ge=0, description="Engine steps profiled at most (0: all)")
+
+
+def profiler_setup(
+    version: tuple[int, ...], out_dir: Path, opts: VllmProfilerOptions
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Engine kwargs and environment that turn vLLM's torch profiler on, for this version."""
+    if version >= PROFILER_CONFIG_SINCE:
+        config = {
+            "profiler": "torch",
+            "torch_profiler_dir": str(out_dir),
+            "torch_profiler_record_shapes": opts.record_shapes,
+            "torch_profiler_with_stack": opts.with_stack,
+            "torch_profiler_with_memory": opts.with_memory,
+            "torch_profiler_with_flops": opts.with_flops,
+            "torch_profiler_use_gzip": opts.gzip,
+            "delay_iterations": opts.delay_iterations,
+            "max_iterations": opts.max_iterations,
+        }
+        return {"profiler_config": config}, {}
+
+    def flag(value: bool) -> str:
+        return "1" if value else "0"
+
+    env = {
+        "VLLM_TORCH_PROFILER_DIR": str(out_dir),
+        "VLLM_TORCH_PROFILER_RECORD_SHAPES": flag(opts.record_shapes),
+        "VLLM_TORCH_PROFILER_WITH_STACK": flag(opts.with_stack),
+        "VLLM_TORCH_PROFILER_WITH_PROFILE_MEMORY": flag(opts.with_memory),
+        "VLLM_TORCH_PROFILER_WITH_FLOPS": flag(opts.with_flops),
+        "VLLM_PROFILER_DELAY_ITERS": str(opts.delay_iterations),
+        "VLLM_PROFILER_MAX_ITERS": str(opts.max_iterations),
+    }
+    return {}, env
+
+
+class VllmProfilerTracer(Tracer):
+    name: ClassVar[str] = "vllm_profiler"
+    version: ClassVar[str] = "1"
+    frameworks: ClassVar[frozenset[str]] = frozenset({"vllm"})
+    summary: ClassVar[str] = "vLLM's torch profiler around generate: chrome trace(s) + op table"
+    outputs_doc: ClassVar[str] = (
+        f"{PROFILE_DIR}/*.pt.trace.json.gz (one per rank), {PROFILE_DIR}/*profiler_out*.txt, "
+        f"{OP_TABLE}"
+    )
+    Options: ClassVar[type[TracerOptions]] = VllmProfilerOptions
+
+    @property
+    def opts(self) -> VllmProfilerOptions:
+        assert isinstance(self.options, VllmProfilerOptions)  # the registry validated it
+        return self.options
+
+    def engine_settings(self, job_dir: Path) -> EngineSettings:
+        import os
+
+        from kerneltracer.errors import UnsupportedError
+        from kerneltracer.worker.vllm_engine import EngineSettings, installed_version, version_tuple
+
+        version = installed_version()
+        if version is None:
+            raise UnsupportedError(
+                "vLLM is not installed in this interpreter; point frameworks.vllm.python in "
+                "the config at one that has it (`make vllm` builds .venv-vllm)"
+            )
+        kwargs, env = profiler_setup(version_tuple(version), job_dir / PROFILE_DIR, self.opts)
+        os.environ.update(env)  # before vllm is imported: it reads them at import
+        return EngineSettings(
+            kv_cache_bytes=int(self.opts.kv_cache_gb * (1 << 30)),
+            max_tokens=self.opts.max_tokens,
+            max_model_len=self.opts.max_model_len,
+            enforce_eager=self.opts.enforce_eager,
+            extra=kwargs,
+        )
+
+    def warmup(self, ctx: ExecutionContext) -> None:
+        for _ in range(self.opts.warmup_requests):
+            ctx.step()
+
+    def trace(self, ctx: ExecutionContext) -> Any:
+        engine = ctx.engine
+        engine.start_profile()
+        try:
+            outputs = [ctx.step() for _ in range(self.opts.steps)]
+        finally:
+            engine.stop_profile()
+        return sum(len(o.outputs[0].token_ids) for batch in outputs for o in batch)
+
+    def write(self, ctx: ExecutionContext, traced: Any, job_dir: Path) -> TraceResult:
+        from kerneltracer.errors import TracerError
+
+        folder = job_dir / PROFILE_DIR
+        traces = sorted(folder.glob("*.json*")) if folder.is_dir() else []
+        if not traces:
+            raise TracerError(f"vLLM's profiler wrote no chrome trace into {folder}")
+        events = [e for path in traces for e in _op_table.load_events(path)]
+        rows = _op_table.op_table(events)
+        atomic_write_bytes(job_dir / OP_TABLE, _op_table.to_csv(rows))
+        outputs = [str(p.relative_to(job_dir)) for p in sorted(folder.iterdir()) if p.is_file()]
+        summary = {
+            "traces": len(traces),
+            "trace_bytes": sum(p.stat().st_size for p in traces),
+            "events": len(events),
+            "generated_tokens": traced,
+            "distinct_ops": len({r.name for r in rows if r.kind == "cpu_op"}),
+            "distinct_kernels": len({r.name for r in rows if r.kind == "kernel"}),
+        }
+        return TraceResult(outputs=[*outputs, OP_TABLE], summary=summary)

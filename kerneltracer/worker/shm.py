@@ -1,0 +1,109 @@
+"""POSIX shared-memory segments our process tree created, and removing the ones it leaves.
+
+vLLM's engine passes messages through ``/dev/shm`` segments (``psm_*``, ``sem.mp-*``) that
+are unlinked only on a graceful shutdown. A killed engine leaves them behind, where they
+hold RAM until reboot. Attribution is exact rather than guessed: a segment is ours only if
+one of our processes maps it, and it is removed only once no live process maps it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+
+import psutil
+
+SHM_DIR = Path("/dev/shm")
+
+
+def mapped_segments(procs: Iterable[psutil.Process]) -> set[str]:
+    """The ``/dev/shm`` files these processes have mapped (read from /proc/PID/maps)."""
+    found: set[str] = set()
+    for proc in procs:
+        found |= _maps_of(proc.pid)
+    return found
+
+
+def _maps_of(pid: int) -> set[str]:
+    prefix = f"{SHM_DIR}/"
+    found = set()
+    with (
+        contextlib.suppress(OSError),
+        open(f"/proc/{pid}/maps", encoding="utf-8", errors="replace") as fh,
+    ):
+        for line in fh:
+            at = line.find(prefix)
+            if at >= 0:
+                found.add(line[at:].rstrip("\n").removesuffix(" (deleted)"))
+    return found
+
+
+def still_mapped(paths: set[str], ignore_pids: frozenset[int] | set[int] = frozenset()) -> set[str]:
+    """Which of ``paths`` some live process (anyone's, but ``ignore_pids``) still maps."""
+    if not paths:
+        return set()
+    busy: set[str] = set()
+    for pid in psutil.pids():
+        if pid not in ignore_pids:
+            busy |= _maps_of(pid) & paths
+    return busy
+
+
+def remove_orphans(
+    paths: set[str], ignore_pids: frozenset[int] | set[int] = frozenset()
+) -> list[str]:
+    """Unlink the segments of ``paths`` nobody maps any more; return those removed.
+
+    ``ignore_pids``: processes about to exit, whose mappings do not keep a segment alive.
+    """
+    removed = []
+    for path in sorted(paths - still_mapped(paths, ignore_pids)):
+        if not path.startswith(f"{SHM_DIR}/") or "/" in path[len(str(SHM_DIR)) + 1 :]:
+            continue  # only plain entries of /dev/shm, never anything a map line could name
+        with contextlib.suppress(FileNotFoundError, PermissionError):
+            os.unlink(path)
+            removed.append(path)
+    return removed
+
+
+class SegmentWatch:
+    """Notes which segments this process tree maps, every ``interval_s``, from a thread.
+
+    An engine whose start fails may die before anyone asks what it mapped; what it had
+    mapped at the last look is then still known.
+    """
+
+    def __init__(self, interval_s: float = 0.25) -> None:
+        self.interval_s = interval_s
+        self._seen: set[str] = set()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="kt-shm-watch", daemon=True)
+
+    def start(self) -> SegmentWatch:
+        self._thread.start()
+        return self
+
+    def look(self) -> set[str]:
+        """Look once more now, and return everything seen so far."""
+        with contextlib.suppress(psutil.Error):
+            me = psutil.Process()
+            found = mapped_segments([me, *me.children(recursive=True)])
+            with self._lock:
+                self._seen |= found
+        with self._lock:
+            return set(self._seen)
+
+    def stop(self) -> set[str]:
+        self._stop.set()
+        seen = self.look()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=2 * self.interval_s + 1)
+        return seen
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.look()

