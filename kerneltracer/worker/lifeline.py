@@ -58,17 +58,22 @@ def _take_tree_down(signum: int, frame: FrameType | None) -> None:
         me = psutil.Process()
         children = me.children(recursive=True)
         segments = shm.mapped_segments([me, *children])
-        for child in children:
-            with contextlib.suppress(psutil.Error):
-                child.terminate()
-        _, alive = psutil.wait_procs(children, timeout=CHILD_GRACE_S)
-        for child in alive:
-            with contextlib.suppress(psutil.Error):
-                child.kill()
-        psutil.wait_procs(alive, timeout=1.0)
+        stop_processes(children, CHILD_GRACE_S)
     with contextlib.suppress(OSError, psutil.Error):
         shm.remove_orphans(segments, ignore_pids={os.getpid()})
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     with contextlib.suppress(OSError):
         os.killpg(os.getpgrp(), signal.SIGTERM)
     os.kill(os.getpid(), signal.SIGTERM)
+
+
+def stop_processes(procs: list[psutil.Process], grace_s: float) -> None:
+    """SIGTERM all at once (each may tear itself down cleanly), SIGKILL what outlives grace."""
+    for proc in procs:
+        with contextlib.suppress(psutil.Error):
+            proc.terminate()
+    _, alive = psutil.wait_procs(procs, timeout=grace_s)
+    for proc in alive:
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+    psutil.wait_procs(alive, timeout=1.0)

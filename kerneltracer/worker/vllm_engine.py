@@ -21,7 +21,7 @@ import psutil
 from kerneltracer.errors import KernelTracerError, UnsupportedError
 from kerneltracer.jobs import JobSpec
 from kerneltracer.orchestrator.snapshot import model_files_problems
-from kerneltracer.worker import shm
+from kerneltracer.worker import lifeline, shm
 
 if TYPE_CHECKING:
     from kerneltracer.worker.context import ExecutionContext
@@ -147,14 +147,7 @@ def shutdown(engine: Any, watch: shm.SegmentWatch | None = None) -> list[str]:
     segments = shm.mapped_segments([me, *children])
     if watch is not None:
         segments |= watch.stop()
-    for child in children:
-        with contextlib.suppress(psutil.Error):
-            child.terminate()
-    _, alive = psutil.wait_procs(children, timeout=CHILD_GRACE_S)
-    for child in alive:
-        with contextlib.suppress(psutil.Error):
-            child.kill()
-    psutil.wait_procs(alive, timeout=1.0)
+    lifeline.stop_processes(children, CHILD_GRACE_S)
     client = getattr(getattr(engine, "llm_engine", None), "engine_core", None)
     if client is not None and hasattr(client, "shutdown"):
         # Its processes are gone: this only releases the client's sockets and threads.
