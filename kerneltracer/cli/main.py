@@ -84,6 +84,9 @@ def _register() -> None:
 
     root.add_command(slurm)
     # Analysis commands (each module defines one click command or group).
+    from kerneltracer.cli.report_cmd import report
+
+    root.add_command(report)
     from kerneltracer.cli.logs_cmd import logs
 
     root.add_command(logs)
@@ -96,6 +99,12 @@ def _register() -> None:
     from kerneltracer.cli.timeline_cmd import timeline
 
     root.add_command(timeline)
+    from kerneltracer.cli.coverage_cmd import coverage
+
+    root.add_command(coverage)
+    from kerneltracer.cli.diff_cmd import diff
+
+    root.add_command(diff)
 
 
 _register()

@@ -1,0 +1,49 @@
+"""``kerneltracer coverage RUN_DIR``: the cross-model operator coverage as CSV/Parquet/JSON."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command()
+@click.argument("run_dir", type=click.Path(path_type=Path, file_okay=False))
+@click.option(
+    "-o",
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Output directory (default: RUN_DIR/report/coverage/).",
+)
+@click.option("--top", default=10, show_default=True, help="How many top ops by time to print.")
+def coverage(run_dir: Path, out_dir: Path | None, top: int) -> None:
+    """Which ops each model runs: coverage of every ok torch_dispatch / profiler job.
+
+    Writes coverage.csv (long: op,model,source,calls,signatures,self_time_us),
+    coverage.parquet (same columns, typed), coverage_matrix.csv (ops x models call counts
+    from torch_dispatch) and coverage_summary.json. Jobs that are not ok are left out;
+    inputs that cannot be read are listed and do not stop the others.
+    """
+    from kerneltracer.coverage import build_coverage, write_coverage
+    from kerneltracer.errors import RunDirError
+
+    if not run_dir.is_dir():
+        raise RunDirError(f"run dir {run_dir} does not exist")
+    out = out_dir if out_dir is not None else run_dir / "report" / "coverage"
+    cov = build_coverage(run_dir)
+    written = write_coverage(cov, out)
+    click.echo(f"{len(cov.models)} model(s), {len(cov.jobs_read)} job(s) read")
+    for source in cov.sources():
+        unique = sum(len(v) for v in cov.unique_ops(source).values())
+        click.echo(f"  {source}: {len(cov.ops(source))} op(s), {unique} used by one model only")
+    if cov.not_ok:
+        click.echo(f"{len(cov.not_ok)} job(s) left out (not ok)")
+    for p in cov.problems:
+        click.echo(f"unreadable input: {p.path}: {p.reason}", err=True)
+    ranked = cov.top_ops_by_time(top)
+    if ranked:
+        click.echo("top ops by self time (summed over models):")
+        for op, us in ranked:
+            click.echo(f"  {us / 1000:>10.3f} ms  {op}")
+    click.echo(f"wrote {len(written)} files to {out}")

@@ -1,0 +1,129 @@
+"""Write a :class:`Coverage` as files users query with pandas / DuckDB, all atomically.
+
+- ``coverage.csv``: long format, one row per (op, model, source); empty cell = null.
+- ``coverage.parquet``: the same rows with proper dtypes (int64 / float64, nullable).
+- ``coverage_matrix.csv``: wide, ops x models call counts from torch_dispatch (0 = not run).
+- ``coverage_summary.json``: models, jobs read / left out, unreadable inputs, ops unique to
+  one model and the top ops by self time, for reports that do not want to re-aggregate.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kerneltracer.coverage.matrix import DEFAULT_SOURCE, Coverage
+from kerneltracer.jsonio import atomic_write_json, atomic_writer
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+COLUMNS = ("op", "model", "source", "calls", "signatures", "self_time_us")
+LONG_CSV = "coverage.csv"
+PARQUET = "coverage.parquet"
+MATRIX_CSV = "coverage_matrix.csv"
+SUMMARY_JSON = "coverage_summary.json"
+SUMMARY_SCHEMA_VERSION = 1
+TOP_OPS = 50
+
+
+@contextmanager
+def _atomic_csv(path: Path) -> Iterator[Any]:
+    with atomic_writer(path) as fh:
+        text = io.TextIOWrapper(fh, encoding="utf-8", newline="")
+        yield csv.writer(text, lineterminator="\n")
+        text.flush()
+        text.detach()  # leave the binary handle to atomic_writer, which fsyncs and closes it
+
+
+def _cell(value: object) -> object:
+    return "" if value is None else value
+
+
+def write_long_csv(cov: Coverage, path: Path) -> Path:
+    with _atomic_csv(path) as writer:
+        writer.writerow(COLUMNS)
+        for u in cov.uses:
+            writer.writerow(
+                (u.op, u.model, u.source, u.calls, _cell(u.signatures), _cell(u.self_time_us))
+            )
+    return path
+
+
+def write_matrix_csv(cov: Coverage, path: Path, source: str = DEFAULT_SOURCE) -> Path:
+    models = cov.models_for(source)
+    with _atomic_csv(path) as writer:
+        writer.writerow(("op", *models))
+        for op, by_model in cov.matrix(source).items():
+            writer.writerow((op, *(by_model.get(m, 0) for m in models)))
+    return path
+
+
+def arrow_schema() -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            pa.field("op", pa.string(), nullable=False),
+            pa.field("model", pa.string(), nullable=False),
+            pa.field("source", pa.string(), nullable=False),
+            pa.field("calls", pa.int64(), nullable=False),
+            pa.field("signatures", pa.int64(), nullable=True),
+            pa.field("self_time_us", pa.float64(), nullable=True),
+        ]
+    )
+
+
+def write_parquet(cov: Coverage, path: Path) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    uses = cov.uses
+    table = pa.Table.from_arrays(
+        [
+            pa.array([u.op for u in uses], pa.string()),
+            pa.array([u.model for u in uses], pa.string()),
+            pa.array([u.source for u in uses], pa.string()),
+            pa.array([u.calls for u in uses], pa.int64()),
+            pa.array([u.signatures for u in uses], pa.int64()),
+            pa.array([u.self_time_us for u in uses], pa.float64()),
+        ],
+        schema=arrow_schema(),
+    )
+    with atomic_writer(path) as fh:
+        pq.write_table(table, fh, compression="zstd")
+    return path
+
+
+def summary(cov: Coverage, top: int = TOP_OPS) -> dict[str, Any]:
+    sources = cov.sources()
+    return {
+        "schema_version": SUMMARY_SCHEMA_VERSION,
+        "models": list(cov.models),
+        "sources": sources,
+        "ops_per_source": {s: len(cov.ops(s)) for s in sources},
+        "jobs_read": [{"model": m, "source": s} for m, s in cov.jobs_read],
+        "not_ok": [{"model": m, "source": s, "status": st} for m, s, st in cov.not_ok],
+        "problems": [asdict(p) for p in cov.problems],
+        "unique_ops": {s: cov.unique_ops(s) for s in sources},
+        "top_ops_by_time": [{"op": op, "self_time_us": t} for op, t in cov.top_ops_by_time(top)],
+    }
+
+
+def write_coverage(cov: Coverage, out_dir: Path) -> list[Path]:
+    """Write the coverage files into ``out_dir`` (created if needed); return their paths."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = [
+        write_long_csv(cov, out_dir / LONG_CSV),
+        write_parquet(cov, out_dir / PARQUET),
+        write_matrix_csv(cov, out_dir / MATRIX_CSV),
+    ]
+    atomic_write_json(out_dir / SUMMARY_JSON, summary(cov))
+    written.append(out_dir / SUMMARY_JSON)
+    return written

@@ -1,0 +1,85 @@
+"""The jobs of a run dir, read cheaply from their status files (orjson, no pydantic).
+
+Coverage and diff only need a handful of fields per job, and a run of 500 models x 6 tracers
+has 3000 status files: full validation would dominate the scan. A status file that cannot be
+read is not skipped silently: it comes back as an :class:`InputProblem`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kerneltracer.errors import RunDirError
+from kerneltracer.jobs import JOBS_DIR, STATUS_FILE
+from kerneltracer.status import read_raw_status
+
+
+@dataclass(frozen=True)
+class InputProblem:
+    """An input file that exists in principle but could not be used (missing, corrupt, ...)."""
+
+    job_key: str  # "<model slug>/<tracer>[.mode]", the job dir under jobs/
+    path: str  # relative to the run dir
+    reason: str
+
+
+@dataclass(frozen=True)
+class JobRef:
+    key: str
+    model: str  # the label coverage and diff use for the model (see model_label)
+    tracer: str
+    status: str
+    reason: str | None  # the status file's one-line reason (root cause for failures)
+    job_dir: Path
+    outputs: tuple[str, ...]
+
+
+def model_label(raw: dict[str, Any]) -> str:
+    """The model's display id; a non-eval mode is appended so eval and train jobs stay apart."""
+    model = raw.get("model")
+    display = str(model.get("display", "")) if isinstance(model, dict) else ""
+    mode = raw.get("mode")
+    return display if mode in (None, "eval") else f"{display} [{mode}]"
+
+
+def iter_job_refs(run_dir: Path) -> Iterator[JobRef | InputProblem]:
+    """Every job dir under RUN_DIR/jobs, in a stable order: a JobRef, or why it is unusable."""
+    root = Path(run_dir) / JOBS_DIR
+    if not root.is_dir():
+        raise RunDirError(f"{run_dir} is not a run dir (no {JOBS_DIR}/ directory)")
+    for model_entry in sorted(os.scandir(root), key=lambda e: e.name):
+        if not model_entry.is_dir():
+            continue
+        for job_entry in sorted(os.scandir(model_entry.path), key=lambda e: e.name):
+            if job_entry.is_dir():
+                yield _job_ref(root, Path(job_entry.path))
+
+
+def _job_ref(root: Path, job_dir: Path) -> JobRef | InputProblem:
+    key = f"{job_dir.parent.name}/{job_dir.name}"
+    rel = f"{JOBS_DIR}/{key}/{STATUS_FILE}"
+    if not (job_dir / STATUS_FILE).exists():
+        return InputProblem(key, rel, "no status file (job never finished)")
+    raw = read_raw_status(job_dir)
+    if raw is None:
+        return InputProblem(key, rel, "status file is corrupt or of another schema")
+    try:
+        outputs = tuple(str(o["path"]) for o in raw.get("outputs") or [])
+        reason = raw.get("reason")
+        if reason is None and isinstance(raw.get("error"), dict):
+            reason = raw["error"].get("root_cause")
+        return JobRef(
+            key=key,
+            model=model_label(raw),
+            tracer=str(raw["tracer"]),
+            status=str(raw["status"]),
+            reason=None if reason is None else str(reason),
+            job_dir=job_dir,
+            outputs=outputs,
+        )
+    except (KeyError, TypeError, AttributeError):
+        return InputProblem(key, rel, "status file lacks tracer/status/outputs fields")

@@ -1,0 +1,85 @@
+"""``build_report(run_dir)``: collect the run, write every page and export, atomically."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kerneltracer.jobs import JOBS_DIR
+from kerneltracer.jsonio import atomic_write_json, atomic_write_text
+from kerneltracer.report.collect import RunData, collect_run
+from kerneltracer.report.coverage_view import CoverageView, build_coverage_view, unavailable
+from kerneltracer.report.exports import jobs_csv, run_summary
+from kerneltracer.report.render import render_coverage, render_index, render_model
+from kerneltracer.report.views import page_name
+
+REPORT_DIR = "report"
+MODELS_DIR = "models"
+
+
+@dataclass
+class ReportResult:
+    out_dir: Path
+    index: Path
+    run: RunData
+    pages: list[Path] = field(default_factory=list)
+    data_files: list[Path] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def html_bytes(self) -> int:
+        return sum(p.stat().st_size for p in self.pages)
+
+
+def build_report(run_dir: Path, out_dir: Path | None = None) -> ReportResult:
+    run = collect_run(run_dir)
+    out_dir = out_dir if out_dir is not None else run_dir / REPORT_DIR
+    models_dir = out_dir / MODELS_DIR
+    models_dir.mkdir(parents=True, exist_ok=True)
+    # Links are relative to each page, so the run dir can be copied or served anywhere.
+    jobs_base = _rel_dir(run_dir / JOBS_DIR, out_dir)
+    result = ReportResult(out_dir, out_dir / "index.html", run)
+
+    cov = _coverage(run_dir, out_dir, result)
+    result.data_files += [out_dir / f for f in cov.files]
+    note = None if cov.available else cov.note
+
+    pages = {MODELS_DIR + "/" + page_name(m.slug): m for m in run.models}
+    for rel, model in pages.items():
+        _write(result, out_dir / rel, render_model(run, model, "../" + jobs_base))
+    _remove_stale_pages(models_dir, {Path(rel).name for rel in pages})
+    _write(result, out_dir / "coverage.html", render_coverage(run, cov))
+
+    atomic_write_json(out_dir / "run_summary.json", run_summary(run, note))
+    atomic_write_text(out_dir / "jobs.csv", jobs_csv(run.jobs))
+    result.data_files += [out_dir / "run_summary.json", out_dir / "jobs.csv"]
+    # The index goes last: once it exists, everything it links to does too.
+    _write(result, result.index, render_index(run, jobs_base, note))
+    return result
+
+
+def _coverage(run_dir: Path, out_dir: Path, result: ReportResult) -> CoverageView:
+    try:
+        return build_coverage_view(run_dir, out_dir)
+    except Exception as exc:  # one broken input must not cost the whole report
+        why = f"coverage could not be built: {type(exc).__name__}: {exc}"
+        result.warnings.append(why)
+        return unavailable(why)
+
+
+def _write(result: ReportResult, path: Path, html: str) -> None:
+    atomic_write_text(path, html)
+    result.pages.append(path)
+
+
+def _rel_dir(target: Path, start: Path) -> str:
+    rel = os.path.relpath(target.resolve(), start.resolve()).replace(os.sep, "/")
+    return rel.rstrip("/") + "/"
+
+
+def _remove_stale_pages(models_dir: Path, keep: set[str]) -> None:
+    # Pages of models no longer in the run would link to job dirs that may be gone.
+    for page in models_dir.glob("*.html"):
+        if page.name not in keep:
+            page.unlink(missing_ok=True)

@@ -1,0 +1,357 @@
+"""Read a run dir into plain dataclasses the report renders: nothing here writes or renders.
+
+Reading is defensive by design: a run may still be in progress (jobs without a status yet),
+status files may be truncated or of another schema, analysis markers may be missing or list
+paths written by an older runner. Each such case becomes a visible state (``pending``,
+``unreadable``, an analysis ``failed``) instead of an exception.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+
+from kerneltracer.analysis.runner import MARKER
+from kerneltracer.errors import RunDirError
+from kerneltracer.jobs import JOB_FILE, JOBS_DIR, STATUS_FILE, WORKER_LOG
+from kerneltracer.status import FAILURE_STATUSES, TraceStatus
+
+# States beyond the orchestrator's JobStatus values that only the report knows.
+PENDING = "pending"  # planned, no status file yet (run in progress, or never reached)
+UNREADABLE = "unreadable"  # a status file exists but cannot be parsed / validated
+# The worker's phases in order; "shutdown" is an engine's stop (vLLM).
+PHASES = ("load", "warmup", "trace", "write", "shutdown")
+MANIFEST_GLOB = "run*.json"
+
+
+@dataclass(frozen=True)
+class FileRef:
+    """A file of a job, by its path relative to the job dir."""
+
+    path: str
+    size: int | None = None
+
+
+@dataclass(frozen=True)
+class AnalysisResult:
+    name: str
+    state: str  # done, failed, unreadable
+    error: str | None
+    files: tuple[str, ...]  # relative to the analysis dir, existing files only
+
+    @property
+    def main_file(self) -> str | None:
+        """The page a reader opens first: an index/report HTML, else any HTML, else JSON/MD."""
+        for preferred in ("index.html", "report.html"):
+            if preferred in self.files:
+                return preferred
+        for ext in (".html", ".md", ".json", ".txt", ".csv"):
+            hits = sorted((f for f in self.files if f.endswith(ext)), key=lambda f: (len(f), f))
+            if hits:
+                return hits[0]
+        return None
+
+
+@dataclass(frozen=True)
+class Job:
+    key: str
+    slug: str
+    column: str  # tracer, plus ".<mode>" for non-eval jobs (the job key's second part)
+    model: str  # display id: untrusted text
+    tracer: str
+    mode: str
+    status: str
+    duration_s: float | None = None
+    peak_rss_bytes: int | None = None
+    reason: str | None = None
+    error_location: str | None = None
+    error_phase: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    device: str | None = None
+    phases: dict[str, float] = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=dict)
+    outputs: tuple[FileRef, ...] = ()
+    extras: tuple[str, ...] = ()  # JOB.json, worker.log, phases.log, status: when present
+    analyses: tuple[AnalysisResult, ...] = ()
+    has_dir: bool = False
+
+    @property
+    def failed(self) -> bool:
+        return self.status in {s.value for s in FAILURE_STATUSES}
+
+    @property
+    def graphs(self) -> tuple[FileRef, ...]:
+        return tuple(o for o in self.outputs if _is_graph(o.path))
+
+    @property
+    def files(self) -> tuple[FileRef, ...]:
+        return tuple(o for o in self.outputs if not _is_graph(o.path))
+
+
+@dataclass
+class ModelRow:
+    slug: str
+    display: str
+    jobs: dict[str, Job] = field(default_factory=dict)  # column -> job
+
+    @property
+    def worst(self) -> str:
+        """The row's most alarming state, for filtering and sorting."""
+        states = {j.status for j in self.jobs.values()}
+        for state in (*sorted(s.value for s in FAILURE_STATUSES), UNREADABLE, PENDING):
+            if state in states:
+                return state
+        return "ok" if "ok" in states else (min(states) if states else PENDING)
+
+
+@dataclass
+class RunData:
+    run_dir: Path
+    started_at: str | None
+    finished_at: str | None
+    wall_s: float | None
+    interrupted: bool | None
+    in_progress: bool
+    kerneltracer_version: str | None
+    config: str | None
+    columns: list[str]
+    models: list[ModelRow]
+    jobs: list[Job]
+
+    @property
+    def name(self) -> str:
+        return self.run_dir.resolve().name
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return dict(Counter(j.status for j in self.jobs).most_common())
+
+    @property
+    def versions(self) -> dict[str, list[str]]:
+        """Every library version any job recorded: more than one means a mixed run."""
+        seen: dict[str, set[str]] = {}
+        for job in self.jobs:
+            for lib, ver in job.versions.items():
+                seen.setdefault(lib, set()).add(ver)
+        return {lib: sorted(v) for lib, v in sorted(seen.items())}
+
+
+def collect_run(run_dir: Path) -> RunData:
+    """Everything the report shows about ``run_dir``; raises RunDirError if it is not a run."""
+    if not run_dir.is_dir():
+        raise RunDirError(f"run dir {run_dir} does not exist")
+    manifests = _read_manifests(run_dir)
+    planned: dict[str, dict[str, Any]] = {}
+    for manifest in manifests:
+        entries = manifest.get("jobs")
+        for entry in entries if isinstance(entries, list) else []:
+            if isinstance(entry, dict) and isinstance(entry.get("key"), str):
+                planned.setdefault(entry["key"], entry)
+    jobs_root = run_dir / JOBS_DIR
+    found = _job_keys_on_disk(jobs_root)
+    if not manifests and not found:
+        raise RunDirError(f"{run_dir} is not a kerneltracer run dir (no run.json, no jobs/)")
+    keys = list(planned) + sorted(found - set(planned))
+    jobs = [_read_job(jobs_root, key, planned.get(key, {})) for key in keys if _safe_key(key)]
+    first = manifests[0] if manifests else {}
+    open_ = _any_open(manifests)
+    return RunData(
+        run_dir=run_dir,
+        started_at=_min_str(m.get("started_at") for m in manifests),
+        finished_at=None if open_ else _max_str(m.get("finished_at") for m in manifests),
+        wall_s=_wall(manifests),
+        interrupted=any(bool(m.get("interrupted")) for m in manifests) if manifests else None,
+        in_progress=open_ or not manifests,
+        kerneltracer_version=_str_or_none(first.get("kerneltracer_version")),
+        config=_str_or_none(first.get("config")),
+        columns=_columns(jobs),
+        models=_rows(jobs),
+        jobs=jobs,
+    )
+
+
+def _read_manifests(run_dir: Path) -> list[dict[str, Any]]:
+    out = []
+    for path in sorted(run_dir.glob(MANIFEST_GLOB)):
+        try:
+            data = orjson.loads(path.read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            continue
+        if isinstance(data, dict):
+            out.append(data)
+    return out
+
+
+def _job_keys_on_disk(jobs_root: Path) -> set[str]:
+    if not jobs_root.is_dir():
+        return set()
+    # A job dir is one holding a JOB.json or a status file (a crash may leave only one).
+    keys = set()
+    for name in (STATUS_FILE, JOB_FILE):
+        keys |= {str(p.parent.relative_to(jobs_root)) for p in jobs_root.glob(f"*/*/{name}")}
+    return keys
+
+
+def _safe_key(key: str) -> bool:
+    parts = PurePosixPath(key).parts
+    return len(parts) == 2 and not key.startswith("/") and ".." not in parts
+
+
+def _read_job(jobs_root: Path, key: str, planned: dict[str, Any]) -> Job:
+    slug, column = key.split("/", 1)
+    job_dir = jobs_root / key
+    tracer, _, mode = column.partition(".")
+    stub = Job(
+        key=key,
+        slug=slug,
+        column=column,
+        model=str(planned.get("model") or slug),
+        tracer=str(planned.get("tracer") or tracer),
+        mode=str(planned.get("mode") or mode or "eval"),
+        status=PENDING,
+        has_dir=job_dir.is_dir(),
+        extras=_extras(job_dir),
+    )
+    try:
+        raw = (job_dir / STATUS_FILE).read_bytes()
+    except FileNotFoundError:
+        return stub
+    except OSError as exc:
+        return replace(stub, status=UNREADABLE, reason=f"status file unreadable: {exc}")
+    try:
+        st = TraceStatus.model_validate_json(raw)
+    except ValidationError as exc:
+        why = "is not valid JSON" if _is_json_error(exc) else "does not match the status schema"
+        return replace(stub, status=UNREADABLE, reason=f"status file {why}")
+    return _job_from_status(st, job_dir, stub)
+
+
+def _is_json_error(exc: ValidationError) -> bool:
+    return any(e.get("type") == "json_invalid" for e in exc.errors())
+
+
+def _job_from_status(st: TraceStatus, job_dir: Path, stub: Job) -> Job:
+    err = st.error
+    return replace(
+        stub,
+        model=str(st.model.get("display") or stub.model),
+        tracer=st.tracer,
+        mode=st.mode,
+        status=st.status.value,
+        duration_s=st.duration_s,
+        peak_rss_bytes=st.tree_peak_rss_bytes or st.peak_rss_bytes,
+        reason=(err.root_cause if err is not None else None) or st.reason,
+        error_location=err.location if err is not None else None,
+        error_phase=err.phase if err is not None else None,
+        started_at=st.started_at,
+        finished_at=st.finished_at,
+        device=st.resolved_device or st.device,
+        phases={k: float(v) for k, v in st.phases.items()},
+        versions={k: v for k, v in st.versions.items() if v},
+        outputs=tuple(FileRef(o.path, o.size) for o in st.outputs if _safe_rel(o.path)),
+        analyses=_read_analyses(job_dir),
+    )
+
+
+def _extras(job_dir: Path) -> tuple[str, ...]:
+    names = (WORKER_LOG, "phases.log", JOB_FILE, STATUS_FILE)
+    return tuple(n for n in names if os.path.isfile(job_dir / n))
+
+
+def _read_analyses(job_dir: Path) -> tuple[AnalysisResult, ...]:
+    root = job_dir / "analysis"
+    if not root.is_dir():
+        return ()
+    results = []
+    for out_dir in sorted(p for p in root.iterdir() if p.is_dir()):
+        results.append(_read_marker(out_dir))
+    return tuple(results)
+
+
+def _read_marker(out_dir: Path) -> AnalysisResult:
+    name = out_dir.name
+    try:
+        marker = orjson.loads((out_dir / MARKER).read_bytes())
+        if not isinstance(marker, dict):
+            raise ValueError("not an object")
+    except (OSError, ValueError):
+        # No (valid) marker: interrupted while writing, or not a runner's directory.
+        return AnalysisResult(name, "unreadable", "no valid analysis marker", ())
+    state = str(marker.get("state") or "unknown")
+    error = _str_or_none(marker.get("error"))
+    listed = [f for f in marker.get("files") or [] if isinstance(f, str)]
+    files = {f for f in (_marker_file(out_dir, name, f) for f in listed) if f is not None}
+    return AnalysisResult(name, state, error, tuple(sorted(files)))
+
+
+def _marker_file(out_dir: Path, name: str, listed: str) -> str | None:
+    """A marker's file as a path relative to ``out_dir``, if it exists there.
+
+    Markers hold paths relative to the analysis dir; older ones hold whatever path the
+    analysis returned (absolute, or relative to the analyser's cwd), so the part after
+    ``analysis/<name>/`` is taken when the path as written does not resolve.
+    """
+    parts = PurePosixPath(listed).parts
+    rel: tuple[str, ...] = parts
+    if listed.startswith("/") or not os.path.isfile(out_dir.joinpath(*parts)):
+        for i in range(len(parts) - 1):
+            if parts[i] == "analysis" and parts[i + 1] == name:
+                rel = parts[i + 2 :]
+    candidate = "/".join(rel)
+    if not rel or not _safe_rel(candidate) or not os.path.isfile(out_dir.joinpath(*rel)):
+        return None
+    return candidate
+
+
+def _safe_rel(path: str) -> bool:
+    parts = PurePosixPath(path).parts
+    return bool(parts) and not path.startswith("/") and ".." not in parts
+
+
+def _is_graph(path: str) -> bool:
+    return path.startswith(("graphs/", "inductor_code/")) and not path.endswith("index.json")
+
+
+def _columns(jobs: list[Job]) -> list[str]:
+    return list(dict.fromkeys(j.column for j in jobs))
+
+
+def _rows(jobs: list[Job]) -> list[ModelRow]:
+    rows: dict[str, ModelRow] = {}
+    for job in jobs:
+        row = rows.setdefault(job.slug, ModelRow(job.slug, job.model))
+        row.jobs[job.column] = job
+        if job.status not in (PENDING, UNREADABLE):
+            row.display = job.model  # a status file knows the display id best
+    return list(rows.values())
+
+
+def _any_open(manifests: list[dict[str, Any]]) -> bool:
+    return any(m.get("finished_at") is None for m in manifests)
+
+
+def _wall(manifests: list[dict[str, Any]]) -> float | None:
+    walls = [m.get("wall_s") for m in manifests]
+    nums = [float(w) for w in walls if isinstance(w, int | float)]
+    return max(nums) if nums else None
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _min_str(values: Any) -> str | None:
+    strs = [v for v in values if isinstance(v, str)]
+    return min(strs) if strs else None
+
+
+def _max_str(values: Any) -> str | None:
+    strs = [v for v in values if isinstance(v, str)]
+    return max(strs) if strs else None

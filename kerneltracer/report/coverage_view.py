@@ -1,0 +1,64 @@
+"""The coverage page's data, from the coverage package (kerneltracer.coverage).
+
+Coverage is one part of the report: if it cannot be built, the report still renders and
+says why on the coverage page, and the CLI prints it as a warning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Beyond this many models an ops x models table is wider than any screen; the page shows
+# per-op totals instead and links the full matrix CSV.
+MAX_MATRIX_MODELS = 40
+TOP_N = 30
+PREFERRED_SOURCES = ("torch_dispatch", "torch_profiler", "vllm_profiler")
+
+
+@dataclass(frozen=True)
+class CoverageView:
+    available: bool
+    note: str | None = None
+    source: str = ""
+    models: tuple[str, ...] = ()
+    ops: tuple[str, ...] = ()
+    matrix: dict[str, dict[str, int]] = field(default_factory=dict)
+    signatures: dict[str, dict[str, int]] = field(default_factory=dict)  # op -> model -> n
+    unique: dict[str, list[str]] = field(default_factory=dict)
+    top: tuple[tuple[str, float], ...] = ()
+    files: tuple[str, ...] = ()  # written next to the report, relative to it
+
+    @property
+    def full_matrix(self) -> bool:
+        return len(self.models) <= MAX_MATRIX_MODELS
+
+
+def build_coverage_view(run_dir: Path, out_dir: Path) -> CoverageView:
+    """Build the coverage of ``run_dir``, write its files into ``out_dir``, return the view."""
+    from kerneltracer.coverage import build_coverage, write_coverage
+
+    cov = build_coverage(run_dir)
+    written = write_coverage(cov, out_dir)
+    files = tuple(sorted(str(Path(p).relative_to(out_dir)) for p in written))
+    sources = cov.sources()
+    source = next((s for s in PREFERRED_SOURCES if cov.ops(s)), sources[0] if sources else "")
+    if not source:
+        return CoverageView(
+            False, "no ok torch_dispatch / torch_profiler / vllm_profiler job yet", files=files
+        )
+    return CoverageView(
+        available=True,
+        source=source,
+        models=tuple(cov.models_for(source)),
+        ops=tuple(cov.ops(source)),
+        matrix=cov.matrix(source),
+        signatures=cov.signatures(source),
+        unique=cov.unique_ops(source),
+        top=tuple(cov.top_ops_by_time(TOP_N)),
+        files=files,
+    )
+
+
+def unavailable(why: str) -> CoverageView:
+    return CoverageView(False, why)

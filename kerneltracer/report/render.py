@@ -1,0 +1,96 @@
+"""Render the report pages with jinja2 (autoescape on: model ids, reasons and op names are
+untrusted text) into self-contained HTML: CSS and the one script are inlined, and a
+Content-Security-Policy lets nothing else load or run."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+from urllib.parse import quote
+
+import jinja2
+from markupsafe import Markup
+
+from kerneltracer.report.collect import PHASES, ModelRow, RunData
+from kerneltracer.report.coverage_view import CoverageView
+from kerneltracer.report.views import (
+    fmt_duration,
+    fmt_mib,
+    fmt_size,
+    grid_rows,
+    phase_bar,
+)
+
+MAX_LISTED_FILES = 200
+
+
+@dataclass(frozen=True)
+class Assets:
+    css: str
+    js: str
+    script_hash: str  # CSP source expression for the inline script
+
+
+@cache
+def assets() -> Assets:
+    templates = resources.files("kerneltracer.report") / "templates"
+    js = (templates / "report.js").read_text(encoding="utf-8")
+    digest = base64.b64encode(hashlib.sha256(js.encode("utf-8")).digest()).decode()
+    return Assets(
+        css=(templates / "report.css").read_text(encoding="utf-8"),
+        js=js,
+        script_hash=f"sha256-{digest}",
+    )
+
+
+@cache
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("kerneltracer.report", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(dur=fmt_duration, mib=fmt_mib, size=fmt_size, urlq=_urlq)
+    return env
+
+
+def _urlq(value: str) -> str:
+    return quote(str(value), safe="/")
+
+
+def _page(template: str, root: str, **context: Any) -> str:
+    # The script and CSS are our own files, marked safe so autoescape leaves them intact;
+    # the CSP hash is computed over exactly this text.
+    a = assets()
+    safe = Assets(Markup(a.css), Markup(a.js), a.script_hash)
+    return environment().get_template(template).render(assets=safe, root=root, **context)
+
+
+def render_index(run: RunData, jobs_base: str, coverage_note: str | None) -> str:
+    rows = grid_rows(run.models, run.columns, jobs_base)
+    return _page("index.html.j2", "", run=run, rows=rows, coverage_note=coverage_note)
+
+
+def render_model(run: RunData, model: ModelRow, jobs_base: str) -> str:
+    jobs = [model.jobs[c] for c in run.columns if c in model.jobs]
+    return _page(
+        "model.html.j2",
+        "../",
+        run=run,
+        model=model,
+        jobs=jobs,
+        jobs_base=jobs_base,
+        phase_names=PHASES,
+        phase_bars={j.key: phase_bar(j) for j in jobs},
+        max_listed=MAX_LISTED_FILES,
+    )
+
+
+def render_coverage(run: RunData, cov: CoverageView) -> str:
+    return _page("coverage.html.j2", "", run=run, cov=cov)

@@ -1,0 +1,173 @@
+"""A synthetic run dir of many models x tracers, for the report's scale test and bench.
+
+Statuses, phase times and outputs are small but real-shaped: every status file validates as
+a :class:`~kerneltracer.status.TraceStatus`, torch_dispatch jobs have the op tables the
+coverage reads, and a deterministic mix of failures, pending jobs and one corrupt status
+file exercises every state the report shows. No framework is imported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from kerneltracer.jobs import JOB_FILE, STATUS_FILE, WORKER_LOG
+
+SIX_TRACERS = (
+    "torch_dispatch",
+    "torch_profiler",
+    "torch_compile",
+    "print_fx",
+    "print_aten",
+    "print_aten_export",
+)
+_OP_NAMES = (
+    "mm addmm bmm embedding add mul div sub softmax gelu silu tanh layer_norm rms_norm "
+    "view reshape transpose permute cat split slice select expand clone copy_ zeros ones "
+    "arange where masked_fill rsqrt pow mean sum baddbmm scaled_dot_product_attention "
+    "native_layer_norm _to_copy _unsafe_view t unsqueeze squeeze contiguous dropout"
+)
+_OPS = tuple(f"aten.{name}.default" for name in _OP_NAMES.split())
+_FAILURES = {
+    17: ("failed", "ValueError: deliberate failure in layer 3"),
+    29: ("oom", "MemoryError: tree RSS above the 2.0 GiB ceiling"),
+    31: ("timeout", "no result after 900 s"),
+    37: ("crashed", "killed by SIGSEGV (-11)"),
+}
+
+
+def make_synthetic_run(
+    run_dir: Path, n_models: int = 500, tracers: tuple[str, ...] = SIX_TRACERS
+) -> list[str]:
+    """Write the run dir; return the job keys in plan order (every one gets a cell)."""
+    planned = []
+    for i in range(n_models):
+        for tracer in tracers:
+            key = f"{_slug(i)}/{tracer}"
+            planned.append({"key": key, "model": _display(i), "tracer": tracer, "mode": "eval"})
+            _write_job(run_dir / "jobs" / key, i, tracer, n_models)
+    manifest = {
+        "kerneltracer_version": "0.1.0",
+        "config": "synthetic.yaml",
+        "started_at": "2026-01-01T00:00:00.000+00:00",
+        "finished_at": "2026-01-01T06:00:00.000+00:00",
+        "interrupted": False,
+        "wall_s": 21600.0,
+        "jobs": planned,
+    }
+    (run_dir / "run.json").write_bytes(orjson.dumps(manifest))
+    return [job["key"] for job in planned]
+
+
+def _slug(i: int) -> str:
+    return f"org--model-{i:04d}"
+
+
+def _display(i: int) -> str:
+    return f"org/model-{i:04d}"
+
+
+def _write_job(job_dir: Path, i: int, tracer: str, n_models: int) -> None:
+    job_dir.mkdir(parents=True, exist_ok=True)
+    (job_dir / JOB_FILE).write_bytes(orjson.dumps({"key": f"{_slug(i)}/{tracer}"}))
+    if i >= n_models - 2 and tracer == "print_aten_export":
+        return  # still pending: the run was stopped before these started
+    (job_dir / WORKER_LOG).write_text(f"worker for {_display(i)} / {tracer}\n")
+    if i == n_models - 3 and tracer == "print_fx":
+        (job_dir / STATUS_FILE).write_bytes(b'{"schema_version": 1, "status": "o')  # truncated
+        return
+    status, reason = _status_of(i, tracer)
+    outputs = _write_outputs(job_dir, i, tracer) if status == "ok" else []
+    (job_dir / STATUS_FILE).write_bytes(orjson.dumps(_status(i, tracer, status, reason, outputs)))
+
+
+def _status_of(i: int, tracer: str) -> tuple[str, str | None]:
+    if tracer == "print_aten_export":
+        return "skipped", f"exclusive group satisfied by {_slug(i)}/print_aten"
+    for modulus, (status, reason) in _FAILURES.items():
+        if i % modulus == modulus - 1 and tracer in ("torch_compile", "torch_profiler"):
+            return status, reason
+    return "ok", None
+
+
+def _write_outputs(job_dir: Path, i: int, tracer: str) -> list[dict[str, Any]]:
+    ops = [_OPS[(i * 7 + k * 3) % len(_OPS)] for k in range(8)] + [f"aten.custom_{i}.default"]
+    files: dict[str, bytes] = {}
+    if tracer == "torch_dispatch":
+        summary = {
+            "ops": {op: {"calls": 1 + (i + n) % 9, "signatures": 1} for n, op in enumerate(ops)}
+        }
+        files["dispatch_summary.json"] = orjson.dumps(summary)
+        files["dispatch_op_counts.csv"] = (
+            "op,calls,signatures\n"
+            + "".join(f"{op},{v['calls']},1\n" for op, v in summary["ops"].items())
+        ).encode()
+    elif tracer == "torch_profiler":
+        header = "name,input_shapes,calls,cpu_time_total_us,self_cpu_time_total_us\n"
+        rows = "".join(
+            f'{op.replace("aten.", "aten::").rsplit(".", 1)[0]},"[[1, 8]]",2,{10 + n},{5 + n}\n'
+            for n, op in enumerate(ops)
+        )
+        files["key_averages.csv"] = (header + rows).encode()
+    else:
+        files["graphs/graph_0.txt"] = "\n".join(
+            f"%{n} = {op}()" for n, op in enumerate(ops)
+        ).encode()
+    return [_put(job_dir, rel, data) for rel, data in files.items()]
+
+
+def _put(job_dir: Path, rel: str, data: bytes) -> dict[str, Any]:
+    path = job_dir / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    st = path.stat()
+    return {
+        "path": rel,
+        "size": st.st_size,
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "mtime_ns": st.st_mtime_ns,
+    }
+
+
+def _status(
+    i: int, tracer: str, status: str, reason: str | None, outputs: list[dict[str, Any]]
+) -> dict[str, Any]:
+    ran = status not in ("skipped", "unsupported")
+    duration = 3.0 + (i * 13 + len(tracer)) % 40 if ran else None
+    phases = (
+        {"load": duration * 0.5, "warmup": 0.1, "trace": duration * 0.3, "write": 0.05}
+        if ran and status == "ok" and duration is not None
+        else {}
+    )
+    model = {"display": _display(i), "slug": _slug(i), "id": _display(i)}
+    return {
+        "schema_version": 1,
+        "status": status,
+        "job_key": f"{_slug(i)}/{tracer}",
+        "attempt": "synthetic",
+        "request": {},
+        "request_hash": "0",
+        "tracer": tracer,
+        "tracer_version": "1",
+        "model": model,
+        "framework": "huggingface",
+        "device": "auto",
+        "resolved_device": "cpu" if ran else None,
+        "mode": "eval",
+        "dtype": "auto",
+        "options_hash": "0",
+        "started_at": "2026-01-01T00:00:00.000+00:00" if ran else None,
+        "finished_at": "2026-01-01T00:01:00.000+00:00",
+        "duration_s": duration,
+        "phases": phases,
+        "peak_rss_bytes": (300 + i % 700) << 20 if ran else None,
+        "reason": reason,
+        "error": {"type": reason.split(":")[0], "message": reason, "root_cause": reason}
+        if status == "failed" and reason
+        else None,
+        "versions": {"torch": "2.13.0+cpu", "transformers": "5.23.0"} if ran else {},
+        "outputs": outputs,
+    }

@@ -1,0 +1,161 @@
+"""Turn collected run data into the small, precomputed rows the templates print.
+
+Templates stay dumb: every number formatted for sorting, every tooltip and every relative
+link is decided here, where it can be unit-tested.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from urllib.parse import quote
+
+from kerneltracer.report.collect import PENDING, PHASES, UNREADABLE, Job, ModelRow
+from kerneltracer.status import FAILURE_STATUSES
+
+# Sorting a tracer column ascending puts the jobs that need attention first.
+STATUS_RANK = {
+    **{s.value: 0 for s in FAILURE_STATUSES},
+    UNREADABLE: 1,
+    PENDING: 2,
+    "ok": 3,
+    "unsupported": 4,
+    "skipped": 5,
+}
+_SAFE_PAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+@dataclass(frozen=True)
+class Cell:
+    column: str
+    status: str
+    duration: float | None
+    rss: int | None
+    title: str
+    sort: str
+    files_href: str | None
+    report_href: str | None  # the job's first HTML analysis report, if any
+
+
+@dataclass(frozen=True)
+class GridRow:
+    display: str
+    page: str
+    worst: str
+    worst_rank: int
+    cells: tuple[Cell | None, ...]
+
+
+@dataclass(frozen=True)
+class Segment:
+    name: str
+    percent: float
+
+
+@dataclass(frozen=True)
+class PhaseBar:
+    total: float
+    segments: tuple[Segment, ...]
+    title: str
+
+
+def page_name(slug: str) -> str:
+    """The model page's file name: the slug when it is a safe name, else a hashed one."""
+    if _SAFE_PAGE.fullmatch(slug) and len(slug) <= 200:
+        return f"{slug}.html"
+    digest = hashlib.sha256(slug.encode()).hexdigest()[:10]
+    return f"{re.sub(r'[^A-Za-z0-9._-]+', '-', slug).strip('.-')[:80]}-{digest}.html"
+
+
+def job_href(jobs_base: str, job: Job) -> str:
+    return f"{jobs_base}{quote(job.slug)}/{quote(job.column)}/"
+
+
+def grid_rows(models: list[ModelRow], columns: list[str], jobs_base: str) -> list[GridRow]:
+    rows = []
+    for model in models:
+        cells = tuple(_cell(model.jobs.get(c), jobs_base) for c in columns)
+        worst = model.worst
+        rows.append(
+            GridRow(model.display, page_name(model.slug), worst, STATUS_RANK.get(worst, 9), cells)
+        )
+    return rows
+
+
+def _cell(job: Job | None, jobs_base: str) -> Cell | None:
+    if job is None:
+        return None
+    rank = STATUS_RANK.get(job.status, 9)
+    sort = f"{rank * 1_000_000 + min(job.duration_s or 0.0, 999_999.0):.3f}"
+    return Cell(
+        column=job.column,
+        status=job.status,
+        duration=job.duration_s,
+        rss=job.peak_rss_bytes,
+        title=tooltip(job),
+        sort=sort,
+        files_href=job_href(jobs_base, job) if job.has_dir else None,
+        report_href=_report_href(job, jobs_base),
+    )
+
+
+def _report_href(job: Job, jobs_base: str) -> str | None:
+    for analysis in job.analyses:
+        main = analysis.main_file
+        if analysis.state == "done" and main is not None and main.endswith(".html"):
+            return f"{job_href(jobs_base, job)}analysis/{quote(analysis.name)}/{quote(main)}"
+    return None
+
+
+def tooltip(job: Job) -> str:
+    # Duration and RSS are already in the cell; the tooltip adds who and why.
+    text = f"{job.model} · {job.column}: {job.status}"
+    return f"{text}\n{job.reason}" if job.reason else text
+
+
+def phase_bar(job: Job) -> PhaseBar:
+    """Phase shares of the job's wall time; what no phase covers is spawn/import/teardown."""
+    measured = sum(max(job.phases.get(p, 0.0), 0.0) for p in PHASES)
+    total = max(job.duration_s or 0.0, measured)
+    if total <= 0:
+        return PhaseBar(0.0, (), "no time recorded")
+    segments = [
+        Segment(p, round(100 * max(job.phases.get(p, 0.0), 0.0) / total, 2)) for p in PHASES
+    ]
+    segments.append(Segment("other", round(max(100 - sum(s.percent for s in segments), 0.0), 2)))
+    title = ", ".join(f"{s.name} {s.percent:.0f}%" for s in segments if s.percent > 0)
+    return PhaseBar(total, tuple(s for s in segments if s.percent > 0), title)
+
+
+def fmt_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "–"
+    if seconds < 1:
+        return f"{seconds * 1000:.0f}ms"
+    if seconds < 120:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(round(seconds), 60)
+    if minutes < 120:
+        return f"{minutes}m{secs:02d}s"
+    return f"{minutes // 60}h{minutes % 60:02d}m"
+
+
+def fmt_mib(n: int | None) -> str:
+    if not n:
+        return "–"
+    mib = n / (1 << 20)
+    return f"{mib / 1024:.1f} GiB" if mib >= 1024 else f"{mib:.0f} MiB"
+
+
+def fmt_size(n: int | None) -> str:
+    if n is None:
+        return ""
+    if n < 1024:
+        return f"{n} B"
+    size = float(n)
+    for unit in ("KiB", "MiB"):
+        size /= 1024
+        if size < 1024:
+            return f"{size:.1f} {unit}"
+    return f"{size / 1024:.1f} GiB"
