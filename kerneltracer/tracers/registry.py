@@ -19,6 +19,7 @@ from kerneltracer.tracers.print_fx import PrintFxTracer
 from kerneltracer.tracers.torch_compile import TorchCompileTracer
 from kerneltracer.tracers.torch_dispatch import TorchDispatchTracer
 from kerneltracer.tracers.torch_profiler import TorchProfilerTracer
+from kerneltracer.tracers.vllm_compile import VllmCompileTracer
 from kerneltracer.tracers.vllm_profiler import VllmProfilerTracer
 
 TRACERS: Mapping[str, type[Tracer]] = {
@@ -32,6 +33,7 @@ TRACERS: Mapping[str, type[Tracer]] = {
         PrintAtenExportTracer,
         PrintAtenMakeFxTracer,
         VllmProfilerTracer,
+        VllmCompileTracer,
     )
 }
 

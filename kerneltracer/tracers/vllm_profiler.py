@@ -104,15 +104,9 @@ class VllmProfilerTracer(Tracer):
     def engine_settings(self, job_dir: Path) -> EngineSettings:
         import os
 
-        from kerneltracer.errors import UnsupportedError
-        from kerneltracer.worker.vllm_engine import EngineSettings, installed_version, version_tuple
+        from kerneltracer.worker.vllm_engine import EngineSettings, require_vllm, version_tuple
 
-        version = installed_version()
-        if version is None:
-            raise UnsupportedError(
-                "vLLM is not installed in this interpreter; point frameworks.vllm.python in "
-                "the config at one that has it (`make vllm` builds .venv-vllm)"
-            )
+        version = require_vllm()
         kwargs, env = profiler_setup(version_tuple(version), job_dir / PROFILE_DIR, self.opts)
         os.environ.update(env)  # before vllm is imported: it reads them at import
         return EngineSettings(

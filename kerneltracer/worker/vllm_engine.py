@@ -54,6 +54,17 @@ def installed_version() -> str | None:
     return None
 
 
+def require_vllm() -> str:
+    """The installed vLLM version, or unsupported with how to point at an interpreter."""
+    version = installed_version()
+    if version is None:
+        raise UnsupportedError(
+            "vLLM is not installed in this interpreter; point frameworks.vllm.python in "
+            "the config at one that has it (`make vllm` builds .venv-vllm)"
+        )
+    return version
+
+
 def version_tuple(version: str) -> tuple[int, ...]:
     parts = []
     for piece in re.split(r"[.+]", version)[:3]:

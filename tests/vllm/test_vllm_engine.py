@@ -69,7 +69,7 @@ def vllm_run(
     root = tmp_path_factory.mktemp("vllm-run")
     broken = _broken_copies(tiny_models["tiny-llama"], root / "models")
     models = [
-        _vllm_model(tiny_models["tiny-llama"]),
+        {**_vllm_model(tiny_models["tiny-llama"]), "tracers": ["vllm_profiler", "vllm_compile"]},
         *(_vllm_model(path) for path in broken.values()),
         # An engine that cannot start: the root cause is in EngineCore's stderr.
         _vllm_model(
@@ -156,11 +156,28 @@ def test_nothing_of_the_engine_is_left(vllm_run: dict[str, Any]) -> None:
     assert leftovers == []
 
 
-def test_timeline_analysis_reads_the_vllm_trace(vllm_run: dict[str, Any]) -> None:
-    res = kt("analyze", str(vllm_run["run_dir"]), "--only", "timeline", env=vllm_run["env"])
+def test_vllm_compile_captures_vllms_own_torch_compile(vllm_run: dict[str, Any]) -> None:
+    run_dir = vllm_run["run_dir"]
+    st = status_of(run_dir, "tiny-llama/vllm_compile")
+    assert st["status"] == "ok", st["reason"]
+    summary = st["summary"]
+    assert summary["trace_logs"] >= 1 and summary["graphs"] >= 1, summary
+    assert summary["inductor_outputs"] >= 1 and summary["code_files"] >= 1, summary
+    outputs = [o["path"] for o in st["outputs"]]
+    assert any(p.startswith("torch_trace/") and p.endswith(".log") for p in outputs)
+    assert any(p.startswith("vllm_compile_code/") and p.endswith(".py") for p in outputs)
+
+
+def test_analyses_read_the_vllm_outputs(vllm_run: dict[str, Any]) -> None:
+    only = ("--only", "timeline", "--only", "structured_logs")
+    res = kt("analyze", str(vllm_run["run_dir"]), *only, env=vllm_run["env"])
     assert res.returncode == 0, res.stderr
-    marker = vllm_run["run_dir"] / "jobs/tiny-llama/vllm_profiler/analysis/timeline/_ANALYSIS.json"
-    assert json.loads(marker.read_text())["state"] == "done"
+    jobs = vllm_run["run_dir"] / "jobs/tiny-llama"
+    for marker in (
+        jobs / "vllm_profiler/analysis/timeline/_ANALYSIS.json",
+        jobs / "vllm_compile/analysis/structured_logs/_ANALYSIS.json",
+    ):
+        assert json.loads(marker.read_text())["state"] == "done", marker
 
 
 def test_sigkill_to_the_orchestrator_leaves_no_engine_process(

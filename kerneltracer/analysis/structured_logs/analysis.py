@@ -21,7 +21,7 @@ class StructuredLogsAnalysis(JobAnalysis):
     )
 
     def applies(self, job: AnalysisJob) -> bool:
-        return job.tracer == "torch_compile" and bool(_trace_logs(job))
+        return job.tracer in ("torch_compile", "vllm_compile") and bool(_trace_logs(job))
 
     def run(self, job: AnalysisJob, out_dir: Path) -> list[Path]:
         from kerneltracer.analysis.structured_logs.api import run
