@@ -64,9 +64,12 @@ def _run_bare(python: Path, model: Path, out: Path, env: dict[str, str]) -> dict
 
 def _run_ours(cfg: Path, run_dir: Path, env: dict[str, str]) -> dict[str, float]:
     t0 = time.perf_counter()
-    subprocess.run([*KT, "run", str(cfg), "--force"], capture_output=True, env=env, check=True)
+    res = subprocess.run([*KT, "run", str(cfg), "--force"], capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0
-    status = json.loads(next(run_dir.glob("jobs/*/vllm_profiler/_TRACE_STATUS.json")).read_text())
+    found = list(run_dir.glob("jobs/*/vllm_profiler/_TRACE_STATUS.json"))
+    if not found:
+        raise SystemExit(f"kerneltracer run wrote no status (exit {res.returncode}):\n{res.stderr}")
+    status = json.loads(found[0].read_text())
     if status["status"] != "ok":
         raise SystemExit(f"vllm_profiler job ended {status['status']}: {status['reason']}")
     phases = status["phases"]
@@ -95,7 +98,8 @@ def main() -> None:
             yaml.safe_dump(
                 {
                     "output_dir": str(Path(tmp) / "run"),
-                    "frameworks": {"vllm": {"python": str(args.python.resolve())}},
+                    # absolute(), not resolve(): a venv's python is a symlink out of the venv.
+                    "frameworks": {"vllm": {"python": str(args.python.absolute())}},
                     "models": [entry],
                 }
             )
