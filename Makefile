@@ -15,12 +15,13 @@ VLLM_PY := $(VLLM_VENV)/bin/python
 VLLM_STAMP := $(VLLM_VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: help install vllm demo test lint bench models clean
+.PHONY: help install vllm demo demo-vllm test lint bench models clean
 
 help:
 	@echo "make demo    set up, build tiny models, trace them, print the run dir"
 	@echo "make test    set up and run the whole test suite"
 	@echo "make vllm    the vLLM venv ($(VLLM_VENV)) that vLLM workers run in"
+	@echo "make demo-vllm  vllm_profiler + vllm_compile on the tiny Llama (needs make vllm)"
 	@echo "make lint    ruff + mypy"
 	@echo "make bench   benchmarks (ratios against peer tools)"
 
@@ -63,6 +64,12 @@ test: install vllm
 lint: install
 	$(VENV)/bin/ruff check kerneltracer tests bench
 	$(VENV)/bin/mypy
+
+demo-vllm: models vllm
+	$(KT) run configs/vllm-demo.yaml
+	$(KT) analyze runs/vllm-demo
+	$(KT) report runs/vllm-demo
+	@echo "report:  $(CURDIR)/runs/vllm-demo/report/index.html"
 
 bench: models
 	$(PY) bench/bench_spine.py
