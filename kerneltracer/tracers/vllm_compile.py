@@ -60,16 +60,10 @@ class VllmCompileTracer(Tracer):
         }
 
     def engine_settings(self, job_dir: Path) -> EngineSettings:
-        from kerneltracer.worker.vllm_engine import EngineSettings, require_vllm
+        from kerneltracer.worker.vllm_engine import require_vllm
 
         require_vllm()
-        return EngineSettings(
-            kv_cache_bytes=int(self.opts.kv_cache_gb * (1 << 30)),
-            max_tokens=self.opts.max_tokens,
-            max_model_len=self.opts.max_model_len,
-            enforce_eager=self.opts.enforce_eager,
-            extra={},
-        )
+        return self.opts.engine()
 
     def warmup(self, ctx: ExecutionContext) -> None:
         for _ in range(self.opts.warmup_requests):

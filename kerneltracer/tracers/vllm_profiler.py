@@ -40,6 +40,18 @@ class VllmEngineOptions(TracerOptions):
     enforce_eager: bool = Field(True, description="No torch.compile / CUDA graphs in the engine")
     warmup_requests: int = Field(1, ge=0, le=100, description="Untraced generate calls first")
 
+    def engine(self, **extra: Any) -> EngineSettings:
+        """What the worker builds the engine with; ``extra`` goes to ``vllm.LLM`` as is."""
+        from kerneltracer.worker.vllm_engine import EngineSettings
+
+        return EngineSettings(
+            kv_cache_bytes=int(self.kv_cache_gb * (1 << 30)),
+            max_tokens=self.max_tokens,
+            max_model_len=self.max_model_len,
+            enforce_eager=self.enforce_eager,
+            extra=extra,
+        )
+
 
 class VllmProfilerOptions(VllmEngineOptions):
     steps: int = Field(1, ge=1, le=100, description="Traced generate calls")
@@ -104,18 +116,12 @@ class VllmProfilerTracer(Tracer):
     def engine_settings(self, job_dir: Path) -> EngineSettings:
         import os
 
-        from kerneltracer.worker.vllm_engine import EngineSettings, require_vllm, version_tuple
+        from kerneltracer.worker.vllm_engine import require_vllm, version_tuple
 
         version = require_vllm()
         kwargs, env = profiler_setup(version_tuple(version), job_dir / PROFILE_DIR, self.opts)
         os.environ.update(env)  # before vllm is imported: it reads them at import
-        return EngineSettings(
-            kv_cache_bytes=int(self.opts.kv_cache_gb * (1 << 30)),
-            max_tokens=self.opts.max_tokens,
-            max_model_len=self.opts.max_model_len,
-            enforce_eager=self.opts.enforce_eager,
-            extra=kwargs,
-        )
+        return self.opts.engine(**kwargs)
 
     def warmup(self, ctx: ExecutionContext) -> None:
         for _ in range(self.opts.warmup_requests):
