@@ -9,6 +9,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import shutil
+import socket
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,6 +111,8 @@ class RunSession:
                 "shard": str(self.request.shard) if self.request.shard else None,
                 "config": str(self.request.config_path.resolve()),
                 "argv": sys.argv,
+                # Lets a reader tell a run in progress from one whose orchestrator was killed.
+                "orchestrator": {"pid": os.getpid(), "host": socket.gethostname()},
                 "started_at": started,
                 "finished_at": finished,
                 "interrupted": result.interrupted if result else None,

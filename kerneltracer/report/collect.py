@@ -9,6 +9,7 @@ paths written by an older runner. Each such case becomes a visible state (``pend
 from __future__ import annotations
 
 import os
+import socket
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
@@ -119,6 +120,8 @@ class RunData:
     wall_s: float | None
     interrupted: bool | None
     in_progress: bool
+    # Not finished, and the orchestrator that wrote it (on this host) no longer runs.
+    abandoned: bool
     kerneltracer_version: str | None
     config: str | None
     columns: list[str]
@@ -162,13 +165,15 @@ def collect_run(run_dir: Path) -> RunData:
     jobs = [_read_job(jobs_root, key, planned.get(key, {})) for key in keys if _safe_key(key)]
     first = manifests[0] if manifests else {}
     open_ = _any_open(manifests)
+    abandoned = open_ and all(_orchestrator_gone(m) for m in manifests if _open(m))
     return RunData(
         run_dir=run_dir,
         started_at=_min_str(m.get("started_at") for m in manifests),
         finished_at=None if open_ else _max_str(m.get("finished_at") for m in manifests),
         wall_s=_wall(manifests),
         interrupted=any(bool(m.get("interrupted")) for m in manifests) if manifests else None,
-        in_progress=open_ or not manifests,
+        in_progress=(open_ and not abandoned) or not manifests,
+        abandoned=abandoned,
         kerneltracer_version=_str_or_none(first.get("kerneltracer_version")),
         config=_str_or_none(first.get("config")),
         columns=_columns(jobs),
@@ -333,8 +338,30 @@ def _rows(jobs: list[Job]) -> list[ModelRow]:
     return list(rows.values())
 
 
+def _open(manifest: dict[str, Any]) -> bool:
+    return manifest.get("finished_at") is None
+
+
 def _any_open(manifests: list[dict[str, Any]]) -> bool:
-    return any(m.get("finished_at") is None for m in manifests)
+    return any(_open(m) for m in manifests)
+
+
+def _orchestrator_gone(manifest: dict[str, Any]) -> bool:
+    """True only when provably gone: same host, and no process with its pid. A pid reused
+    by another process, or another host, reads as still running."""
+    who = manifest.get("orchestrator")
+    if not isinstance(who, dict) or who.get("host") != socket.gethostname():
+        return False
+    pid = who.get("pid")
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def _wall(manifests: list[dict[str, Any]]) -> float | None:

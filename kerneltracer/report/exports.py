@@ -38,6 +38,7 @@ def run_summary(run: RunData, coverage_note: str | None) -> dict[str, Any]:
         "started_at": run.started_at,
         "finished_at": run.finished_at,
         "in_progress": run.in_progress,
+        "abandoned": run.abandoned,
         "interrupted": run.interrupted,
         "wall_s": run.wall_s,
         "kerneltracer_version": run.kerneltracer_version,

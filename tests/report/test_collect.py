@@ -145,3 +145,33 @@ def test_damaged_manifests_fall_back_to_the_job_dirs(tmp_path: Path) -> None:
         (run / "run.json").write_bytes(damaged)
         data = collect_run(run)
         assert [(j.key, j.status) for j in data.jobs] == [("a/torch_dispatch", "ok")]
+
+
+def test_unfinished_run_whose_orchestrator_is_gone_is_not_in_progress(tmp_path: Path) -> None:
+    import json
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    host = socket.gethostname()
+    cases = {
+        "killed": ({"pid": int(dead.stdout), "host": host}, False, True),
+        "running": ({"pid": os.getpid(), "host": host}, True, False),
+        "elsewhere": ({"pid": int(dead.stdout), "host": host + "-other"}, True, False),
+        "old": (None, True, False),  # manifests from before the field: cannot tell
+    }
+    for name, (who, in_progress, abandoned) in cases.items():
+        run = make_run(tmp_path / name, {"m/torch_dispatch": None}, finished=False)
+        manifest = json.loads((run / "run.json").read_text())
+        if who is not None:
+            manifest["orchestrator"] = who
+        (run / "run.json").write_text(json.dumps(manifest))
+        data = collect_run(run)
+        assert (data.in_progress, data.abandoned) == (in_progress, abandoned), name

@@ -67,6 +67,11 @@ def test_stop_mid_run_then_rerun_completes_only_missing(
     first = status_of(run_dir, "tiny-gpt2/torch_dispatch")
     assert first["status"] == "ok"
     assert not (run_dir / "jobs/tiny-bert/torch_dispatch/_TRACE_STATUS.json").exists()
+    if sig == signal.SIGKILL:
+        # The report must not call a run whose orchestrator died "in progress".
+        assert kt("report", str(run_dir), env=kt_env).returncode == 0
+        summary = json.loads((run_dir / "report" / "run_summary.json").read_text())
+        assert (summary["in_progress"], summary["abandoned"]) == (False, True)
 
     _make_fast(slow)
     rerun = kt("run", str(cfg), env=kt_env)
