@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import traceback
 
@@ -92,7 +93,13 @@ def engine_root_cause(log_text: str) -> tuple[str, str] | None:
 def with_engine_cause(
     status: JobStatus, info: ErrorInfo, log_text: str
 ) -> tuple[JobStatus, ErrorInfo]:
-    """Prefer the engine's own exception over the generic one the client raised."""
+    """Prefer the engine's own exception over the generic one vLLM's client raised.
+
+    Only when the exception was raised inside vLLM: a failure of ours (a tracer's check, a
+    missing file) keeps its own cause even if an engine process logged an error earlier.
+    """
+    if f"{os.sep}vllm{os.sep}" not in (info.location or ""):
+        return status, info
     cause = engine_root_cause(log_text)
     if cause is None:
         return status, info

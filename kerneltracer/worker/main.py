@@ -113,15 +113,12 @@ def run_job(job: JobSpec, attempt: str, job_dir: Path, phases: PhaseLog) -> Trac
 
 
 def _close(ctx: ExecutionContext | None, job: JobSpec, phases: PhaseLog) -> None:
-    """Stop what the loader started. A failed engine start may leave processes too."""
+    """Stop what the loader started (a loader that fails cleans up after itself)."""
+    if ctx is None or ctx.close is None:
+        return
     try:
-        if ctx is not None and ctx.close is not None:
-            with phases.phase("shutdown"):
-                ctx.close()
-        elif job.framework == "vllm":
-            from kerneltracer.worker.vllm_engine import shutdown
-
-            shutdown(None)
+        with phases.phase("shutdown"):
+            ctx.close()
     except Exception:
         log.exception("stopping the engine of %s failed", job.key)
 

@@ -146,18 +146,17 @@ def resolved_device() -> str:
     return "cpu" if kind == "cpu" else f"{kind}:0"
 
 
-def shutdown(engine: Any, watch: shm.SegmentWatch | None = None) -> list[str]:
+def shutdown(engine: Any, known: set[str] | frozenset[str] = frozenset()) -> list[str]:
     """Stop the engine's processes and unlink the shared memory they leave; return it.
 
     Every engine process gets SIGTERM at once (each runs its own graceful teardown and
     unlinks its queues), then SIGKILL after a grace. vLLM's client-side shutdown stops
     them one after another, each with its own grace, which took 10-13 s on CPU.
+    ``known``: segments seen while the engine started, whose processes may be gone now.
     """
     me = psutil.Process()
     children = me.children(recursive=True)
-    segments = shm.mapped_segments([me, *children])
-    if watch is not None:
-        segments |= watch.stop()
+    segments = shm.mapped_segments([me, *children]) | known
     lifeline.stop_processes(children, CHILD_GRACE_S)
     client = getattr(getattr(engine, "llm_engine", None), "engine_core", None)
     if client is not None and hasattr(client, "shutdown"):
@@ -179,27 +178,30 @@ def load_vllm(job: JobSpec, job_dir: Path, settings: EngineSettings) -> Executio
     check_architecture(config, job.model.trust_remote_code)
     from vllm import SamplingParams
 
-    # The engine's processes create shared memory; a failed start must not leak it either.
+    # The engine's processes create their shared memory while they start; watching only
+    # then is enough, and whatever fails after this point must not leave the engine running.
     watch = shm.SegmentWatch().start()
+    engine = None
     try:
         engine = build_engine(job, Path(path), config, settings)
+        started = watch.stop()
+        vocab = int(config.get("vocab_size") or 32000)
+        token_ids = prompt_token_ids(vocab, job.batch_size, job.seq_len)
+        prompts = [{"prompt_token_ids": ids} for ids in token_ids]
+        params = SamplingParams(max_tokens=settings.max_tokens, temperature=0.0, ignore_eos=True)
+        return ExecutionContext(
+            framework="vllm",
+            model=None,
+            example_inputs={"prompts": prompts},
+            engine=engine,
+            device=resolved_device(),
+            mode=job.mode,
+            dtype=str(engine.llm_engine.model_config.dtype).removeprefix("torch."),
+            job=job,
+            job_dir=job_dir,
+            extras={"sampling_params": params},
+            close=lambda: shutdown(engine, started),
+        )
     except BaseException:
-        shutdown(None, watch)
+        shutdown(engine, watch.stop())
         raise
-    vocab = int(config.get("vocab_size") or 32000)
-    token_ids = prompt_token_ids(vocab, job.batch_size, job.seq_len)
-    prompts = [{"prompt_token_ids": ids} for ids in token_ids]
-    params = SamplingParams(max_tokens=settings.max_tokens, temperature=0.0, ignore_eos=True)
-    return ExecutionContext(
-        framework="vllm",
-        model=None,
-        example_inputs={"prompts": prompts},
-        engine=engine,
-        device=resolved_device(),
-        mode=job.mode,
-        dtype=str(engine.llm_engine.model_config.dtype).removeprefix("torch."),
-        job=job,
-        job_dir=job_dir,
-        extras={"sampling_params": params},
-        close=lambda: shutdown(engine, watch),
-    )

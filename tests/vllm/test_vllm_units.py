@@ -111,6 +111,7 @@ def test_engine_root_cause_is_the_engine_processes_exception() -> None:
         type="RuntimeError",
         message="Engine core initialization failed.",
         root_cause="RuntimeError: Engine core initialization failed.",
+        location="/venv/lib/python3.11/site-packages/vllm/v1/engine/core_client.py:99 in start",
     )
     status, better = with_engine_cause(JobStatus.FAILED, info, ENGINE_LOG)
     assert status == JobStatus.FAILED
@@ -118,6 +119,14 @@ def test_engine_root_cause_is_the_engine_processes_exception() -> None:
     oom_log = "(Worker pid=12) ERROR 11-22 07:49:32 [w.py:1] RuntimeError: DefaultCPUAllocator: "
     oom_log += "can't allocate memory\n"
     assert with_engine_cause(JobStatus.FAILED, info, oom_log)[0] == JobStatus.OOM
+    # A failure raised by our own code keeps its cause, whatever the engine logged before.
+    ours = info.model_copy(
+        update={
+            "root_cause": "TracerError: vLLM's profiler wrote no chrome trace",
+            "location": "/repo/kerneltracer/tracers/vllm_profiler.py:180 in write",
+        }
+    )
+    assert with_engine_cause(JobStatus.FAILED, ours, ENGINE_LOG) == (JobStatus.FAILED, ours)
 
 
 def test_prompts_are_deterministic_in_range_and_exact_length() -> None:
