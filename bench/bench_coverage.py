@@ -1,8 +1,9 @@
 """Coverage and diff on a synthetic run of 500 models x 6 tracers, against pandas by hand.
 
-The synthetic run has real status files (the TraceStatus schema) for 3000 jobs: per model a
-torch_dispatch job (~80 ops), a torch_profiler job (~120 key_averages rows) and four other
-tracers with a small output each; 2% of the jobs failed. Measured, each in a fresh
+The synthetic run is the report's (kerneltracer.report.synth): real status files for 3000
+jobs, per model a torch_dispatch job and a torch_profiler job with ~80 ops each and four
+other tracers with a small output; some jobs failed, two are pending and one status file
+is corrupt, as in a real batch. Measured, each in a fresh
 subprocess (time = wall time of the work after imports, peak RSS of the process), ours and
 the peer's interleaved:
 
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import resource
 import shutil
 import statistics
@@ -33,85 +33,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-TRACERS = [
-    "torch_dispatch",
-    "torch_profiler",
-    "torch_compile",
-    "print_aten",
-    "print_fx",
-    "timeline",
-]
-OP_POOL = [f"aten.op{i}.default" for i in range(400)]
+from kerneltracer.report.synth import SIX_TRACERS, make_synthetic_run  # noqa: E402
 
-
-def _status(model: str, tracer: str, status: str, outputs: list[str], job_dir: Path) -> bytes:
-    from kerneltracer.status import JobStatus, TraceStatus, describe_output
-
-    st = TraceStatus.model_validate(
-        {
-            "status": JobStatus(status),
-            "job_key": f"{model}/{tracer}",
-            "attempt": "bench",
-            "request": {"tracer": tracer},
-            "request_hash": "0" * 16,
-            "tracer": tracer,
-            "tracer_version": "1",
-            "model": {"display": model, "slug": model},
-            "framework": "huggingface",
-            "device": "cpu",
-            "mode": "eval",
-            "dtype": "auto",
-            "options_hash": "0" * 16,
-            "reason": None if status == "ok" else "RuntimeError: synthetic failure",
-            "outputs": [describe_output(job_dir, o) for o in outputs] if status == "ok" else [],
-        }
-    )
-    return st.model_dump_json(indent=2).encode()
-
-
-def make_run(run: Path, n_models: int, seed: int = 0) -> None:
-    rng = random.Random(seed)
-    for i in range(n_models):
-        model = f"model-{i:04d}"
-        ops = rng.sample(OP_POOL, 80)
-        for tracer in TRACERS:
-            job = run / "jobs" / model / tracer
-            job.mkdir(parents=True)
-            files: dict[str, str] = {}
-            if tracer == "torch_dispatch":
-                summary = {
-                    "ops": {
-                        op: {"calls": rng.randint(1, 50), "signatures": rng.randint(1, 5)}
-                        for op in ops
-                    }
-                }
-                files["dispatch_summary.json"] = json.dumps(summary)
-                files["dispatch_op_counts.csv"] = "op,calls,signatures\n" + "".join(
-                    f"{op},{v['calls']},{v['signatures']}\n" for op, v in summary["ops"].items()
-                )
-            elif tracer == "torch_profiler":
-                lines = [
-                    "name,input_shapes,calls,cpu_time_total_us,self_cpu_time_total_us,"
-                    "device_time_total_us,self_device_time_total_us"
-                ]
-                lines.append("ProfilerStep*,[],2,900,400,0,0")
-                for op in ops[:60]:
-                    name = op.replace("aten.", "aten::").removesuffix(".default")
-                    for shape in ("[[1, 2]]", "[[4, 8]]"):
-                        t = rng.uniform(1, 500)
-                        lines.append(
-                            f'{name},"{shape}",{rng.randint(1, 9)},{t * 1.2:.3f},{t:.3f},0,0'
-                        )
-                files["key_averages.csv"] = "\n".join(lines) + "\n"
-            else:
-                files["out.txt"] = "x" * 200
-            for name, text in files.items():
-                (job / name).write_text(text)
-            status = "failed" if rng.random() < 0.02 else "ok"
-            (job / "_TRACE_STATUS.json").write_bytes(
-                _status(model, tracer, status, list(files), job)
-            )
-
+EXTRA_OPS = 72  # with the 9 every model has: ~80 ops per op table
 
 def child_ours(run: Path, out: Path) -> None:
     from kerneltracer.coverage import build_coverage, write_coverage
@@ -124,7 +48,10 @@ def child_pandas(run: Path, out: Path) -> None:
 
     frames = []
     for status_path in sorted(run.glob("jobs/*/*/_TRACE_STATUS.json")):
-        st = json.loads(status_path.read_text())
+        try:
+            st = json.loads(status_path.read_text())
+        except ValueError:
+            continue  # a truncated status file: a careful script skips it too
         if st["status"] != "ok" or st["tracer"] not in ("torch_dispatch", "torch_profiler"):
             continue
         model = st["model"]["display"]
@@ -187,7 +114,7 @@ def _edit_copy(run: Path, copy: Path, n_models: int) -> None:
 
     shutil.copytree(run, copy)
     for i in range(5):
-        job = copy / "jobs" / f"model-{i * 97 % n_models:04d}"
+        job = copy / "jobs" / f"org--model-{i * 97 % n_models:04d}"
         if json.loads((job / "torch_profiler/_TRACE_STATUS.json").read_text())["status"] == "ok":
             fail_job(job / "torch_profiler", "RuntimeError: edited")
         summary = json.loads((job / "torch_dispatch/dispatch_summary.json").read_text())
@@ -206,10 +133,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         run, copy = Path(tmp) / "run", Path(tmp) / "run-b"
         t0 = time.perf_counter()
-        make_run(run, args.models)
+        make_synthetic_run(run, args.models, extra_ops=EXTRA_OPS)
         _edit_copy(run, copy, args.models)
         print(
-            f"synthetic run: {args.models} models x {len(TRACERS)} tracers "
+            f"synthetic run: {args.models} models x {len(SIX_TRACERS)} tracers "
             f"({time.perf_counter() - t0:.1f}s to build)"
         )
         for i in range(args.repeat):

@@ -40,15 +40,22 @@ _FAILURES = {
 
 
 def make_synthetic_run(
-    run_dir: Path, n_models: int = 500, tracers: tuple[str, ...] = SIX_TRACERS
+    run_dir: Path,
+    n_models: int = 500,
+    tracers: tuple[str, ...] = SIX_TRACERS,
+    extra_ops: int = 0,
 ) -> list[str]:
-    """Write the run dir; return the job keys in plan order (every one gets a cell)."""
+    """Write the run dir; return the job keys in plan order (every one gets a cell).
+
+    Each model runs 8 common ops and one of its own; ``extra_ops`` more (drawn from a pool
+    of 400) give the op tables a realistic size for the coverage benchmark.
+    """
     planned = []
     for i in range(n_models):
         for tracer in tracers:
             key = f"{_slug(i)}/{tracer}"
             planned.append({"key": key, "model": _display(i), "tracer": tracer, "mode": "eval"})
-            _write_job(run_dir / "jobs" / key, i, tracer, n_models)
+            _write_job(run_dir / "jobs" / key, i, tracer, n_models, extra_ops)
     manifest = {
         "kerneltracer_version": "0.1.0",
         "config": "synthetic.yaml",
@@ -70,7 +77,7 @@ def _display(i: int) -> str:
     return f"org/model-{i:04d}"
 
 
-def _write_job(job_dir: Path, i: int, tracer: str, n_models: int) -> None:
+def _write_job(job_dir: Path, i: int, tracer: str, n_models: int, extra_ops: int) -> None:
     job_dir.mkdir(parents=True, exist_ok=True)
     (job_dir / JOB_FILE).write_bytes(orjson.dumps({"key": f"{_slug(i)}/{tracer}"}))
     if i >= n_models - 2 and tracer == "print_aten_export":
@@ -80,7 +87,7 @@ def _write_job(job_dir: Path, i: int, tracer: str, n_models: int) -> None:
         (job_dir / STATUS_FILE).write_bytes(b'{"schema_version": 1, "status": "o')  # truncated
         return
     status, reason = _status_of(i, tracer)
-    outputs = _write_outputs(job_dir, i, tracer) if status == "ok" else []
+    outputs = _write_outputs(job_dir, i, tracer, extra_ops) if status == "ok" else []
     (job_dir / STATUS_FILE).write_bytes(orjson.dumps(_status(i, tracer, status, reason, outputs)))
 
 
@@ -93,8 +100,9 @@ def _status_of(i: int, tracer: str) -> tuple[str, str | None]:
     return "ok", None
 
 
-def _write_outputs(job_dir: Path, i: int, tracer: str) -> list[dict[str, Any]]:
+def _write_outputs(job_dir: Path, i: int, tracer: str, extra_ops: int) -> list[dict[str, Any]]:
     ops = [_OPS[(i * 7 + k * 3) % len(_OPS)] for k in range(8)] + [f"aten.custom_{i}.default"]
+    ops += [f"aten.op{(i * 13 + k) % 400}.default" for k in range(min(extra_ops, 400))]
     files: dict[str, bytes] = {}
     if tracer == "torch_dispatch":
         summary = {
