@@ -60,6 +60,42 @@ class AnalysisResult:
 
 
 @dataclass(frozen=True)
+class InputRow:
+    name: str
+    kind: str
+    shape: str  # "1×32", "" for non-tensors
+    dtype: str
+    note: str = ""  # cache type and length, a flag's or generate()'s value
+
+
+def _input_rows(raw: list[dict[str, Any]]) -> tuple[InputRow, ...]:
+    rows = []
+    for item in raw:
+        if not isinstance(item, dict):
+            continue
+        shape = item.get("shape") or []
+        note = []
+        if item.get("type"):
+            note.append(str(item["type"]))
+        if item.get("tokens") is not None:
+            note.append(f"{item['tokens']} tokens")
+        if item.get("layers") is not None:
+            note.append(f"{item['layers']} layers")
+        if "value" in item:
+            note.append(f"= {item['value']}")
+        rows.append(
+            InputRow(
+                name=str(item.get("name", "?")),
+                kind=str(item.get("kind", "")),
+                shape="×".join(str(d) for d in shape) if isinstance(shape, list) else "",
+                dtype=str(item.get("dtype", "")),
+                note=", ".join(note),
+            )
+        )
+    return tuple(rows)
+
+
+@dataclass(frozen=True)
 class Job:
     key: str
     slug: str
@@ -68,6 +104,8 @@ class Job:
     tracer: str
     mode: str
     status: str
+    phase: str = "prefill"
+    inputs: tuple[InputRow, ...] = ()  # the example inputs the worker built
     duration_s: float | None = None
     peak_rss_bytes: int | None = None
     reason: str | None = None
@@ -249,6 +287,8 @@ def _job_from_status(st: TraceStatus, job_dir: Path, stub: Job) -> Job:
         model=str(st.model.get("display") or stub.model),
         tracer=st.tracer,
         mode=st.mode,
+        phase=st.phase,
+        inputs=_input_rows(st.inputs),
         status=st.status.value,
         duration_s=st.duration_s,
         peak_rss_bytes=st.tree_peak_rss_bytes or st.peak_rss_bytes,
