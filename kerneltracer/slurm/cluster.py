@@ -148,23 +148,24 @@ def task_states(job_ids: list[str]) -> dict[tuple[str, int], TaskState]:
     return states
 
 
-def job_state(job_id: str) -> str:
-    """A plain (non-array) job's state; UNKNOWN once Slurm has forgotten it."""
-    proc = run_slurm(["squeue", "-h", "-j", job_id, "-o", "%T"])
+def job_state(job_id: str) -> tuple[str, str]:
+    """A plain (non-array) job's state and reason; UNKNOWN once Slurm has forgotten it."""
+    proc = run_slurm(["squeue", "-h", "-j", job_id, "-o", "%T|%r"])
     if proc.returncode == 0 and proc.stdout.strip():
-        return proc.stdout.split()[0]
+        state, _, reason = proc.stdout.strip().splitlines()[0].partition("|")
+        return state, reason
     proc = run_slurm(["scontrol", "-o", "show", "job", job_id])
     fields = dict(_KV.findall(proc.stdout)) if proc.returncode == 0 else {}
     if fields.get("JobState"):
-        return fields["JobState"]
+        return fields["JobState"], fields.get("Reason", "")
     path = jobcomp_path()
     if path is not None:
         with suppress(OSError):
             for line in path.read_text(errors="replace").splitlines():
                 fields = dict(_KV.findall(line))
                 if fields.get("JobId") == job_id and fields.get("JobState"):
-                    return fields["JobState"]
-    return "UNKNOWN"
+                    return fields["JobState"], ""
+    return "UNKNOWN", ""
 
 
 def user_has_running_jobs() -> bool:

@@ -54,7 +54,7 @@ def follow(
     """One snapshot now, then one every ``interval_s`` until :attr:`Snapshot.done`."""
     record = load_record(run_dir)
     while True:
-        download = cluster.job_state(record.download_job) if record.download_job else None
+        download = cluster.job_state(record.download_job)[0] if record.download_job else None
         snapshot = Snapshot(download, shard_reports(run_dir, record))
         yield snapshot
         if snapshot.done:

@@ -99,22 +99,36 @@ def shard_reports(run_dir: Path, record: SubmissionRecord | None = None) -> list
                 incomplete=[j.key for j in incomplete_jobs(run_dir, jobs)],
             )
         )
-    _judge_pending(reports)
+    _judge_pending(reports, record.download_job)
     return reports
 
 
-def _judge_pending(reports: list[ShardReport]) -> None:
-    """Mark pending tasks that can never start; asks Slurm only what the reasons need."""
+def _judge_pending(reports: list[ShardReport], download_job: str | None = None) -> None:
+    """Mark pending tasks that can never start; asks Slurm only what the reasons need.
+
+    A task waiting on its dependency is stuck when the download job itself is stuck."""
     pending = [r for r in reports if r.state == "PENDING" and r.reason]
+    download = ("", "")
+    if download_job and any(r.reason == "Dependency" for r in pending):
+        download = cluster.job_state(download_job)
+    reasons = [r.reason for r in pending] + [download[1]]
     nodes = None
-    if any(r.reason.startswith("ReqNodeNotAvail") for r in pending):
+    if any(reason.startswith("ReqNodeNotAvail") for reason in reasons):
         nodes = partition.known_nodes()
     user_running = any(r.state == "RUNNING" for r in reports)
-    if not user_running and any(needs_user_check(r.reason) for r in pending):
+    if not user_running and any(needs_user_check(reason) for reason in reasons):
         user_running = cluster.user_has_running_jobs()
+    blocked = ""
+    if download[0] == "PENDING":
+        verdict = judge(download[1], nodes, user_running)
+        if verdict.stuck:
+            blocked = f"download job {download_job} is PENDING ({download[1]}): {verdict.why}"
     for report in pending:
         verdict = judge(report.reason, nodes, user_running)
-        report.stuck = verdict.why if verdict.stuck else ""
+        if verdict.stuck:
+            report.stuck = verdict.why
+        elif report.reason == "Dependency" and blocked:
+            report.stuck = blocked
 
 
 @dataclass
