@@ -90,3 +90,22 @@ def test_status_marks_stuck_tasks_and_their_problems(monkeypatch: pytest.MonkeyP
     assert reports[1].problem == ""
     assert reports[3].problem == "FAILED (1:0), 1 of 1 job(s) incomplete"
     assert reports[4].problem == ""
+
+
+def test_task_waiting_on_a_stuck_download_is_stuck(monkeypatch: pytest.MonkeyPatch) -> None:
+    answers = {"squeue -h -j 6 -o %T|%r": "PENDING|PartitionConfig\n"}
+
+    def fake_run(argv: list[str], timeout: float = 0) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(argv, 0, answers.get(" ".join(argv), ""), "")
+
+    monkeypatch.setattr(cluster, "run_slurm", fake_run)
+    reports = [_report(1, "PENDING", "Dependency")]
+    _judge_pending(reports, "6")
+    assert reports[0].stuck == (
+        "download job 6 is PENDING (PartitionConfig): the request exceeds what the partition's "
+        "nodes offer"
+    )
+    answers["squeue -h -j 6 -o %T|%r"] = "RUNNING|None\n"
+    reports = [_report(1, "PENDING", "Dependency")]
+    _judge_pending(reports, "6")
+    assert reports[0].stuck == "" and reports[0].live
