@@ -62,7 +62,8 @@ class ShardReport:
             return f"{self.state} ({self.reason}) never starts by itself: {self.stuck}"
         if self.live or not self.incomplete:
             return ""
-        jobs = f"{len(self.incomplete)} of {self.jobs} job(s) incomplete"
+        names = ", ".join(self.incomplete[:3]) + (", ..." if len(self.incomplete) > 3 else "")
+        jobs = f"{len(self.incomplete)} of {self.jobs} job(s) incomplete: {names}"
         if self.state in FAILED_STATES:
             return f"{self.state} ({self.reason or 'no exit code'}), {jobs}"
         return f"{self.state}, {jobs}"

@@ -15,7 +15,7 @@ import yaml
 from kerneltracer.slurm import submit as sub
 from kerneltracer.slurm.submit import ArraySubmission, SubmissionRecord, save_record
 from kerneltracer.status import now_iso
-from tests.helpers import kt, status_of, wait_until, write_config
+from tests.helpers import kt, make_faulty_model, status_of, wait_until, write_config
 
 pytestmark = pytest.mark.timeout(240)
 DEFAULT_CPUS = 4  # SlurmSettings.cpus_per_task when the config sets none
@@ -177,3 +177,31 @@ def test_wait_exits_with_the_reason_when_nothing_can_start(
     assert errors[0].startswith(f"error: shard 1 (slurm job {array}_1): PENDING ("), errors
     assert "never starts by itself" in errors[0] and "PartitionConfig" in errors[0], errors
     assert "STUCK (" in proc.stdout
+
+
+def test_wait_exits_1_when_a_task_fails(
+    tmp_path: Path,
+    tiny_models: dict[str, Path],
+    kt_env: dict[str, str],
+    slurm_cluster: list[str],
+) -> None:
+    broken = make_faulty_model(tmp_path / "models", "exception", name="broken")
+    models = [
+        {"path": str(tiny_models["tiny-gpt2"])},
+        {"path": str(broken), "trust_remote_code": True},
+    ]
+    config = _config(tmp_path, models, slurm={"cpus_per_task": 1})
+    proc = kt("slurm", "submit", str(config), "--wait", "--interval", "1", env=kt_env, timeout=200)
+    run_dir = tmp_path / "run"
+    record = json.loads((run_dir / "slurm" / "submission.json").read_text())
+    array = record["arrays"][-1]["job_id"]
+    slurm_cluster += [record["download_job"], array]
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    failed = [r for r in proc.stderr.splitlines() if r.startswith("error:")]
+    assert len(failed) == 1, proc.stderr
+    assert failed[0].startswith("error: shard ") and f"(slurm job {array}_" in failed[0]
+    assert ": FAILED (" in failed[0], failed  # the reason: NonZeroExitCode, or the exit code
+    assert failed[0].endswith("1 of 1 job(s) incomplete: broken/torch_dispatch"), failed
+    assert f"task logs: {run_dir / 'slurm' / 'logs'}" in proc.stderr
+    assert status_of(run_dir, "broken/torch_dispatch")["status"] == "failed"
+    assert status_of(run_dir, "tiny-gpt2/torch_dispatch")["status"] == "ok"

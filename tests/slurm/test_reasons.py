@@ -88,7 +88,7 @@ def test_status_marks_stuck_tasks_and_their_problems(monkeypatch: pytest.MonkeyP
         "partition's nodes offer"
     )
     assert reports[1].problem == ""
-    assert reports[3].problem == "FAILED (1:0), 1 of 1 job(s) incomplete"
+    assert reports[3].problem == "FAILED (1:0), 1 of 1 job(s) incomplete: m/t"
     assert reports[4].problem == ""
 
 
