@@ -146,7 +146,13 @@ class SlurmSettings(_Strict):
     partition: str | None = None
     account: str | None = None
     qos: str | None = None
-    cpus_per_task: int = Field(4, ge=1, le=4096)
+    cpus_per_task: int = Field(
+        4,
+        ge=1,
+        le=4096,
+        description="CPUs per task; when not set: min(4, the partition's largest node), "
+        "and a value no node of the partition has is refused before submitting",
+    )
     mem: str | None = Field(None, description="Memory per task, e.g. 32G (default: the cluster's)")
     gpus: int = Field(0, ge=0, le=64, description="GPUs per task (--gres=gpu:N)")
     jobs: int = Field(1, ge=1, le=512, description="Workers per task (`run -j`)")
