@@ -250,14 +250,18 @@ def _safe_key(key: str) -> bool:
 def _read_job(jobs_root: Path, key: str, planned: dict[str, Any]) -> Job:
     slug, column = key.split("/", 1)
     job_dir = jobs_root / key
-    tracer, _, mode = column.partition(".")
+    # "<tracer>[.train][.decode|.generate]"
+    tracer, *suffixes = column.split(".")
+    mode = "train" if "train" in suffixes else "eval"
+    phase = next((s for s in suffixes if s in ("decode", "generate")), "prefill")
     stub = Job(
         key=key,
         slug=slug,
         column=column,
         model=str(planned.get("model") or slug),
         tracer=str(planned.get("tracer") or tracer),
-        mode=str(planned.get("mode") or mode or "eval"),
+        mode=str(planned.get("mode") or mode),
+        phase=str(planned.get("phase") or phase),
         status=PENDING,
         has_dir=job_dir.is_dir(),
         extras=_extras(job_dir),
