@@ -17,7 +17,7 @@ from kerneltracer.analysis.timeline.gpu_breakdown import (
     temporal_breakdown,
 )
 from kerneltracer.analysis.timeline.inferscope_file import write_inferscope
-from kerneltracer.analysis.timeline.loader import ChromeTrace, load_chrome_trace
+from kerneltracer.analysis.timeline.loader import ChromeTrace, count_text, load_chrome_trace
 from kerneltracer.analysis.timeline.ranks import RankRow
 from kerneltracer.analysis.timeline.results import BottleneckResult, StepResult
 from kerneltracer.analysis.timeline.validate import ValidationReport
@@ -44,12 +44,14 @@ def analyze_file(
     *,
     inferscope_file: Path | None = None,
     include_last_step: bool = False,
+    strict: bool = False,
 ) -> TraceAnalysis:
     """Everything the reports need for one trace; ``rank`` defaults to the trace's own.
 
-    With ``inferscope_file`` the InferScope trace is written there and validated.
+    With ``inferscope_file`` the InferScope trace is written there and validated; with
+    ``strict`` any malformed event is an error instead of a counted, dropped event.
     """
-    trace = load_chrome_trace(path)
+    trace = load_chrome_trace(path, strict=strict)
     cats = categorize(trace)
     work = select_gpu_work(trace, include_last_step=include_last_step)
     validation = write_inferscope(trace, inferscope_file) if inferscope_file else None
@@ -101,7 +103,8 @@ def report_document(a: TraceAnalysis, outputs: dict[str, str] | None = None) -> 
             "file": a.trace.path.name,
             "rank": a.rank,
             "events": len(a.trace),
-            "skipped_records": dict(sorted(a.trace.counts.items())),
+            "bad_events": dict(sorted(a.trace.bad_events.items())),
+            "skipped_events": dict(sorted(a.trace.skipped_events.items())),
             "gpu_model": a.trace.device_properties[0].get("name")
             if a.trace.device_properties
             else None,
@@ -162,4 +165,6 @@ def summary_text(a: TraceAnalysis) -> str:
     if b.suggestions:
         top = b.suggestions[0]
         text += f" First thing to try: {top.action} (up to {top.estimated_improvement_percent:g}%)."
+    if a.trace.bad_count:
+        text += f" Dropped {count_text(a.trace.bad_events, 'malformed event')}."
     return text
