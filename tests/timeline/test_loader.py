@@ -148,4 +148,4 @@ def test_odd_ids_and_types_are_tolerated(tmp_path: Path) -> None:
     assert trace.correlation.tolist() == [-1, 12, -1]
     assert trace.stream.tolist() == [7, -1, -1]
     assert trace.names[int(trace.name[2])] == "7" and trace.raw_categories[int(trace.cat[2])] == ""
-    assert trace.counts == {"no_timestamp": 1, "not_an_object": 1}
+    assert trace.bad_events == {"missing_timestamp": 1, "not_an_object": 1}

@@ -254,8 +254,10 @@ class Builder:
             self._bad("duration_not_finite")
             return
         if type(name) is not str:
-            self._bad("missing_name" if name is None else "name_not_a_string")
-            return
+            if type(name) is not int and type(name) is not float:  # numbers read as labels
+                self._bad("missing_name" if name is None else "name_not_a_string")
+                return
+            name = str(name)
         if type(raw_cat) is not str:
             raw_cat = ""
         cat_id = self.cats.get(raw_cat)
