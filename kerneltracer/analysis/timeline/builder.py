@@ -31,6 +31,8 @@ PH_COMPLETE = 0
 PH_INSTANT = 1
 # Valid chrome-trace phases the analyses do not use (flows, counters, async, objects…).
 _UNUSED_PHASES = frozenset("sftCbneNODPRVvc")
+# pid / tid values that can label a thread (Kineto uses ints and strings).
+_ID_TYPES = frozenset({int, str, float, bool, type(None)})
 # Events whose args are kept whole (they become InferScope metadata); all are rare in traces.
 _KEEP_ARGS = GPU_ACTIVITY | {"cpu_instant_event", "gpu_user_annotation", "cuda_sync", ""}
 
@@ -258,6 +260,9 @@ class Builder:
                 self._bad("missing_name" if name is None else "name_not_a_string")
                 return
             name = str(name)
+        if type(pid) not in _ID_TYPES or type(tid) not in _ID_TYPES:
+            self._bad("thread_id_not_a_scalar")
+            return
         if type(raw_cat) is not str:
             raw_cat = ""
         cat_id = self.cats.get(raw_cat)
