@@ -32,8 +32,7 @@ from kerneltracer.errors import UsageError
 @click.option(
     "--strict",
     is_flag=True,
-    help="Fail (exit 1, no reports) if any event is malformed instead of counting and "
-    "dropping it.",
+    help="Fail (exit 1, no reports) if any event is malformed instead of counting and dropping it.",
 )
 def timeline(
     traces: tuple[Path, ...],

@@ -54,7 +54,9 @@ def _analyse_text(text: str) -> object:
 @given(data=st.data())
 def test_every_broken_line_is_counted_by_kind(data: st.DataObject) -> None:
     lines = _base_lines()
-    picks = data.draw(st.lists(st.integers(0, len(lines) - 1), min_size=1, max_size=10, unique=True))
+    picks = data.draw(
+        st.lists(st.integers(0, len(lines) - 1), min_size=1, max_size=10, unique=True)
+    )
     expected: dict[str, int] = {}
     for i in picks:
         kind = data.draw(st.sampled_from(sorted(_BREAKS)))

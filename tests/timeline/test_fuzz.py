@@ -119,7 +119,9 @@ def test_arbitrary_field_values_never_crash(real_doc: dict[str, Any], data: Any)
 
 def test_trace_of_only_bad_events_is_an_error_with_counts(tmp_path: Path) -> None:
     path = tmp_path / "bad.json"
-    path.write_text(json.dumps({"traceEvents": [{"ph": "X", "ts": "abc", "dur": -5, "name": None}]}))
+    path.write_text(
+        json.dumps({"traceEvents": [{"ph": "X", "ts": "abc", "dur": -5, "name": None}]})
+    )
     proc = kt("timeline", str(path), "-o", str(tmp_path / "out"))
     assert proc.returncode == 1, proc.stderr
     assert "no usable timed event" in proc.stderr

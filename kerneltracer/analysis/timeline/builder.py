@@ -150,9 +150,9 @@ class Builder:
             return False
         if min(dur) < 0:  # the per-event path counts them
             return False
-        if float in set(map(type, ts)) or float in set(map(type, dur)):
-            if not (np.isfinite(ts).all() and np.isfinite(dur).all()):
-                return False
+        floats = float in set(map(type, ts)) or float in set(map(type, dur))
+        if floats and not (np.isfinite(ts).all() and np.isfinite(dur).all()):
+            return False
         pids = [e.pid for e in rows]
         tids = [e.tid for e in rows]
         try:
@@ -329,7 +329,9 @@ class Builder:
             return
         begin = stack.pop()
         ts, end = begin.get("ts"), e.get("ts")
-        if not (type(ts) in (int, float) and type(end) in (int, float)):
+        if not (isinstance(ts, int | float) and isinstance(end, int | float)) or (
+            isinstance(ts, bool) or isinstance(end, bool)
+        ):
             self._bad("timestamp_not_a_number")
         else:
             args = begin.get("args")
