@@ -9,6 +9,7 @@ less time than 6). The file appears atomically (temp file, fsync, rename).
 
 from __future__ import annotations
 
+import gc
 import gzip
 import queue
 import threading
@@ -35,7 +36,7 @@ def write_inferscope(
     """Write ``path`` (gzipped JSON) and return the constraint check of what was written."""
     conv = InferScopeConverter(trace, created)
     validator = Validator()
-    with atomic_writer(path) as raw, _background_gzip(raw) as put:
+    with _no_cyclic_gc(), atomic_writer(path) as raw, _background_gzip(raw) as put:
         put(orjson.dumps(conv.header())[:-1] + b',"events":[')
         sep = b""
         for chunk in conv.event_chunks():
@@ -46,6 +47,20 @@ def write_inferscope(
         relationships = conv.relationships()
         put(b'],"relationships":' + orjson.dumps(relationships) + b"}")
     return validator.finish(relationships["scopes"])
+
+
+@contextmanager
+def _no_cyclic_gc() -> Iterator[None]:
+    """Pause the cycle collector while event dicts are built: they hold no cycles, yet each
+    burst of allocations triggers collections that re-scan the whole heap (half the
+    building time on a 100k-event trace). Reference counting still frees everything."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 @contextmanager

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from kerneltracer.analysis.timeline.bottleneck import analyze_steps, analyze_trace, categorize
+from kerneltracer.analysis.timeline.forked import ForkedCall
 from kerneltracer.analysis.timeline.gpu_breakdown import (
     KernelBreakdown,
     TemporalBreakdown,
@@ -52,10 +53,13 @@ def analyze_file(
     ``strict`` any malformed event is an error instead of a counted, dropped event.
     """
     trace = load_chrome_trace(path, strict=strict)
+    writer: ForkedCall[ValidationReport] | None = None
+    if inferscope_file is not None:
+        target = inferscope_file
+        writer = ForkedCall(lambda: write_inferscope(trace, target))
     cats = categorize(trace)
     work = select_gpu_work(trace, include_last_step=include_last_step)
-    validation = write_inferscope(trace, inferscope_file) if inferscope_file else None
-    return TraceAnalysis(
+    analysis = TraceAnalysis(
         trace=trace,
         rank=trace.rank if trace.rank is not None else (rank or 0),
         bottleneck=analyze_trace(trace, cats),
@@ -64,8 +68,11 @@ def analyze_file(
         per_device=per_device_temporal(work),
         kernels=kernel_breakdown(work, trace.names),
         inferscope_file=inferscope_file,
-        validation=validation,
+        validation=None,
     )
+    if writer is not None:
+        analysis.validation = writer.result()
+    return analysis
 
 
 def rank_row(a: TraceAnalysis) -> RankRow:
