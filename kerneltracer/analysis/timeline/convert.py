@@ -26,8 +26,10 @@ from kerneltracer.analysis.timeline.categories import (
 )
 from kerneltracer.analysis.timeline.cpu_calls import CpuCallBuilder
 from kerneltracer.analysis.timeline.loader import PH_COMPLETE, ChromeTrace
-from kerneltracer.analysis.timeline.schema import FORMAT_VERSION
 
+# The InferScope file format written here (schema.py models it; kept out of that module so
+# that converting does not import pydantic).
+FORMAT_VERSION = "1.0"
 # Kineto timestamps are µs since the epoch unless the trace gives a base time; anything
 # smaller than this (year 2001) is taken as relative and gets no wall clock.
 _EPOCH_US_FLOOR = 1e15

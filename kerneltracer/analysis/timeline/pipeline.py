@@ -5,23 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kerneltracer.analysis.timeline.bottleneck import analyze_steps, analyze_trace, categorize
 from kerneltracer.analysis.timeline.forked import ForkedCall
-from kerneltracer.analysis.timeline.gpu_breakdown import (
-    KernelBreakdown,
-    TemporalBreakdown,
-    kernel_breakdown,
-    per_device_temporal,
-    select_gpu_work,
-    temporal_breakdown,
-)
 from kerneltracer.analysis.timeline.inferscope_file import write_inferscope
 from kerneltracer.analysis.timeline.loader import ChromeTrace, count_text, load_chrome_trace
 from kerneltracer.analysis.timeline.ranks import RankRow
-from kerneltracer.analysis.timeline.results import BottleneckResult, StepResult
 from kerneltracer.analysis.timeline.validate import ValidationReport
+
+if TYPE_CHECKING:
+    from kerneltracer.analysis.timeline.gpu_breakdown import KernelBreakdown, TemporalBreakdown
+    from kerneltracer.analysis.timeline.results import BottleneckResult, StepResult
 
 REPORT_VERSION = "1.0"
 
@@ -57,6 +51,19 @@ def analyze_file(
     if inferscope_file is not None:
         target = inferscope_file
         writer = ForkedCall(lambda: write_inferscope(trace, target))
+    # Imported only now (pydantic models, ~0.2 s): while the child writes the file.
+    from kerneltracer.analysis.timeline.bottleneck import (
+        analyze_steps,
+        analyze_trace,
+        categorize,
+    )
+    from kerneltracer.analysis.timeline.gpu_breakdown import (
+        kernel_breakdown,
+        per_device_temporal,
+        select_gpu_work,
+        temporal_breakdown,
+    )
+
     cats = categorize(trace)
     work = select_gpu_work(trace, include_last_step=include_last_step)
     analysis = TraceAnalysis(

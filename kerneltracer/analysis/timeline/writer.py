@@ -14,7 +14,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from kerneltracer.analysis.timeline.html import render_html, timeline_lanes
 from kerneltracer.analysis.timeline.markdown import render_markdown, render_rank_summary
 from kerneltracer.analysis.timeline.pipeline import (
     TraceAnalysis,
@@ -40,6 +39,9 @@ def trace_stem(path: Path) -> str:
 
 
 def write_trace_reports(a: TraceAnalysis, out_dir: Path) -> list[Path]:
+    # jinja2 is imported late so that its import overlaps the forked InferScope writer.
+    from kerneltracer.analysis.timeline.html import render_html, timeline_lanes
+
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     outputs: dict[str, str] = {}
