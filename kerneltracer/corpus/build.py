@@ -18,6 +18,7 @@ from kerneltracer.corpus.model import (
     Corpus,
     CorpusProblem,
     Signature,
+    merge_kwargs,
     merge_ranges,
     signature_id,
 )
@@ -103,7 +104,7 @@ def _add(table: dict[str, Signature], model: str, row: Any) -> None:
         sig = table[sid] = Signature(sid, op, inputs, kwargs, outputs)
     else:
         sig.inputs = merge_ranges(sig.inputs, inputs)
-        sig.kwargs = merge_ranges(sig.kwargs, kwargs)
+        sig.kwargs = merge_kwargs(sig.kwargs, kwargs)
     sig.phase_calls[phase] = sig.phase_calls.get(phase, 0) + count
     sig.model_calls[model] = sig.model_calls.get(model, 0) + count
     for path, calls in (row.get("modules") or {}).items():

@@ -25,7 +25,7 @@ PHASES = ("forward", "backward")
 
 
 def is_tensor(value: Any) -> bool:
-    return isinstance(value, dict) and "shape" in value and TAG not in value
+    return isinstance(value, dict) and "shape" in value and "dtype" in value and TAG not in value
 
 
 def strip_ranges(value: Any) -> Any:
@@ -59,7 +59,13 @@ def merge_ranges(into: Any, other: Any) -> Any:
 
 
 def signature_id(op: str, inputs: list[Any], kwargs: dict[str, Any]) -> str:
-    return stable_hash([op, strip_ranges(inputs), strip_ranges(kwargs)])
+    # kwargs go key by key: a kwargs dict is never itself a tensor, whatever its keys
+    bare_kwargs = {k: strip_ranges(v) for k, v in kwargs.items()}
+    return stable_hash([op, strip_ranges(inputs), bare_kwargs])
+
+
+def merge_kwargs(into: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
+    return {k: merge_ranges(v, other.get(k)) for k, v in into.items()}
 
 
 def overload_packet(op: str) -> str:

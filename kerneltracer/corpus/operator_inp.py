@@ -133,7 +133,8 @@ def format_entry(entry: Entry) -> str:
     args = ", ".join(format_value(a) for a in entry.args)
     if len(entry.args) == 1:
         args += ","
-    return f"{COUNT}{entry.count}, (({args}), {format_value(entry.kwargs)})"
+    kwargs = ", ".join(f"{_quote(str(k))}: {format_value(v)}" for k, v in entry.kwargs.items())
+    return f"{COUNT}{entry.count}, (({args}), {{{kwargs}}})"
 
 
 def format_log(blocks: list[tuple[str, list[Entry]]]) -> str:
@@ -195,12 +196,12 @@ def parse_entry(line: str) -> Entry:
     p.expect("(")
     args = p.sequence("(", ")") if p.peek("(") else p.fail("expected the argument tuple")
     p.expect(", ")
-    kwargs = p.value()
+    if not p.peek("{"):
+        p.fail("expected the keyword argument dict")
+    kwargs = p.mapping()
     p.expect(")")
     if p.pos != len(line):
         p.fail("trailing text")
-    if not isinstance(kwargs, dict) or TAG in kwargs:
-        p.fail("keyword arguments are not a dict")
     return Entry(count, args, kwargs)
 
 
