@@ -82,7 +82,7 @@ class Signature:
     op: str
     inputs: list[Any]
     kwargs: dict[str, Any]
-    outputs: list[Any]
+    outputs: list[Any] | None  # None: not recorded (an operator_inp log)
     phase_calls: dict[str, int] = field(default_factory=dict)
     model_calls: dict[str, int] = field(default_factory=dict)
     modules: dict[str, int] = field(default_factory=dict)  # module path -> calls, capped
