@@ -34,6 +34,12 @@ FAILURES_SHOWN = 50
     help="Output directory (default: replay/ beside the corpus).",
 )
 @click.option("--strict", is_flag=True, help="Fail on any malformed line of an operator_inp log.")
+@click.option(
+    "--import",
+    "imports",
+    multiple=True,
+    help="Module the workers import first (a backend extension or custom ops); repeatable.",
+)
 def replay(
     corpus_path: Path,
     device: str,
@@ -45,6 +51,7 @@ def replay(
     threads: int,
     out_dir: Path | None,
     strict: bool,
+    imports: tuple[str, ...],
 ) -> None:
     """Replay a corpus: build inputs, run each op, check output shapes, time it.
 
@@ -55,6 +62,7 @@ def replay(
     replay.csv, replay_models.csv (estimated share of each model's op time) and replay.json.
     Exits 1 when any signature did not replay.
     """
+    from kerneltracer.cli.options import split_values
     from kerneltracer.corpus.replay import ReplayOptions, select
     from kerneltracer.corpus.replay import replay as run_replay
     from kerneltracer.corpus.replay_export import write_replay
@@ -72,6 +80,7 @@ def replay(
         batch_size=batch_size,
         timeout_s=timeout_s,
         threads=threads or None,
+        imports=tuple(split_values(imports)),
     )
     base = corpus_path if corpus_path.is_dir() else corpus_path.parent
     out = out_dir if out_dir is not None else base / "replay"

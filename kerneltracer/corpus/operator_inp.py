@@ -380,7 +380,7 @@ def _is_int(token: str) -> bool:
 
 
 def _torch_tag(name: str) -> str:
-    if name.endswith("_format"):
+    if name.endswith("_format") or name.startswith("channels_last"):
         return "memory_format"
     if name == "strided" or name.startswith("sparse_") or name in ("jagged", "_mkldnn"):
         return "layout"

@@ -25,11 +25,12 @@ from typing import Any
 import orjson
 
 from kerneltracer.corpus.model import Signature
-from kerneltracer.errors import UsageError
+from kerneltracer.errors import KernelTracerError, UsageError
 
 DEVICES = ("cpu", "cuda")
 STATUSES = ("ok", "mismatch", "failed", "crashed", "timeout")
 POLL_S = 0.02
+STARTUP_S = 300.0  # a worker's imports on a loaded machine, before the first op starts
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,9 @@ class ReplayOptions:
     timeout_s: float = 60.0  # per signature
     threads: int | None = 1  # torch intra-op threads in the worker (None: torch's default)
     python: str = sys.executable
+    # Modules the worker imports first: a backend's extension that registers its kernels
+    # (PrivateUse1) or custom ops, so their signatures resolve.
+    imports: tuple[str, ...] = ()
 
 
 @dataclass
@@ -119,6 +123,7 @@ def _run_worker(
         "device": options.device,
         "repeats": options.repeats,
         "threads": options.threads,
+        "imports": list(options.imports),
         "signatures": [
             {
                 "sig_id": s.sig_id,
@@ -138,6 +143,12 @@ def _run_worker(
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
         ended = _watch(proc, out, options.timeout_s)
     lines = [orjson.loads(line) for line in out.read_bytes().splitlines() if line.strip()]
+    if not lines and ended is None:
+        # It died before its first op (a bad --import, a broken torch): every worker would.
+        raise KernelTracerError(
+            f"replay worker could not start: {_exit_reason(proc.returncode, log)}"
+        )
+    lines = [row for row in lines if "worker" not in row]
     done = [_result(sig, row) for sig, row in zip(batch, lines, strict=False)]
     if ended is None and len(done) < len(batch):
         ended = ("crashed", _exit_reason(proc.returncode, log))
@@ -151,8 +162,10 @@ def _watch(proc: subprocess.Popen[bytes], out: Path, timeout_s: float) -> tuple[
         now_size = out.stat().st_size
         if now_size != size:
             size, last = now_size, time.monotonic()
-        elif time.monotonic() - last > timeout_s:
+        elif time.monotonic() - last > (timeout_s if size else STARTUP_S):
             _kill(proc)
+            if not size:
+                return ("crashed", f"worker did not start within {STARTUP_S:g} s")
             return ("timeout", f"no result after {timeout_s:g} s")
     return None
 
