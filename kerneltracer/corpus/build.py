@@ -18,9 +18,10 @@ from kerneltracer.corpus.model import (
     Corpus,
     CorpusProblem,
     Signature,
+    id_of_key,
     merge_kwargs,
     merge_ranges,
-    signature_id,
+    signature_key,
 )
 from kerneltracer.coverage.scan import InputProblem, JobRef, iter_job_refs
 from kerneltracer.jobs import JOBS_DIR
@@ -40,7 +41,7 @@ def build_corpus(run_dir: Path) -> Corpus:
 
 
 def corpus_from_refs(refs: Iterable[JobRef | InputProblem]) -> Corpus:
-    table: dict[str, Signature] = {}
+    table: dict[bytes, Signature] = {}
     models: set[str] = set()
     problems: list[CorpusProblem] = []
     not_ok: list[tuple[str, str]] = []
@@ -62,9 +63,9 @@ def corpus_from_refs(refs: Iterable[JobRef | InputProblem]) -> Corpus:
             problems.append(CorpusProblem(ref.model, where, f"unreadable ({exc.strerror or exc})"))
             continue
         models.add(ref.model)
-        for lineno, row in _rows(lines):
+        for lineno, row, ranged in _rows(lines):
             try:
-                _add(table, ref.model, row)
+                _add(table, ref.model, row, ranged)
             except _RowError as exc:
                 where = f"{JOBS_DIR}/{ref.key}/{rel}:{lineno}"
                 problems.append(CorpusProblem(ref.model, where, str(exc)))
@@ -76,17 +77,19 @@ def _ops_rel(ref: JobRef) -> str:
     return next((o for o in ref.outputs if o == OPS_FILE or o.endswith(f"/{OPS_FILE}")), OPS_FILE)
 
 
-def _rows(lines: list[bytes]) -> Iterator[tuple[int, Any]]:
+def _rows(lines: list[bytes]) -> Iterator[tuple[int, Any, bool]]:
+    """(line number, parsed row, whether it may hold integer ranges) per non-blank line."""
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            yield n, orjson.loads(line)
+            # Most rows have no integer tensor: skip stripping and merging ranges for them.
+            yield n, orjson.loads(line), b'"min"' in line
         except orjson.JSONDecodeError:
-            yield n, None
+            yield n, None, False
 
 
-def _add(table: dict[str, Signature], model: str, row: Any) -> None:
+def _add(table: dict[bytes, Signature], model: str, row: Any, ranged: bool = True) -> None:
     if not isinstance(row, dict):
         raise _RowError("not a JSON object")
     try:
@@ -98,11 +101,11 @@ def _add(table: dict[str, Signature], model: str, row: Any) -> None:
         raise _RowError(f"count is not a non-negative integer: {count!r}")
     if not isinstance(inputs, list) or not isinstance(kwargs, dict):
         raise _RowError("inputs is not a list or kwargs not an object")
-    sid = signature_id(op, inputs, kwargs)
-    sig = table.get(sid)
+    key = signature_key(op, inputs, kwargs, ranged)
+    sig = table.get(key)
     if sig is None:
-        sig = table[sid] = Signature(sid, op, inputs, kwargs, outputs)
-    else:
+        sig = table[key] = Signature(id_of_key(key), op, inputs, kwargs, outputs)
+    elif ranged:
         sig.inputs = merge_ranges(sig.inputs, inputs)
         sig.kwargs = merge_kwargs(sig.kwargs, kwargs)
     sig.phase_calls[phase] = sig.phase_calls.get(phase, 0) + count

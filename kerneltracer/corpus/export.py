@@ -9,12 +9,13 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from kerneltracer.corpus.model import Corpus, Signature
-from kerneltracer.corpus.operator_inp import Entry, format_entry, format_log
+from kerneltracer.corpus.operator_inp import COUNT, format_call, format_lines
 from kerneltracer.corpus.schema import PARQUET, to_table
 from kerneltracer.jsonio import atomic_write_json, atomic_write_text, atomic_writer
 
@@ -29,13 +30,13 @@ def model_file_name(model: str) -> str:
     return (safe or "model") + ".txt"
 
 
-def _blocks(sigs: list[Signature], model: str | None) -> list[tuple[str, list[Entry]]]:
-    blocks: dict[str, list[Entry]] = {}
+def _log(sigs: list[Signature], calls: dict[str, str], model: str | None) -> str:
+    blocks: dict[str, list[str]] = {}
     for s in sigs:
         count = s.calls if model is None else s.model_calls.get(model, 0)
         if count:
-            blocks.setdefault(s.op, []).append(Entry(count, s.inputs, s.kwargs))
-    return list(blocks.items())
+            blocks.setdefault(s.op, []).append(f"{COUNT}{count}, {calls[s.sig_id]}")
+    return format_lines(list(blocks.items()))
 
 
 def write_corpus(corpus: Corpus, out_dir: Path) -> list[Path]:
@@ -43,19 +44,22 @@ def write_corpus(corpus: Corpus, out_dir: Path) -> list[Path]:
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    lines = [format_entry(Entry(s.calls, s.inputs, s.kwargs)) for s in corpus.signatures]
+    calls = {s.sig_id: format_call(s.inputs, s.kwargs) for s in corpus.signatures}
+    lines = [f"{COUNT}{s.calls}, {calls[s.sig_id]}" for s in corpus.signatures]
     with atomic_writer(out_dir / PARQUET) as fh:
         pq.write_table(to_table(corpus.signatures, lines), fh, compression="zstd")
     written = [out_dir / PARQUET]
-    atomic_write_text(out_dir / ALL_LOG, format_log(_blocks(corpus.signatures, None)))
+    atomic_write_text(out_dir / ALL_LOG, _log(corpus.signatures, calls, None))
     written.append(out_dir / ALL_LOG)
     logs = out_dir / MODEL_LOGS
     logs.mkdir(exist_ok=True)
     keep = set()
-    for model in corpus.models:
+    for model, sigs in corpus.by_model().items():
         name = model_file_name(model)
+        if name in keep:  # "org/m" and "org-m" sanitise alike: keep both logs
+            name = f"{name[:-4]}-{hashlib.sha256(model.encode()).hexdigest()[:8]}.txt"
         keep.add(name)
-        atomic_write_text(logs / name, format_log(_blocks(corpus.signatures, model)))
+        atomic_write_text(logs / name, _log(sigs, calls, model))
         written.append(logs / name)
     for stale in logs.glob("*.txt"):  # a model no longer in the run
         if stale.name not in keep:

@@ -14,10 +14,11 @@ is the same signature, and its range grows to cover both.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from kerneltracer.jsonio import stable_hash
+import orjson
 
 RANGE_KEYS = ("min", "max")
 TAG = "$"
@@ -58,10 +59,21 @@ def merge_ranges(into: Any, other: Any) -> Any:
     return into
 
 
+def signature_key(op: str, inputs: list[Any], kwargs: dict[str, Any], ranges: bool = True) -> bytes:
+    """Canonical bytes of a signature; ``ranges=False`` when the values have none to strip."""
+    if ranges:
+        inputs = strip_ranges(inputs)
+        # kwargs go key by key: a kwargs dict is never itself a tensor, whatever its keys
+        kwargs = {k: strip_ranges(v) for k, v in kwargs.items()}
+    return orjson.dumps([op, inputs, kwargs], option=orjson.OPT_SORT_KEYS)
+
+
+def id_of_key(key: bytes) -> str:
+    return hashlib.sha256(key).hexdigest()[:16]
+
+
 def signature_id(op: str, inputs: list[Any], kwargs: dict[str, Any]) -> str:
-    # kwargs go key by key: a kwargs dict is never itself a tensor, whatever its keys
-    bare_kwargs = {k: strip_ranges(v) for k, v in kwargs.items()}
-    return stable_hash([op, strip_ranges(inputs), bare_kwargs])
+    return id_of_key(signature_key(op, inputs, kwargs))
 
 
 def merge_kwargs(into: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:

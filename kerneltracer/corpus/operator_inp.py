@@ -129,19 +129,29 @@ def _quote(text: str) -> str:
     return f"'{escaped}'"
 
 
+def format_call(args: list[Any], kwargs: dict[str, Any]) -> str:
+    """``((args), {kwargs})``: the part of a ``cnt`` line after the count."""
+    text = ", ".join(format_value(a) for a in args)
+    if len(args) == 1:
+        text += ","
+    kw = ", ".join(f"{_quote(str(k))}: {format_value(v)}" for k, v in kwargs.items())
+    return f"(({text}), {{{kw}}})"
+
+
 def format_entry(entry: Entry) -> str:
-    args = ", ".join(format_value(a) for a in entry.args)
-    if len(entry.args) == 1:
-        args += ","
-    kwargs = ", ".join(f"{_quote(str(k))}: {format_value(v)}" for k, v in entry.kwargs.items())
-    return f"{COUNT}{entry.count}, (({args}), {{{kwargs}}})"
+    return f"{COUNT}{entry.count}, {format_call(entry.args, entry.kwargs)}"
 
 
 def format_log(blocks: list[tuple[str, list[Entry]]]) -> str:
+    return format_lines([(op, [format_entry(e) for e in entries]) for op, entries in blocks])
+
+
+def format_lines(blocks: list[tuple[str, list[str]]]) -> str:
+    """A log from already formatted ``cnt`` lines (a corpus formats each call once)."""
     lines = []
     for op, entries in blocks:
         lines.append(OPERATOR + op)
-        lines.extend(format_entry(e) for e in entries)
+        lines.extend(entries)
     return "".join(line + "\n" for line in lines)
 
 
