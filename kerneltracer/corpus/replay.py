@@ -94,20 +94,23 @@ def replay(
     results: list[ReplayResult] = []
     with tempfile.TemporaryDirectory(prefix="kt-replay-") as tmp:
         for start in range(0, len(sigs), options.batch_size):
-            for result in _run_batch(sigs[start : start + options.batch_size], options, Path(tmp)):
+            batch = sigs[start : start + options.batch_size]
+            for result in _run_batch(batch, options, Path(tmp) / f"batch-{start}"):
                 results.append(result)
                 if on_result is not None:
                     on_result(result)
     return results
 
 
-def _run_batch(batch: list[Signature], options: ReplayOptions, tmp: Path) -> Iterable[ReplayResult]:
+def _run_batch(
+    batch: list[Signature], options: ReplayOptions, stem: Path
+) -> Iterable[ReplayResult]:
     pending = list(batch)
     attempt = 0
     while pending:
         attempt += 1
-        out = tmp / f"results-{id(pending)}-{attempt}.jsonl"
-        done, ended = _run_worker(pending, options, tmp / f"batch-{attempt}.json", out)
+        out = Path(f"{stem}-{attempt}.results.jsonl")
+        done, ended = _run_worker(pending, options, Path(f"{stem}-{attempt}.json"), out)
         yield from done
         pending = pending[len(done) :]
         if pending and ended is not None:
@@ -124,6 +127,7 @@ def _run_worker(
         "repeats": options.repeats,
         "threads": options.threads,
         "imports": list(options.imports),
+        "parent": os.getpid(),
         "signatures": [
             {
                 "sig_id": s.sig_id,
@@ -141,7 +145,11 @@ def _run_worker(
     log = out.with_suffix(".log")
     with log.open("wb") as err:  # a file, not a pipe: a chatty op must not block on it
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
-        ended = _watch(proc, out, options.timeout_s)
+        try:
+            ended = _watch(proc, out, options.timeout_s)
+        except BaseException:  # interrupted: the worker goes with us
+            _kill(proc)
+            raise
     lines = [orjson.loads(line) for line in out.read_bytes().splitlines() if line.strip()]
     if not lines and ended is None:
         # It died before its first op (a bad --import, a broken torch): every worker would.

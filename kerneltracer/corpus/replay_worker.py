@@ -28,6 +28,7 @@ def main(argv: list[str]) -> int:
     import torch
 
     batch = orjson.loads(Path(argv[0]).read_bytes())
+    _die_with_parent(batch.get("parent"))
     for module in batch.get("imports") or []:
         importlib.import_module(module)
     device = torch.device(batch["device"])
@@ -42,6 +43,20 @@ def main(argv: list[str]) -> int:
             out.write(orjson.dumps(result) + b"\n")
             out.flush()
     return 0
+
+
+def _die_with_parent(parent: int | None) -> None:
+    """A replay killed hard (SIGKILL) must not leave a worker stuck in a hanging op."""
+    if parent is None or not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import os
+    import signal
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent died before the signal was armed
+        sys.exit(1)
 
 
 def replay_one(item: dict[str, Any], device: Any, repeats: int) -> dict[str, Any]:
