@@ -2,11 +2,16 @@
 
 Each measurement runs in its own subprocess (fresh interpreter, imports included) so that
 peak memory is clean; the parent samples the RSS of the worker's whole process tree (HTA
-parses in a forked pool worker) with psutil. Ours and HTA's runs are interleaved, and the
-medians of several runs are reported with their ratios.
+parses in a forked pool worker) with psutil. Three sides, interleaved (order rotated every
+run), medians of several runs reported with their ratios to HTA:
+
+- ``ours``: our load + temporal and kernel breakdowns (what HTA computes);
+- ``cli``: the default ``kerneltracer timeline TRACE -o OUT`` end to end (bottleneck
+  analysis, per-step analysis, JSON/Markdown/HTML reports and the InferScope file);
+- ``hta``: HTA's TraceAnalysis load + temporal breakdown + kernel breakdown.
 
     .venv/bin/python bench/bench_timeline.py                 # largest testdata trace + 1M events
-    .venv/bin/python bench/bench_timeline.py --runs 5 --json out.json
+    .venv/bin/python bench/bench_timeline.py --runs 5 --events 0 --json out.json
 """
 
 from __future__ import annotations
@@ -83,9 +88,19 @@ def _worker_hta(path: str) -> dict[str, Any]:
 
 
 # -- parent side ----------------------------------------------------------------------------
+def _cli_command(trace: Path, out: Path) -> list[str]:
+    return [sys.executable, "-m", "kerneltracer.cli.main", "timeline", str(trace), "-o", str(out)]
+
+
 def measure(side: str, trace: Path) -> dict[str, Any]:
     """Run one worker; wall time and the peak RSS of its process tree, sampled every 10 ms."""
-    cmd = [sys.executable, __file__, "--worker", side, str(trace)]
+    with tempfile.TemporaryDirectory(prefix="bench_timeline_cli_") as out:
+        if side == "cli":
+            return _run(_cli_command(trace, Path(out) / "out"), side, trace)
+        return _run([sys.executable, __file__, "--worker", side, str(trace)], side, trace)
+
+
+def _run(cmd: list[str], side: str, trace: Path) -> dict[str, Any]:
     start = time.perf_counter()
     proc = psutil.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=REPO)
     peak = 0
@@ -100,6 +115,8 @@ def measure(side: str, trace: Path) -> dict[str, Any]:
     out = proc.stdout.read() if proc.stdout else b""
     if proc.returncode != 0:
         raise SystemExit(f"{side} worker failed on {trace} (exit {proc.returncode})")
+    if side == "cli":  # no inner timings: the whole command is the measurement
+        return {"wall_s": wall, "peak_rss_mb": peak / 2**20, "analysis_s": wall, "import_s": 0.0}
     result = json.loads(out.decode().strip().splitlines()[-1])
     return {"wall_s": wall, "peak_rss_mb": peak / 2**20, **result}
 
@@ -149,9 +166,10 @@ def _count_events(trace: Path) -> int:
 
 
 def bench(trace: Path, runs: int) -> dict[str, Any]:
-    rows: dict[str, list[dict[str, Any]]] = {"ours": [], "hta": []}
+    sides = ["ours", "cli", "hta"]
+    rows: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
     for i in range(runs):
-        order = ("ours", "hta") if i % 2 == 0 else ("hta", "ours")
+        order = sides[i % 3 :] + sides[: i % 3]  # rotate: no side always runs first
         for side in order:
             rows[side].append(measure(side, trace))
             print(
@@ -175,6 +193,7 @@ def bench(trace: Path, runs: int) -> dict[str, Any]:
             k: med(side, k) for k in ("wall_s", "analysis_s", "import_s", "peak_rss_mb")
         }
     summary["speedup_wall"] = summary["hta"]["wall_s"] / summary["ours"]["wall_s"]
+    summary["cli_ratio"] = summary["cli"]["wall_s"] / summary["hta"]["wall_s"]
     summary["speedup_analysis"] = summary["hta"]["analysis_s"] / summary["ours"]["analysis_s"]
     summary["rss_ratio"] = summary["ours"]["peak_rss_mb"] / summary["hta"]["peak_rss_mb"]
     o, h = rows["ours"][0], rows["hta"][0]
@@ -202,18 +221,22 @@ def main() -> None:
         raise SystemExit(f"test data not found: {LARGEST} (set KT_TESTDATA)")
     results = []
     with tempfile.TemporaryDirectory(prefix="bench_timeline_") as tmp:
-        big = make_repeated(LARGEST, args.events, Path(tmp) / "repeated_1m.json.gz")
-        for trace in (LARGEST, big):
+        traces = [LARGEST]
+        if args.events:
+            traces.append(make_repeated(LARGEST, args.events, Path(tmp) / "repeated_1m.json.gz"))
+        for trace in traces:
             print(f"{trace.name}:", file=sys.stderr)
             results.append(bench(trace, args.runs))
     print(
         f"{'trace':24s} {'events':>9s} {'ours s':>8s} {'HTA s':>8s} {'speedup':>8s} "
+        f"{'cli s':>7s} {'cli/HTA':>7s} "
         f"{'ours MB':>8s} {'HTA MB':>8s} {'mem ratio':>9s} {'max Δpp':>8s}"
     )
     for r in results:
         print(
             f"{r['trace'][:24]:24s} {r['events']:9d} "
             f"{r['ours']['wall_s']:8.2f} {r['hta']['wall_s']:8.2f} {r['speedup_wall']:7.1f}x "
+            f"{r['cli']['wall_s']:7.2f} {r['cli_ratio']:7.2f} "
             f"{r['ours']['peak_rss_mb']:8.0f} {r['hta']['peak_rss_mb']:8.0f} "
             f"{r['rss_ratio']:9.2f} {r['max_pct_diff']:8.2f}"
         )

@@ -22,6 +22,9 @@ from kerneltracer.tracers.registry import FRAMEWORKS, TRACERS
 
 Framework = Literal["huggingface", "vllm"]
 Mode = Literal["eval", "train"]
+# What an eval step of a generating model runs: the prompt's forward, one decode step with
+# a KV cache, or generate() for new_tokens tokens.
+Phase = Literal["prefill", "decode", "generate"]
 DType = Literal["auto", "float32", "float16", "bfloat16"]
 
 # Hub ids: "name" or "org/name" of [A-Za-z0-9._-], no "..", "--", leading dot or slash.
@@ -40,6 +43,14 @@ class JobSettings(_Strict):
 
     framework: Framework = "huggingface"
     mode: Mode = "eval"
+    phase: Phase = Field(
+        "prefill",
+        description="prefill: one forward over seq_len tokens; decode: one token attending to a "
+        "KV cache (key length seq_len); generate: generate() for new_tokens tokens",
+    )
+    new_tokens: int = Field(
+        8, ge=1, le=4096, description="Tokens generate() makes (phase generate)"
+    )
     device: str = Field("auto", description="auto, cpu, cuda or cuda:N")
     dtype: DType = "auto"
     tracers: list[str] | None = Field(
@@ -70,6 +81,8 @@ class ModelEntry(_Strict):
     name: str | None = Field(None, description="Display name; also names the model's run sub-dir")
     framework: Framework | None = None
     mode: Mode | None = None
+    phase: Phase | None = None
+    new_tokens: int | None = Field(None, ge=1, le=4096)
     device: str | None = None
     dtype: DType | None = None
     tracers: list[str] | None = None
@@ -133,7 +146,13 @@ class SlurmSettings(_Strict):
     partition: str | None = None
     account: str | None = None
     qos: str | None = None
-    cpus_per_task: int = Field(4, ge=1, le=4096)
+    cpus_per_task: int = Field(
+        4,
+        ge=1,
+        le=4096,
+        description="CPUs per task; when not set: min(4, the partition's largest node), "
+        "and a value no node of the partition has is refused before submitting",
+    )
     mem: str | None = Field(None, description="Memory per task, e.g. 32G (default: the cluster's)")
     gpus: int = Field(0, ge=0, le=64, description="GPUs per task (--gres=gpu:N)")
     jobs: int = Field(1, ge=1, le=512, description="Workers per task (`run -j`)")

@@ -48,7 +48,8 @@ class ModelRef(BaseModel):
 class JobSpec(BaseModel):
     model_config = ConfigDict(frozen=True)
 
-    key: str  # "<model slug>/<tracer>[.train]", unique in a run, also the job dir under jobs/
+    # "<model slug>/<tracer>[.train][.decode|.generate]": unique in a run, the job dir too.
+    key: str
     model: ModelRef
     tracer: str
     tracer_version: str
@@ -62,6 +63,8 @@ class JobSpec(BaseModel):
     options: dict[str, Any]
     timeout_s: float
     max_rss_gb: float | None
+    phase: str = "prefill"
+    new_tokens: int = 8
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> JobSpec:
         # A copy must not inherit hashes cached from the fields it changes.
@@ -91,6 +94,9 @@ class JobSpec(BaseModel):
             "batch_size": self.batch_size,
             "seq_len": self.seq_len,
             "options_hash": self.options_hash,
+            # Only when not the default, so runs from before phases existed stay complete.
+            **({"phase": self.phase} if self.phase != "prefill" else {}),
+            **({"new_tokens": self.new_tokens} if self.phase == "generate" else {}),
         }
 
     @cached_property
@@ -142,8 +148,10 @@ def plan_jobs(
             if cache_key not in validated:
                 validated[cache_key] = cls.Options.model_validate(raw).model_dump(mode="json")
             options = validated[cache_key]
-            key = f"{model.slug}/{tracer}" + (
-                "" if settings.mode == "eval" else f".{settings.mode}"
+            key = (
+                f"{model.slug}/{tracer}"
+                + ("" if settings.mode == "eval" else f".{settings.mode}")
+                + ("" if settings.phase == "prefill" else f".{settings.phase}")
             )
             if key in seen:
                 raise ConfigError(
@@ -169,6 +177,8 @@ def plan_jobs(
                     options=options,
                     timeout_s=settings.timeout_s,
                     max_rss_gb=settings.max_rss_gb,
+                    phase=settings.phase,
+                    new_tokens=settings.new_tokens,
                 )
             )
     return jobs

@@ -79,6 +79,7 @@ class TraceStatus(BaseModel):
     device: str
     resolved_device: str | None = None
     mode: str
+    phase: str = "prefill"
     dtype: str
     options_hash: str
     started_at: str | None = None
@@ -97,6 +98,8 @@ class TraceStatus(BaseModel):
     pid: int | None = None
     outputs: list[OutputFile] = []
     summary: dict[str, Any] = {}
+    # The example inputs the worker built: name, kind, shape, dtype (+ cache details).
+    inputs: list[dict[str, Any]] = []
 
 
 def now_iso() -> str:
@@ -117,6 +120,7 @@ def base_status(job: JobSpec, attempt: str, status: JobStatus, **fields: Any) ->
         "framework": job.framework,
         "device": job.device,
         "mode": job.mode,
+        "phase": job.phase,
         "dtype": job.dtype,
         "options_hash": job.options_hash,
         "host": socket.gethostname(),

@@ -17,7 +17,12 @@ import click
     help="Output directory (default: RUN_DIR/report/coverage/).",
 )
 @click.option("--top", default=10, show_default=True, help="How many top ops by time to print.")
-def coverage(run_dir: Path, out_dir: Path | None, top: int) -> None:
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Fail (exit 1, nothing written) on any unreadable input or malformed row.",
+)
+def coverage(run_dir: Path, out_dir: Path | None, top: int, strict: bool) -> None:
     """Which ops each model runs: coverage of every ok torch_dispatch / profiler job.
 
     Writes coverage.csv (long: op,model,source,calls,signatures,self_time_us),
@@ -26,12 +31,23 @@ def coverage(run_dir: Path, out_dir: Path | None, top: int) -> None:
     inputs that cannot be read are listed and do not stop the others.
     """
     from kerneltracer.coverage import build_coverage, write_coverage
-    from kerneltracer.errors import RunDirError
+    from kerneltracer.errors import KernelTracerError, RunDirError
 
     if not run_dir.is_dir():
         raise RunDirError(f"run dir {run_dir} does not exist")
     out = out_dir if out_dir is not None else run_dir / "report" / "coverage"
     cov = build_coverage(run_dir)
+    for p in cov.problems:
+        click.echo(f"unreadable input: {p.path}: {p.reason}", err=True)
+    for b in cov.bad_rows:
+        kinds = ", ".join(f"{n} {k}" for k, n in sorted(b.counts.items()))
+        click.echo(f"malformed rows skipped: {b.path}: {b.total} ({kinds})", err=True)
+    if strict and (cov.problems or cov.bad_rows):
+        bad = sum(b.total for b in cov.bad_rows)
+        raise KernelTracerError(
+            f"--strict: {len(cov.problems)} unreadable input(s), {bad} malformed row(s); "
+            "nothing written"
+        )
     written = write_coverage(cov, out)
     click.echo(f"{len(cov.models)} model(s), {len(cov.jobs_read)} job(s) read")
     for source in cov.sources():
@@ -39,8 +55,6 @@ def coverage(run_dir: Path, out_dir: Path | None, top: int) -> None:
         click.echo(f"  {source}: {len(cov.ops(source))} op(s), {unique} used by one model only")
     if cov.not_ok:
         click.echo(f"{len(cov.not_ok)} job(s) left out (not ok)")
-    for p in cov.problems:
-        click.echo(f"unreadable input: {p.path}: {p.reason}", err=True)
     ranked = cov.top_ops_by_time(top)
     if ranked:
         click.echo("top ops by self time (summed over models):")

@@ -30,18 +30,43 @@ def fx() -> None:
     help="recompute: keep saved activations under this fraction of the original.",
 )  # fmt: skip
 @click.option("--device", default="cpu", show_default=True, help="cpu, cuda, cuda:1, ...")
-@click.option("--runs", type=click.IntRange(min=1), default=20, show_default=True,
-              help="Timed train steps per model (after --warmup).")
+@click.option(
+    "--runs",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="Timed train steps per model (after --warmup).",
+)
 @click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True)
-@click.option("--seq-len", type=click.IntRange(min=1), default=32, show_default=True,
-              help="Tokens per input for Hugging Face models.")
+@click.option(
+    "--seq-len",
+    type=click.IntRange(min=1),
+    default=32,
+    show_default=True,
+    help="Tokens per input for Hugging Face models.",
+)
 @click.option("--rtol", type=float, default=1e-5, show_default=True)
 @click.option("--atol", type=float, default=1e-6, show_default=True)
-@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
-              default=None, help="Also write the report as JSON here.")
-def optimize(model_spec: str, passes: tuple[str, ...], checkpoint_every: int | None,
-             memory_budget: float, device: str, runs: int, warmup: int, seq_len: int,
-             rtol: float, atol: float, json_path: Path | None) -> None:
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write the report as JSON here.",
+)
+def optimize(
+    model_spec: str,
+    passes: tuple[str, ...],
+    checkpoint_every: int | None,
+    memory_budget: float,
+    device: str,
+    runs: int,
+    warmup: int,
+    seq_len: int,
+    rtol: float,
+    atol: float,
+    json_path: Path | None,
+) -> None:
     """Optimise MODEL_SPEC, verify it, and print the benchmark report.
 
     MODEL_SPEC is a built-in test model (mlp, cnn_bn, resnet_block, redundant, deep,
@@ -60,8 +85,7 @@ def optimize(model_spec: str, passes: tuple[str, ...], checkpoint_every: int | N
         for name in split_values(passes)
     ]
     model, inputs = load_model(model_spec, seq_len=seq_len)
-    optimizer = GraphOptimizer(model, device=device, example_inputs=inputs, rtol=rtol,
-                               atol=atol)
+    optimizer = GraphOptimizer(model, device=device, example_inputs=inputs, rtol=rtol, atol=atol)
     optimizer.optimize(chosen)
     report = optimizer.benchmark(num_runs=runs, warmup=warmup, name=_display(model_spec, model))
     click.echo(report.format_text())
@@ -77,15 +101,17 @@ def _display(spec: str, model: object) -> str:
 
 
 @fx.command("redundancy")
-@click.argument("tables", nargs=-1, required=True,
-                type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument(
+    "tables", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path)
+)
 def redundancy(tables: tuple[Path, ...]) -> None:
     """List the redundant computations in FX node tables (graphs/graph_<i>.json)."""
     from kerneltracer.fx.passes.redundant_ops import analyze
 
     for path in tables:
         result = analyze(path)
-        click.echo(f"{path}: {len(result.duplicates)} redundant of {result.compute_nodes} "
-                   "compute nodes")
+        click.echo(
+            f"{path}: {len(result.duplicates)} redundant of {result.compute_nodes} compute nodes"
+        )
         for dup in result.duplicates:
             click.echo(f"  {dup.node} = {dup.same_as}  ({dup.target})")

@@ -24,3 +24,27 @@ def build_tiny(directory: Path, force: bool) -> None:
 
     for name, (path, built) in build_tiny_models(directory, force=force).items():
         click.echo(f"{'built' if built else 'present'}  {name}  {path}")
+
+
+@models.command("build-zoo")
+@click.argument("directory", type=click.Path(path_type=Path, file_okay=False), required=False)
+@click.option("--only", "names", multiple=True, help="Zoo entries to build (repeatable).")
+@click.option("--list", "list_only", is_flag=True, help="List the zoo's entries and exit.")
+def build_zoo(directory: Path | None, names: tuple[str, ...], list_only: bool) -> None:
+    """Write one tiny random-weight model per architecture of the zoo into DIRECTORY.
+
+    Decoders, encoders with every task head, encoder-decoders, MoE, state-space, vision,
+    audio and multimodal models, built offline from transformers configs (no tokenizers:
+    inputs are seeded random ids). Entries already built by this version are kept.
+    """
+    from kerneltracer.cli.options import split_values
+    from kerneltracer.tinyzoo import ZOO, build_zoo
+
+    if list_only:
+        for entry in ZOO:
+            click.echo(f"{entry.name:16} {entry.family:16} {entry.arch}")
+        return
+    if directory is None:
+        raise click.UsageError("give the DIRECTORY to build into (or --list)")
+    for path in build_zoo(directory, split_values(names) or None):
+        click.echo(f"{path.name:16} {path}")

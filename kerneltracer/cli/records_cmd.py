@@ -49,7 +49,8 @@ def records(
         raise UsageError(f"--prefix {prefix!r} must be a plain file-name prefix (no '/')")
     analysis = analyse(log)
     if analysis.bad_count:
-        click.echo(f"{log}: {analysis.bad_count} bad line(s) discarded:", err=True)
+        kinds = ", ".join(f"{n} {k}" for k, n in sorted(analysis.bad_kinds.items()))
+        click.echo(f"{log}: {analysis.bad_count} bad line(s) discarded ({kinds}):", err=True)
         for bad in analysis.bad_lines[:_SHOWN_BAD_LINES]:
             click.echo(f"  line {bad.line}: {bad.reason}", err=True)
         if analysis.bad_count > _SHOWN_BAD_LINES:

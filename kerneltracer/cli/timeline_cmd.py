@@ -29,8 +29,17 @@ from kerneltracer.errors import UsageError
     is_flag=True,
     help="Keep the last ProfilerStep in the GPU breakdowns (HTA drops it by default).",
 )
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Fail (exit 1, no reports) if any event is malformed instead of counting and dropping it.",
+)
 def timeline(
-    traces: tuple[Path, ...], out_dir: Path, no_inferscope: bool, include_last_step: bool
+    traces: tuple[Path, ...],
+    out_dir: Path,
+    no_inferscope: bool,
+    include_last_step: bool,
+    strict: bool,
 ) -> None:
     """Analyse chrome traces (torch.profiler / Kineto / vLLM, .json or .json.gz).
 
@@ -38,6 +47,8 @@ def timeline(
     report.json, report.md, report.html and inferscope_trace.json.gz; with several traces
     summary.md also names the stragglers.
     """
+    from kerneltracer.analysis.timeline.loader import count_text
+    from kerneltracer.analysis.timeline.pipeline import TraceAnalysis
     from kerneltracer.analysis.timeline.writer import run_timeline
 
     missing = [str(t) for t in traces if not t.is_file()]
@@ -49,12 +60,21 @@ def timeline(
     def progress(path: Path) -> None:
         click.echo(f"analysing {path}", err=True)
 
+    def counts(a: TraceAnalysis) -> None:
+        t = a.trace
+        line = f"  {len(t)} events used, {count_text(t.bad_events, 'malformed event')} dropped"
+        if t.skipped_events:
+            line += f", {count_text(t.skipped_events, 'unused event')} skipped"
+        click.echo(line, err=True)
+
     written = run_timeline(
         list(traces),
         out_dir,
         convert=not no_inferscope,
         include_last_step=include_last_step,
+        strict=strict,
         on_trace=progress,
+        on_analysed=counts,
     )
     summary = out_dir / "summary.md"
     click.echo(f"wrote {len(written)} files to {out_dir} (start with {summary})")

@@ -110,6 +110,7 @@ def summary(cov: Coverage, top: int = TOP_OPS) -> dict[str, Any]:
         "jobs_read": [{"model": m, "source": s} for m, s in cov.jobs_read],
         "not_ok": [{"model": m, "source": s, "status": st} for m, s, st in cov.not_ok],
         "problems": [asdict(p) for p in cov.problems],
+        "bad_rows": [asdict(b) for b in cov.bad_rows],
         "unique_ops": {s: cov.unique_ops(s) for s in sources},
         "top_ops_by_time": [{"op": op, "self_time_us": t} for op, t in cov.top_ops_by_time(top)],
     }

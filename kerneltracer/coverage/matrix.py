@@ -32,6 +32,19 @@ class OpUse:
     self_time_us: float | None  # total self time where a profile exists, else None
 
 
+@dataclass(frozen=True, slots=True)
+class BadRows:
+    """Rows of one input that were skipped as malformed, counted by kind."""
+
+    job_key: str
+    path: str  # relative to the run dir
+    counts: dict[str, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+
 @dataclass(frozen=True)
 class Coverage:
     models: tuple[str, ...]  # sorted: every model with an ok job of a coverage source
@@ -41,6 +54,7 @@ class Coverage:
     # (model, source, status) of coverage-source jobs left out because they are not ok
     not_ok: tuple[tuple[str, str, str], ...] = ()
     problems: tuple[InputProblem, ...] = ()  # inputs that could not be read
+    bad_rows: tuple[BadRows, ...] = ()  # inputs read, minus the rows counted here
     _index: dict[str, dict[str, dict[str, OpUse]]] = field(
         init=False, repr=False, compare=False, hash=False, default_factory=dict
     )
@@ -118,6 +132,7 @@ def coverage_from_refs(refs: Iterable[JobRef | InputProblem]) -> Coverage:
     read: list[tuple[str, str]] = []
     not_ok: list[tuple[str, str, str]] = []
     problems: list[InputProblem] = []
+    bad_rows: list[BadRows] = []
     for ref in refs:
         if isinstance(ref, InputProblem):
             if _tracer_of_dir(ref.job_key) in READERS:
@@ -131,10 +146,13 @@ def coverage_from_refs(refs: Iterable[JobRef | InputProblem]) -> Coverage:
             continue
         models.add(ref.model)
         try:
-            rows = reader(ref)
+            result = reader(ref)
         except SourceError as exc:
             problems.append(InputProblem(ref.key, _run_rel(ref, exc.path), exc.reason))
             continue
+        rows = result.rows
+        if result.bad:
+            bad_rows.append(BadRows(ref.key, _run_rel(ref, result.path), dict(result.bad)))
         read.append((ref.model, ref.tracer))
         uses.extend(
             OpUse(r.op, ref.model, ref.tracer, r.calls, r.signatures, r.self_time_us) for r in rows
@@ -146,6 +164,7 @@ def coverage_from_refs(refs: Iterable[JobRef | InputProblem]) -> Coverage:
         jobs_read=tuple(sorted(read)),
         not_ok=tuple(sorted(not_ok)),
         problems=tuple(problems),
+        bad_rows=tuple(bad_rows),
     )
 
 

@@ -1,8 +1,10 @@
 """Per-tracer readers: one job's outputs -> per-op rows (calls, signatures, self time).
 
-Each reader takes a finished job and returns its ops aggregated by name. A file that is
-missing, truncated or malformed raises :class:`SourceError` with a one-line reason; the
-caller records it as an unreadable input and goes on with the other jobs.
+Each reader takes a finished job and returns its ops aggregated by name, plus the count of
+bad rows it skipped, by kind (a negative call count, a time that is not a number…). A file
+that is missing, truncated, malformed as a whole, or whose rows are all bad raises
+:class:`SourceError` with a one-line reason; the caller records it as an unreadable input
+and goes on with the other jobs.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import csv
 import io
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
@@ -56,23 +58,51 @@ def _read_bytes(job: JobRef, name: str) -> tuple[bytes, str]:
         raise SourceError(rel, f"unreadable ({exc.strerror or exc})") from None
 
 
-def _count(value: object, rel: str, what: str) -> int:
+class _RowError(Exception):
+    def __init__(self, kind: str, detail: str) -> None:
+        self.kind = kind
+        self.detail = detail
+
+
+@dataclass
+class SourceRows:
+    """A reader's result: the op rows and the bad rows it skipped, by kind."""
+
+    rows: list[OpRow]
+    bad: dict[str, int] = field(default_factory=dict)
+    first_bad: str = ""  # the first bad row's reason, for messages
+    path: str = ""  # the file read, relative to the job dir
+
+    def skip(self, err: _RowError) -> None:
+        self.bad[err.kind] = self.bad.get(err.kind, 0) + 1
+        self.first_bad = self.first_bad or err.detail
+
+    def checked(self, rel: str) -> SourceRows:
+        """Self, unless every row was bad: then the file gives nothing and is a problem."""
+        if self.bad and not self.rows:
+            n = sum(self.bad.values())
+            raise SourceError(rel, f"no usable row ({n} bad; first: {self.first_bad})")
+        self.path = rel
+        return self
+
+
+def _count(value: object, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise SourceError(rel, f"{what} is not a non-negative integer: {value!r}")
+        raise _RowError("count_not_a_count", f"{what} is not a non-negative integer: {value!r}")
     return value
 
 
-def _number(text: str | None, rel: str, what: str) -> float:
+def _number(text: str | None, what: str) -> float:
     try:
         value = float(text or 0)
     except ValueError:
-        raise SourceError(rel, f"{what} is not a number: {text!r}") from None
+        raise _RowError("number_not_numeric", f"{what} is not a number: {text!r}") from None
     if not math.isfinite(value):
-        raise SourceError(rel, f"{what} is not finite: {text!r}")
+        raise _RowError("number_not_finite", f"{what} is not finite: {text!r}")
     return value
 
 
-def read_dispatch(job: JobRef) -> list[OpRow]:
+def read_dispatch(job: JobRef) -> SourceRows:
     """torch_dispatch: ``dispatch_summary.json`` ops -> calls and distinct input signatures."""
     data, rel = _read_bytes(job, DISPATCH_SUMMARY)
     try:
@@ -82,14 +112,18 @@ def read_dispatch(job: JobRef) -> list[OpRow]:
     ops = summary.get("ops") if isinstance(summary, dict) else None
     if not isinstance(ops, dict):
         raise SourceError(rel, "has no 'ops' object")
-    rows = []
+    out = SourceRows([])
     for op, entry in ops.items():
-        if not isinstance(entry, dict):
-            raise SourceError(rel, f"entry for {op!r} is not an object")
-        calls = _count(entry.get("calls"), rel, f"calls of {op!r}")
-        sigs = _count(entry.get("signatures"), rel, f"signatures of {op!r}")
-        rows.append(OpRow(str(op), calls, sigs, None))
-    return rows
+        try:
+            if not isinstance(entry, dict):
+                raise _RowError("entry_not_an_object", f"entry for {op!r} is not an object")
+            calls = _count(entry.get("calls"), f"calls of {op!r}")
+            sigs = _count(entry.get("signatures"), f"signatures of {op!r}")
+        except _RowError as err:
+            out.skip(err)
+            continue
+        out.rows.append(OpRow(str(op), calls, sigs, None))
+    return out.checked(rel)
 
 
 def _csv_rows(data: bytes, rel: str, required: Iterable[str]) -> csv.DictReader[str]:
@@ -104,7 +138,7 @@ def _csv_rows(data: bytes, rel: str, required: Iterable[str]) -> csv.DictReader[
     return reader
 
 
-def read_profiler(job: JobRef) -> list[OpRow]:
+def read_profiler(job: JobRef) -> SourceRows:
     """torch_profiler: ``key_averages.csv`` rows (name x input shapes) aggregated by name.
 
     The time is the self device time where the op ran on a device (non-zero), else its self
@@ -113,40 +147,57 @@ def read_profiler(job: JobRef) -> list[OpRow]:
     data, rel = _read_bytes(job, PROFILER_AVERAGES)
     cols = ("name", "calls", "self_cpu_time_total_us", "self_device_time_total_us")
     acc: dict[str, list[float]] = {}  # name -> [calls, self cpu us, self device us]
+    out = SourceRows([])
     try:
         for row in _csv_rows(data, rel, cols):
             name = row["name"]
             if not name or name.startswith("ProfilerStep"):
                 continue
-            calls = _number(row["calls"], rel, f"calls of {name!r}")
+            try:
+                values = [
+                    _number(row["calls"], f"calls of {name!r}"),
+                    _number(row["self_cpu_time_total_us"], f"self cpu time of {name!r}"),
+                    _number(row["self_device_time_total_us"], f"device time of {name!r}"),
+                ]
+            except _RowError as err:
+                out.skip(err)
+                continue
             entry = acc.setdefault(name, [0.0, 0.0, 0.0])
-            entry[0] += calls
-            entry[1] += _number(row["self_cpu_time_total_us"], rel, f"self cpu time of {name!r}")
-            entry[2] += _number(row["self_device_time_total_us"], rel, f"device time of {name!r}")
+            for i, v in enumerate(values):
+                entry[i] += v
     except csv.Error as exc:
         raise SourceError(rel, f"malformed CSV ({exc})") from None
-    return [OpRow(name, int(c), None, d if d > 0 else cpu) for name, (c, cpu, d) in acc.items()]
+    out.rows = [OpRow(name, int(c), None, d if d > 0 else cpu) for name, (c, cpu, d) in acc.items()]
+    return out.checked(rel)
 
 
-def read_vllm(job: JobRef) -> list[OpRow]:
+def read_vllm(job: JobRef) -> SourceRows:
     """vllm_profiler: ``op_table.csv`` (name,kind,count,total_us,self_us,avg_us), by name."""
     data, rel = _read_bytes(job, VLLM_OP_TABLE)
     acc: dict[str, list[float]] = {}
+    out = SourceRows([])
     try:
         for row in _csv_rows(data, rel, ("name", "kind", "count", "self_us")):
             name = row["name"]
             if not name:
                 continue
+            try:
+                count = _number(row["count"], f"count of {name!r}")
+                self_us = _number(row["self_us"], f"self time of {name!r}")
+            except _RowError as err:
+                out.skip(err)
+                continue
             entry = acc.setdefault(name, [0.0, 0.0])
-            entry[0] += _number(row["count"], rel, f"count of {name!r}")
-            entry[1] += _number(row["self_us"], rel, f"self time of {name!r}")
+            entry[0] += count
+            entry[1] += self_us
     except csv.Error as exc:
         raise SourceError(rel, f"malformed CSV ({exc})") from None
-    return [OpRow(name, int(c), None, t) for name, (c, t) in acc.items()]
+    out.rows = [OpRow(name, int(c), None, t) for name, (c, t) in acc.items()]
+    return out.checked(rel)
 
 
 # tracer name -> reader; the tracers whose outputs feed the coverage.
-READERS: dict[str, Callable[[JobRef], list[OpRow]]] = {
+READERS: dict[str, Callable[[JobRef], SourceRows]] = {
     "torch_dispatch": read_dispatch,
     "torch_profiler": read_profiler,
     "vllm_profiler": read_vllm,

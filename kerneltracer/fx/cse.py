@@ -24,17 +24,64 @@ from kerneltracer.fx.purity import Effect, op_name
 CSE_OPS = frozenset({"call_function", "call_method", "call_module", "get_attr"})
 
 # Ops whose result may share storage with their first tensor argument.
-_VIEW_LIKE = frozenset({
-    "view", "view_as", "reshape", "reshape_as", "transpose", "permute", "t", "T", "mT",
-    "expand", "expand_as", "unsqueeze", "squeeze", "flatten", "unflatten", "narrow", "select",
-    "slice", "as_strided", "getitem", "detach", "contiguous", "split", "split_with_sizes",
-    "chunk", "unbind", "diagonal", "alias", "movedim", "moveaxis", "swapaxes", "swapdims",
-    "unfold", "real", "imag", "_unsafe_view", "_reshape_alias", "to", "type_as", "float",
-    "half", "double", "bfloat16", "int", "long", "type", "lift_fresh", "view_as_real",
-    "view_as_complex", "dropout", "identity",
-})
-_VIEW_MODULES = frozenset({"Identity", "Flatten", "Unflatten", "Dropout", "Dropout1d",
-                           "Dropout2d", "Dropout3d"})
+_VIEW_LIKE = frozenset(
+    {
+        "view",
+        "view_as",
+        "reshape",
+        "reshape_as",
+        "transpose",
+        "permute",
+        "t",
+        "T",
+        "mT",
+        "expand",
+        "expand_as",
+        "unsqueeze",
+        "squeeze",
+        "flatten",
+        "unflatten",
+        "narrow",
+        "select",
+        "slice",
+        "as_strided",
+        "getitem",
+        "detach",
+        "contiguous",
+        "split",
+        "split_with_sizes",
+        "chunk",
+        "unbind",
+        "diagonal",
+        "alias",
+        "movedim",
+        "moveaxis",
+        "swapaxes",
+        "swapdims",
+        "unfold",
+        "real",
+        "imag",
+        "_unsafe_view",
+        "_reshape_alias",
+        "to",
+        "type_as",
+        "float",
+        "half",
+        "double",
+        "bfloat16",
+        "int",
+        "long",
+        "type",
+        "lift_fresh",
+        "view_as_real",
+        "view_as_complex",
+        "dropout",
+        "identity",
+    }
+)
+_VIEW_MODULES = frozenset(
+    {"Identity", "Flatten", "Unflatten", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d"}
+)
 
 
 @dataclass(frozen=True)

@@ -56,8 +56,9 @@ def _module_row(root: torch.nn.Module | None, path: str) -> dict[str, Any] | Non
     }
 
 
-def to_table(graph: fx.Graph, root: torch.nn.Module | None = None,
-             name: str | None = None) -> dict[str, Any]:
+def to_table(
+    graph: fx.Graph, root: torch.nn.Module | None = None, name: str | None = None
+) -> dict[str, Any]:
     """Serialisable node table; ``root`` owns the ``call_module`` targets (for their types)."""
     rows: list[dict[str, Any]] = []
     for node in graph.nodes:

@@ -46,7 +46,8 @@ class FxRedundancyAnalysis(JobAnalysis):
     def applies(self, job: AnalysisJob) -> bool:
         return job.tracer == "print_fx" and any(
             _GRAPH_FILE.search(o.rstrip("/")) or o.rstrip("/").endswith(_GRAPH_DIR)
-            for o in job.outputs)
+            for o in job.outputs
+        )
 
     def run(self, job: AnalysisJob, out_dir: Path) -> list[Path]:
         from kerneltracer.fx.passes.redundant_ops import analyze
@@ -73,14 +74,16 @@ class FxRedundancyAnalysis(JobAnalysis):
 
 
 def format_summary(report: dict[str, Any]) -> str:
-    lines = [f"Model: {report['model']}",
-             f"Redundant computations: {report['total_redundant']} in "
-             f"{len(report['graphs'])} graph(s)"]
+    lines = [
+        f"Model: {report['model']}",
+        f"Redundant computations: {report['total_redundant']} in {len(report['graphs'])} graph(s)",
+    ]
     for g in report["graphs"]:
         if "error" in g:
             lines.append(f"  {g['file']}: unreadable: {g['error']}")
             continue
-        lines.append(f"  {g['file']}: {g['redundant']} redundant of {g['compute_nodes']} "
-                     f"compute nodes")
+        lines.append(
+            f"  {g['file']}: {g['redundant']} redundant of {g['compute_nodes']} compute nodes"
+        )
         lines += [f"    {d['node']} = {d['same_as']}  ({d['target']})" for d in g["duplicates"]]
     return "\n".join(lines) + "\n"

@@ -111,12 +111,16 @@ def flat_inputs(gm: fx.GraphModule, inputs: tuple[Any, ...]) -> list[Any]:
     return list(inputs)
 
 
-def saved_activations(gm: fx.GraphModule, inputs: tuple[Any, ...],
-                      exclude: frozenset[int] = frozenset()) -> SavedActivations:
+def saved_activations(
+    gm: fx.GraphModule, inputs: tuple[Any, ...], exclude: frozenset[int] = frozenset()
+) -> SavedActivations:
     """Run one forward pass of ``gm`` and count what autograd keeps for backward."""
     recorder = _Recorder(gm, exclude)
-    with preserved_state(gm), torch.enable_grad(), \
-            torch.autograd.graph.saved_tensors_hooks(recorder.hold, lambda t: t):
+    with (
+        preserved_state(gm),
+        torch.enable_grad(),
+        torch.autograd.graph.saved_tensors_hooks(recorder.hold, lambda t: t),
+    ):
         recorder.run(*flat_inputs(gm, inputs))
     by_node: dict[str, int] = {}
     for ptr, nbytes in recorder.saved.items():
@@ -144,8 +148,13 @@ def train_step(module: Callable[..., Any], inputs: tuple[Any, ...]) -> None:
     scalar_loss(module(*inputs)).backward()
 
 
-def time_train_steps(modules: Sequence[torch.nn.Module], inputs: tuple[Any, ...],
-                     device: torch.device, runs: int = 20, warmup: int = 3) -> list[TimeStats]:
+def time_train_steps(
+    modules: Sequence[torch.nn.Module],
+    inputs: tuple[Any, ...],
+    device: torch.device,
+    runs: int = 20,
+    warmup: int = 3,
+) -> list[TimeStats]:
     """Forward + backward wall time of each module, interleaved step by step (in alternating
     order) so that noise from other processes and cache warmth hit all of them alike;
     gradients are cleared after every step."""
@@ -175,8 +184,7 @@ def _stats(times: list[float]) -> TimeStats:
     )
 
 
-def cuda_peak_bytes(module: torch.nn.Module, inputs: tuple[Any, ...],
-                    device: torch.device) -> int:
+def cuda_peak_bytes(module: torch.nn.Module, inputs: tuple[Any, ...], device: torch.device) -> int:
     """Peak CUDA memory above the starting point over one forward + backward."""
     with preserved_state(module):
         torch.cuda.synchronize(device)

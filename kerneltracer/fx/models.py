@@ -128,8 +128,9 @@ class BasicBlock(nn.Module):
         self.bn2 = nn.BatchNorm2d(cout)
         self.short: nn.Module = nn.Identity()
         if stride != 1 or cin != cout:
-            self.short = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
-                                       nn.BatchNorm2d(cout))
+            self.short = nn.Sequential(
+                nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout)
+            )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = F.relu(self.bn1(self.conv1(x)))
@@ -141,8 +142,9 @@ class MiniResNet(nn.Module):
 
     def __init__(self, num_blocks: int = 5, channels: tuple[int, ...] = (16, 32, 64)) -> None:
         super().__init__()
-        self.stem = nn.Sequential(nn.Conv2d(3, channels[0], 3, 1, 1, bias=False),
-                                  nn.BatchNorm2d(channels[0]), nn.ReLU())
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, channels[0], 3, 1, 1, bias=False), nn.BatchNorm2d(channels[0]), nn.ReLU()
+        )
         blocks, cin = [], channels[0]
         for i in range(num_blocks):
             cout = channels[min(len(channels) - 1, i * len(channels) // num_blocks)]
@@ -182,16 +184,19 @@ def _rand(*shape: int) -> Callable[[], tuple[Any, ...]]:
     return lambda: (torch.randn(*shape),)
 
 
-BUILTIN: dict[str, ModelSpec] = {s.name: s for s in (
-    ModelSpec("mlp", lambda: SimpleMLP(784, 256, 10), _rand(32, 784)),
-    ModelSpec("cnn_bn", CNNWithBN, _rand(4, 3, 16, 16)),
-    ModelSpec("resnet_block", ResNetBlock, _rand(2, 8, 16, 16)),
-    ModelSpec("redundant", RedundantModel, _rand(2, 3, 16, 16)),
-    ModelSpec("deep", DeepNet, _rand(64, 64)),
-    # Eval mode = frozen BatchNorm as in fine-tuning; in train mode BN blocks recomputation.
-    ModelSpec("mini_resnet", MiniResNet, _rand(8, 3, 32, 32), train=False),
-    ModelSpec("dynamic", DynamicControlFlow, _rand(4, 8)),
-)}
+BUILTIN: dict[str, ModelSpec] = {
+    s.name: s
+    for s in (
+        ModelSpec("mlp", lambda: SimpleMLP(784, 256, 10), _rand(32, 784)),
+        ModelSpec("cnn_bn", CNNWithBN, _rand(4, 3, 16, 16)),
+        ModelSpec("resnet_block", ResNetBlock, _rand(2, 8, 16, 16)),
+        ModelSpec("redundant", RedundantModel, _rand(2, 3, 16, 16)),
+        ModelSpec("deep", DeepNet, _rand(64, 64)),
+        # Eval mode = frozen BatchNorm as in fine-tuning; in train mode BN blocks recomputation.
+        ModelSpec("mini_resnet", MiniResNet, _rand(8, 3, 32, 32), train=False),
+        ModelSpec("dynamic", DynamicControlFlow, _rand(4, 8)),
+    )
+}
 
 
 def build_tiny_llama(directory: Path, seed: int = 0) -> Path:
@@ -199,9 +204,16 @@ def build_tiny_llama(directory: Path, seed: int = 0) -> Path:
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(seed)
-    config = LlamaConfig(hidden_size=128, intermediate_size=256, num_attention_heads=4,
-                         num_key_value_heads=4, num_hidden_layers=2, vocab_size=512,
-                         max_position_embeddings=256, use_cache=False)
+    config = LlamaConfig(
+        hidden_size=128,
+        intermediate_size=256,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        num_hidden_layers=2,
+        vocab_size=512,
+        max_position_embeddings=256,
+        use_cache=False,
+    )
     LlamaForCausalLM(config).save_pretrained(directory, safe_serialization=True)
     return directory
 
@@ -212,8 +224,9 @@ def _load_hf(directory: Path, seq_len: int) -> tuple[nn.Module, tuple[Any, ...]]
     try:
         config = AutoConfig.from_pretrained(directory, local_files_only=True)
         config.use_cache = False
-        model = AutoModelForCausalLM.from_pretrained(directory, config=config,
-                                                     local_files_only=True)
+        model = AutoModelForCausalLM.from_pretrained(
+            directory, config=config, local_files_only=True
+        )
     except (OSError, ValueError, KeyError) as exc:
         raise UsageError(f"{directory}: cannot load as a Hugging Face causal LM: {exc}") from exc
     vocab = int(getattr(config, "vocab_size", 0)) or 2
@@ -231,5 +244,7 @@ def load_model(spec: str, seq_len: int = 32, seed: int = 0) -> tuple[nn.Module, 
     if (path / "config.json").is_file():
         model, inputs = _load_hf(path, seq_len)
         return model.train(), inputs
-    raise UsageError(f"unknown model {spec!r}: not a directory with config.json, nor a "
-                     f"built-in model ({choices(BUILTIN)})")
+    raise UsageError(
+        f"unknown model {spec!r}: not a directory with config.json, nor a "
+        f"built-in model ({choices(BUILTIN)})"
+    )

@@ -38,8 +38,9 @@ from kerneltracer.fx.purity import Classification, ModuleInfo, classify
 from kerneltracer.jsonio import loads
 
 FORMAT = "kerneltracer.fx-node-table/1"
-NODE_OPS = frozenset({"placeholder", "get_attr", "call_function", "call_method",
-                      "call_module", "output"})
+NODE_OPS = frozenset(
+    {"placeholder", "get_attr", "call_function", "call_method", "call_module", "output"}
+)
 
 
 @dataclass(frozen=True)
@@ -60,8 +61,11 @@ class NodeView:
     classification: Classification = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "classification",
-                           classify(self.op, self.target, self.args, self.kwargs, self.module))
+        object.__setattr__(
+            self,
+            "classification",
+            classify(self.op, self.target, self.args, self.kwargs, self.module),
+        )
 
     def inputs(self) -> list[str]:
         """Names of the nodes this node reads, in argument order, without duplicates."""
@@ -126,8 +130,10 @@ def read_node_table(data: Any, source: str = "<node table>") -> tuple[str | None
             raise UsageError(f"{source}: node name {node.name!r} appears twice")
         missing = [n for n in node.inputs() if n not in seen]
         if missing:
-            raise UsageError(f"{source}: node {node.name!r} uses {missing[0]!r} before it is "
-                             "defined (nodes must be in graph order)")
+            raise UsageError(
+                f"{source}: node {node.name!r} uses {missing[0]!r} before it is "
+                "defined (nodes must be in graph order)"
+            )
         seen.add(node.name)
         nodes.append(node)
     return graph_name, nodes

@@ -60,13 +60,19 @@ def clone_module(gm: fx.GraphModule) -> fx.GraphModule:
 class GraphOptimizer:
     """Main entry point: ``GraphOptimizer(model, example_inputs=...).optimize([...])``."""
 
-    def __init__(self, model: torch.nn.Module, device: str = "cpu",
-                 example_inputs: Sequence[Any] | None = None,
-                 rtol: float = 1e-5, atol: float = 1e-6) -> None:
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        device: str = "cpu",
+        example_inputs: Sequence[Any] | None = None,
+        rtol: float = 1e-5,
+        atol: float = 1e-6,
+    ) -> None:
         self.device = torch.device(device)
         self.model = model.to(self.device)
         self.example_inputs: tuple[Any, ...] | None = (
-            None if example_inputs is None else _move(tuple(example_inputs), self.device))
+            None if example_inputs is None else _move(tuple(example_inputs), self.device)
+        )
         self.rtol, self.atol = rtol, atol
         self.trace_method = ""
         self._original: fx.GraphModule | None = None
@@ -102,8 +108,9 @@ class GraphOptimizer:
             self._apply(opt_pass, context, inputs)
         return self.optimized
 
-    def _apply(self, opt_pass: OptimizationPass, context: PassContext,
-               inputs: tuple[Any, ...]) -> None:
+    def _apply(
+        self, opt_pass: OptimizationPass, context: PassContext, inputs: tuple[Any, ...]
+    ) -> None:
         before = self.optimized
         candidate = clone_module(before)
         opt_pass.bind(context)
@@ -126,10 +133,17 @@ class GraphOptimizer:
         if not result.ok:
             raise VerificationError(opt_pass.name, result.detail)
         self._current = candidate
-        self.history.append(PassRecord(
-            opt_pass.name, len(before.graph.nodes), len(candidate.graph.nodes),
-            count_ops(before.graph), count_ops(candidate.graph),
-            dict(analysis.get("stats", {})), result.detail))
+        self.history.append(
+            PassRecord(
+                opt_pass.name,
+                len(before.graph.nodes),
+                len(candidate.graph.nodes),
+                count_ops(before.graph),
+                count_ops(candidate.graph),
+                dict(analysis.get("stats", {})),
+                result.detail,
+            )
+        )
 
     def optimize_for_memory(self, budget: float = 0.5) -> fx.GraphModule:
         return self.optimize(["redundant_ops", RecomputationPass(MemoryBudget(budget))])
@@ -138,15 +152,29 @@ class GraphOptimizer:
         # No fusion pass exists yet; redundant-op elimination is the speed pass we have.
         return self.optimize(["redundant_ops"])
 
-    def verify_correctness(self, test_inputs: Sequence[Any] | None = None,
-                           rtol: float = 1e-5, atol: float = 1e-6) -> bool:
+    def verify_correctness(
+        self, test_inputs: Sequence[Any] | None = None, rtol: float = 1e-5, atol: float = 1e-6
+    ) -> bool:
         """Outputs and gradients of the optimised module match the original model."""
         return compare(self.model, self.optimized, self._inputs(test_inputs), rtol, atol).ok
 
-    def benchmark(self, test_inputs: Sequence[Any] | None = None, num_runs: int = 20,
-                  warmup: int = 3, name: str | None = None) -> BenchmarkReport:
+    def benchmark(
+        self,
+        test_inputs: Sequence[Any] | None = None,
+        num_runs: int = 20,
+        warmup: int = 3,
+        name: str | None = None,
+    ) -> BenchmarkReport:
         """Graph size, activation memory and train-step time: original vs optimised."""
         return run_benchmark(
-            name or type(self.model).__name__, self.original, self.optimized,
-            self._inputs(test_inputs), self.device, state_storages(self.model),
-            num_runs, warmup, self.history, self.trace_method)
+            name or type(self.model).__name__,
+            self.original,
+            self.optimized,
+            self._inputs(test_inputs),
+            self.device,
+            state_storages(self.model),
+            num_runs,
+            warmup,
+            self.history,
+            self.trace_method,
+        )

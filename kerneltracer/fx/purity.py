@@ -67,34 +67,108 @@ _RANDOM = re.compile(
 # Uninitialised allocations: merging two would alias buffers meant to be filled separately.
 _ALLOCATIONS = frozenset({"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"})
 # Known side effects or hidden state in otherwise functional namespaces.
-_CHECKS = frozenset({
-    "_assert", "_assert_async", "_assert_scalar", "_functional_assert_async",
-    "_functional_assert_scalar", "sym_constrain_range", "sym_constrain_range_for_size",
-    "_assert_tensor_metadata", "_check_is_size",
-})
-_SIDE_EFFECTS = frozenset({
-    "_set_grad_enabled", "set_grad_enabled", "_enter_autocast", "_exit_autocast",
-    "_record_function_enter", "_record_function_enter_new", "_record_function_exit",
-    "instance_norm", "print", "backward", "register_hook", "retain_grad", "requires_grad_",
-    "setitem", "__setitem__", "_print", "set_", "resize_", "record_stream",
-})
+_CHECKS = frozenset(
+    {
+        "_assert",
+        "_assert_async",
+        "_assert_scalar",
+        "_functional_assert_async",
+        "_functional_assert_scalar",
+        "sym_constrain_range",
+        "sym_constrain_range_for_size",
+        "_assert_tensor_metadata",
+        "_check_is_size",
+    }
+)
+_SIDE_EFFECTS = frozenset(
+    {
+        "_set_grad_enabled",
+        "set_grad_enabled",
+        "_enter_autocast",
+        "_exit_autocast",
+        "_record_function_enter",
+        "_record_function_enter_new",
+        "_record_function_exit",
+        "instance_norm",
+        "print",
+        "backward",
+        "register_hook",
+        "retain_grad",
+        "requires_grad_",
+        "setitem",
+        "__setitem__",
+        "_print",
+        "set_",
+        "resize_",
+        "record_stream",
+    }
+)
 # BatchNorm-like ops whose ``training`` flag (positional index 5 in every spelling: torch,
 # F and aten) makes them update the running statistics in place.
-_BATCH_NORM = frozenset({"batch_norm", "native_batch_norm", "_native_batch_norm_legit",
-                         "cudnn_batch_norm", "miopen_batch_norm"})
+_BATCH_NORM = frozenset(
+    {
+        "batch_norm",
+        "native_batch_norm",
+        "_native_batch_norm_legit",
+        "cudnn_batch_norm",
+        "miopen_batch_norm",
+    }
+)
 _BN_TRAINING_INDEX = 5
 # Module classes that are pure functions of their input and parameters.
-_PURE_MODULES = frozenset({
-    "Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
-    "ConvTranspose3d", "ReLU", "ReLU6", "GELU", "SiLU", "Mish", "Sigmoid", "Tanh", "ELU",
-    "LeakyReLU", "Hardswish", "Hardsigmoid", "Hardtanh", "Softplus", "Softmax", "LogSoftmax",
-    "LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm", "Embedding", "MaxPool1d",
-    "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d",
-    "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
-    "Flatten", "Unflatten", "Identity", "Upsample", "PixelShuffle", "ZeroPad2d", "ConstantPad2d",
-})
-_DROPOUT_MODULES = frozenset({"Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
-                              "FeatureAlphaDropout"})
+_PURE_MODULES = frozenset(
+    {
+        "Linear",
+        "Bilinear",
+        "Conv1d",
+        "Conv2d",
+        "Conv3d",
+        "ConvTranspose1d",
+        "ConvTranspose2d",
+        "ConvTranspose3d",
+        "ReLU",
+        "ReLU6",
+        "GELU",
+        "SiLU",
+        "Mish",
+        "Sigmoid",
+        "Tanh",
+        "ELU",
+        "LeakyReLU",
+        "Hardswish",
+        "Hardsigmoid",
+        "Hardtanh",
+        "Softplus",
+        "Softmax",
+        "LogSoftmax",
+        "LayerNorm",
+        "GroupNorm",
+        "RMSNorm",
+        "LocalResponseNorm",
+        "Embedding",
+        "MaxPool1d",
+        "MaxPool2d",
+        "MaxPool3d",
+        "AvgPool1d",
+        "AvgPool2d",
+        "AvgPool3d",
+        "AdaptiveAvgPool1d",
+        "AdaptiveAvgPool2d",
+        "AdaptiveAvgPool3d",
+        "AdaptiveMaxPool1d",
+        "AdaptiveMaxPool2d",
+        "Flatten",
+        "Unflatten",
+        "Identity",
+        "Upsample",
+        "PixelShuffle",
+        "ZeroPad2d",
+        "ConstantPad2d",
+    }
+)
+_DROPOUT_MODULES = frozenset(
+    {"Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"}
+)
 _BN_MODULES = frozenset({"BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm"})
 
 
@@ -114,7 +188,7 @@ def op_name(target: str) -> tuple[str, str]:
     """Split a qualified target into (namespace, bare op name), dropping an aten overload."""
     for prefix in _FUNCTIONAL_PREFIXES:
         if target.startswith(prefix):
-            rest = target[len(prefix):]
+            rest = target[len(prefix) :]
             if prefix.startswith("torch.ops."):
                 rest = rest.split(".")[0]
             return prefix, rest
@@ -167,20 +241,34 @@ def _classify_name(
         return Classification(Effect.STATEFUL, f"{name} in training mode updates running stats")
     if "scaled_dot_product" in name and _nonzero_dropout(kwargs):
         return Classification(Effect.RANDOM, f"{name} with dropout_p > 0 draws random numbers")
-    if not is_method and name.startswith("_") and not name.startswith("__") and name not in (
-        _PRIVATE_PURE
+    if (
+        not is_method
+        and name.startswith("_")
+        and not name.startswith("__")
+        and name not in (_PRIVATE_PURE)
     ):
         return Classification(Effect.STATEFUL, f"private op {name} is not known to be pure")
     return Classification(Effect.PURE, f"{name} is functional")
 
 
-_PRIVATE_PURE = frozenset({
-    "_softmax", "_log_softmax", "_to_copy", "_unsafe_view", "_reshape_alias",
-    "_native_batch_norm_legit_no_training", "_native_batch_norm_legit_functional",
-    "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
-    "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_cudnn_attention",
-    "_unsafe_index", "_log_softmax_backward_data", "_softmax_backward_data",
-})
+_PRIVATE_PURE = frozenset(
+    {
+        "_softmax",
+        "_log_softmax",
+        "_to_copy",
+        "_unsafe_view",
+        "_reshape_alias",
+        "_native_batch_norm_legit_no_training",
+        "_native_batch_norm_legit_functional",
+        "_scaled_dot_product_flash_attention",
+        "_scaled_dot_product_efficient_attention",
+        "_scaled_dot_product_flash_attention_for_cpu",
+        "_scaled_dot_product_cudnn_attention",
+        "_unsafe_index",
+        "_log_softmax_backward_data",
+        "_softmax_backward_data",
+    }
+)
 
 
 def _is_inplace(name: str) -> bool:
@@ -191,8 +279,23 @@ def _is_inplace(name: str) -> bool:
     return name.endswith("_") or name in _OPERATOR_INPLACE
 
 
-_OPERATOR_INPLACE = frozenset({"iadd", "isub", "imul", "itruediv", "ifloordiv", "imod", "ipow",
-                               "iand", "ior", "ixor", "ilshift", "irshift", "imatmul"})
+_OPERATOR_INPLACE = frozenset(
+    {
+        "iadd",
+        "isub",
+        "imul",
+        "itruediv",
+        "ifloordiv",
+        "imod",
+        "ipow",
+        "iand",
+        "ior",
+        "ixor",
+        "ilshift",
+        "irshift",
+        "imatmul",
+    }
+)
 
 
 def _bn_training(args: Sequence[Any], kwargs: Mapping[str, Any]) -> bool:

@@ -72,8 +72,9 @@ _COMPUTE = ("call_function", "call_method", "call_module")
 
 def graph_metrics(gm: fx.GraphModule) -> GraphMetrics:
     ops, recomputed = _flat_ops(gm)
-    return GraphMetrics(sum(ops.values()), sum(ops[k] for k in _COMPUTE),
-                        dict(sorted(ops.items())), recomputed)
+    return GraphMetrics(
+        sum(ops.values()), sum(ops[k] for k in _COMPUTE), dict(sorted(ops.items())), recomputed
+    )
 
 
 @dataclass(frozen=True)
@@ -106,46 +107,65 @@ class BenchmarkReport:
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
-        data.update(node_reduction_pct=self.node_reduction_pct,
-                    memory_reduction_pct=self.memory_reduction_pct,
-                    time_overhead_pct=self.time_overhead_pct)
+        data.update(
+            node_reduction_pct=self.node_reduction_pct,
+            memory_reduction_pct=self.memory_reduction_pct,
+            time_overhead_pct=self.time_overhead_pct,
+        )
         return data
 
     def format_text(self) -> str:
         shapes = ", ".join(str(tuple(s)) for s in self.input_shapes)
-        lines = [f"Model: {self.model}", f"Input: {shapes}",
-                 f"Device: {self.device} (traced with {self.trace_method})", "",
-                 "PASSES:"]
-        lines += [f"  {p.name}: {p.nodes_before} -> {p.nodes_after} nodes; {_pass_note(p)}"
-                  for p in self.passes] or ["  (none)"]
-        lines += ["", "GRAPH STATISTICS:",
-                  f"  Original nodes: {self.graph_original.total_nodes}"
-                  f" ({self.graph_original.compute_nodes} compute)",
-                  f"  Optimized nodes: {self.graph_optimized.total_nodes}"
-                  f" ({self.graph_optimized.compute_nodes} compute,"
-                  f" {self.graph_optimized.recomputed_nodes} recomputed in backward)",
-                  f"  Reduction: {self.node_reduction_pct:.1f}%", ""]
+        lines = [
+            f"Model: {self.model}",
+            f"Input: {shapes}",
+            f"Device: {self.device} (traced with {self.trace_method})",
+            "",
+            "PASSES:",
+        ]
+        lines += [
+            f"  {p.name}: {p.nodes_before} -> {p.nodes_after} nodes; {_pass_note(p)}"
+            for p in self.passes
+        ] or ["  (none)"]
+        lines += [
+            "",
+            "GRAPH STATISTICS:",
+            f"  Original nodes: {self.graph_original.total_nodes}"
+            f" ({self.graph_original.compute_nodes} compute)",
+            f"  Optimized nodes: {self.graph_optimized.total_nodes}"
+            f" ({self.graph_optimized.compute_nodes} compute,"
+            f" {self.graph_optimized.recomputed_nodes} recomputed in backward)",
+            f"  Reduction: {self.node_reduction_pct:.1f}%",
+            "",
+        ]
         lines += self._memory_lines()
         t0, t1 = self.time_original, self.time_optimized
         overhead = self.time_overhead_pct
-        lines += ["", f"TIME (train step fwd+bwd, median over {t0.runs} runs):",
-                  f"  Original: {t0.median_ms:.2f} ms ± {t0.std_ms:.2f} ms",
-                  f"  Optimized: {t1.median_ms:.2f} ms ± {t1.std_ms:.2f} ms",
-                  f"  Overhead: {overhead:+.1f}%{self._verdict(overhead)}"]
+        lines += [
+            "",
+            f"TIME (train step fwd+bwd, median over {t0.runs} runs):",
+            f"  Original: {t0.median_ms:.2f} ms ± {t0.std_ms:.2f} ms",
+            f"  Optimized: {t1.median_ms:.2f} ms ± {t1.std_ms:.2f} ms",
+            f"  Overhead: {overhead:+.1f}%{self._verdict(overhead)}",
+        ]
         return "\n".join(lines)
 
     def _memory_lines(self) -> list[str]:
         mark = " ✅" if self.memory_reduction_pct >= 30 else ""
-        lines = ["MEMORY (activations saved for backward):",
-                 f"  Original: {self.saved_bytes_original / _MB:.2f} MB",
-                 f"  Optimized: {self.saved_bytes_optimized / _MB:.2f} MB",
-                 f"  Reduction: {self.memory_reduction_pct:.1f}%{mark}"]
+        lines = [
+            "MEMORY (activations saved for backward):",
+            f"  Original: {self.saved_bytes_original / _MB:.2f} MB",
+            f"  Optimized: {self.saved_bytes_optimized / _MB:.2f} MB",
+            f"  Reduction: {self.memory_reduction_pct:.1f}%{mark}",
+        ]
         before, after = self.cuda_peak_original, self.cuda_peak_optimized
         if before is not None and after is not None:
-            lines += ["MEMORY (CUDA peak over fwd+bwd):",
-                      f"  Original: {before / _MB:.2f} MB",
-                      f"  Optimized: {after / _MB:.2f} MB",
-                      f"  Reduction: {_pct(before, after):.1f}%"]
+            lines += [
+                "MEMORY (CUDA peak over fwd+bwd):",
+                f"  Original: {before / _MB:.2f} MB",
+                f"  Optimized: {after / _MB:.2f} MB",
+                f"  Reduction: {_pct(before, after):.1f}%",
+            ]
         return lines
 
     def _verdict(self, overhead: float) -> str:
@@ -158,8 +178,10 @@ class BenchmarkReport:
 def _pass_note(record: PassRecord) -> str:
     stats = record.stats
     if record.name == "recompute":
-        return (f"checkpointed {stats.get('checkpointed', 0)} of {stats.get('layers', 0)} layers"
-                f" ({stats.get('eligible', 0)} recomputable); {record.verification}")
+        return (
+            f"checkpointed {stats.get('checkpointed', 0)} of {stats.get('layers', 0)} layers"
+            f" ({stats.get('eligible', 0)} recomputable); {record.verification}"
+        )
     if record.name == "redundant_ops":
         return f"removed {stats.get('redundant', 0)} redundant ops; {record.verification}"
     return record.verification
@@ -169,10 +191,18 @@ def _pct(before: float, after: float) -> float:
     return (before - after) / before * 100 if before else 0.0
 
 
-def run_benchmark(model_name: str, original: fx.GraphModule, optimized: fx.GraphModule,
-                  inputs: tuple[Any, ...], device: torch.device, state: frozenset[int],
-                  runs: int, warmup: int, passes: Sequence[PassRecord],
-                  trace_method: str) -> BenchmarkReport:
+def run_benchmark(
+    model_name: str,
+    original: fx.GraphModule,
+    optimized: fx.GraphModule,
+    inputs: tuple[Any, ...],
+    device: torch.device,
+    state: frozenset[int],
+    runs: int,
+    warmup: int,
+    passes: Sequence[PassRecord],
+    trace_method: str,
+) -> BenchmarkReport:
     times = time_train_steps([original, optimized], inputs, device, runs, warmup)
     peaks: list[int | None] = [None, None]
     if device.type == "cuda":

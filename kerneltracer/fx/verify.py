@@ -31,8 +31,14 @@ class _Run:
     buffers: list[torch.Tensor]  # the model's buffers after the forward (running stats)
 
 
-def _run(module: Callable[..., Any], inputs: tuple[Any, ...], reference: torch.nn.Module,
-         params: list[torch.nn.Parameter], seed: int, grads: bool) -> _Run:
+def _run(
+    module: Callable[..., Any],
+    inputs: tuple[Any, ...],
+    reference: torch.nn.Module,
+    params: list[torch.nn.Parameter],
+    seed: int,
+    grads: bool,
+) -> _Run:
     torch.manual_seed(seed)
     got: list[torch.Tensor | None] = []
     with torch.enable_grad() if grads else torch.no_grad():
@@ -44,9 +50,15 @@ def _run(module: Callable[..., Any], inputs: tuple[Any, ...], reference: torch.n
     return _Run([t.detach() for t in tensor_leaves(output)], got, buffers)
 
 
-def compare(reference: torch.nn.Module, candidate: Callable[..., Any], inputs: tuple[Any, ...],
-            rtol: float = 1e-5, atol: float = 1e-6, check_grads: bool = True,
-            seed: int = 0) -> Verification:
+def compare(
+    reference: torch.nn.Module,
+    candidate: Callable[..., Any],
+    inputs: tuple[Any, ...],
+    rtol: float = 1e-5,
+    atol: float = 1e-6,
+    check_grads: bool = True,
+    seed: int = 0,
+) -> Verification:
     """Run both on ``inputs``; report the first output or gradient that differs."""
     params = [p for p in reference.parameters() if p.requires_grad]
     with preserved_state(reference):
@@ -54,8 +66,9 @@ def compare(reference: torch.nn.Module, candidate: Callable[..., Any], inputs: t
     with preserved_state(reference):
         got = _run(candidate, inputs, reference, params, seed, check_grads)
     if len(want.outputs) != len(got.outputs):
-        return Verification(False, f"{len(got.outputs)} output tensors, expected "
-                                   f"{len(want.outputs)}")
+        return Verification(
+            False, f"{len(got.outputs)} output tensors, expected {len(want.outputs)}"
+        )
     worst = 0.0
     for i, (a, b) in enumerate(zip(want.outputs, got.outputs, strict=True)):
         problem, diff = _mismatch(a, b, rtol, atol)
@@ -72,8 +85,9 @@ def compare(reference: torch.nn.Module, candidate: Callable[..., Any], inputs: t
         worst = max(worst, diff)
         if problem:
             return Verification(False, f"gradient of {name}: {problem}", diff)
-    for name, ba, bb in zip([n for n, _ in reference.named_buffers()], want.buffers,
-                            got.buffers, strict=True):
+    for name, ba, bb in zip(
+        [n for n, _ in reference.named_buffers()], want.buffers, got.buffers, strict=True
+    ):
         problem, _ = _mismatch(ba, bb, rtol, atol)
         if problem:
             return Verification(False, f"buffer {name} after forward: {problem}")

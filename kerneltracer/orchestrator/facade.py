@@ -118,7 +118,8 @@ class RunSession:
                 "interrupted": result.interrupted if result else None,
                 "wall_s": round(result.wall_s, 3) if result else None,
                 "jobs": [
-                    {"key": j.key, "model": j.model.display, "tracer": j.tracer, "mode": j.mode}
+                    {"key": j.key, "model": j.model.display, "tracer": j.tracer, "mode": j.mode,
+                     "phase": j.phase}
                     for j in self.jobs
                 ],
             },

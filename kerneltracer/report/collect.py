@@ -60,6 +60,42 @@ class AnalysisResult:
 
 
 @dataclass(frozen=True)
+class InputRow:
+    name: str
+    kind: str
+    shape: str  # "1×32", "" for non-tensors
+    dtype: str
+    note: str = ""  # cache type and length, a flag's or generate()'s value
+
+
+def _input_rows(raw: list[dict[str, Any]]) -> tuple[InputRow, ...]:
+    rows = []
+    for item in raw:
+        if not isinstance(item, dict):
+            continue
+        shape = item.get("shape") or []
+        note = []
+        if item.get("type"):
+            note.append(str(item["type"]))
+        if item.get("tokens") is not None:
+            note.append(f"{item['tokens']} tokens")
+        if item.get("layers") is not None:
+            note.append(f"{item['layers']} layers")
+        if "value" in item:
+            note.append(f"= {item['value']}")
+        rows.append(
+            InputRow(
+                name=str(item.get("name", "?")),
+                kind=str(item.get("kind", "")),
+                shape="×".join(str(d) for d in shape) if isinstance(shape, list) else "",
+                dtype=str(item.get("dtype", "")),
+                note=", ".join(note),
+            )
+        )
+    return tuple(rows)
+
+
+@dataclass(frozen=True)
 class Job:
     key: str
     slug: str
@@ -68,6 +104,8 @@ class Job:
     tracer: str
     mode: str
     status: str
+    phase: str = "prefill"
+    inputs: tuple[InputRow, ...] = ()  # the example inputs the worker built
     duration_s: float | None = None
     peak_rss_bytes: int | None = None
     reason: str | None = None
@@ -212,14 +250,18 @@ def _safe_key(key: str) -> bool:
 def _read_job(jobs_root: Path, key: str, planned: dict[str, Any]) -> Job:
     slug, column = key.split("/", 1)
     job_dir = jobs_root / key
-    tracer, _, mode = column.partition(".")
+    # "<tracer>[.train][.decode|.generate]"
+    tracer, *suffixes = column.split(".")
+    mode = "train" if "train" in suffixes else "eval"
+    phase = next((s for s in suffixes if s in ("decode", "generate")), "prefill")
     stub = Job(
         key=key,
         slug=slug,
         column=column,
         model=str(planned.get("model") or slug),
         tracer=str(planned.get("tracer") or tracer),
-        mode=str(planned.get("mode") or mode or "eval"),
+        mode=str(planned.get("mode") or mode),
+        phase=str(planned.get("phase") or phase),
         status=PENDING,
         has_dir=job_dir.is_dir(),
         extras=_extras(job_dir),
@@ -249,6 +291,8 @@ def _job_from_status(st: TraceStatus, job_dir: Path, stub: Job) -> Job:
         model=str(st.model.get("display") or stub.model),
         tracer=st.tracer,
         mode=st.mode,
+        phase=st.phase,
+        inputs=_input_rows(st.inputs),
         status=st.status.value,
         duration_s=st.duration_s,
         peak_rss_bytes=st.tree_peak_rss_bytes or st.peak_rss_bytes,

@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 from collections.abc import Iterable
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +35,9 @@ class TaskState:
     source: str = ""
 
 
-def _run(argv: list[str], timeout: float = QUERY_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+def run_slurm(
+    argv: list[str], timeout: float = QUERY_TIMEOUT_S
+) -> subprocess.CompletedProcess[str]:
     if shutil.which(argv[0]) is None:
         raise SlurmError(f"`{argv[0]}` not found: is Slurm installed and on PATH?")
     try:
@@ -45,7 +48,7 @@ def _run(argv: list[str], timeout: float = QUERY_TIMEOUT_S) -> subprocess.Comple
 
 def sbatch(script: Path, args: Iterable[str] = ()) -> str:
     """Submit; returns the job id."""
-    proc = _run(["sbatch", "--parsable", *args, str(script)])
+    proc = run_slurm(["sbatch", "--parsable", *args, str(script)])
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise SlurmError(f"sbatch {script.name} failed: {last}")
@@ -53,19 +56,20 @@ def sbatch(script: Path, args: Iterable[str] = ()) -> str:
 
 
 def _squeue(job_id: str) -> list[TaskState]:
-    proc = _run(["squeue", "-h", "-r", "-j", job_id, "-o", "%A|%a|%T|%r"])
+    # %F/%K are the array job and task ids (%a would be the account).
+    proc = run_slurm(["squeue", "-h", "-r", "-j", job_id, "-o", "%F|%K|%T|%r"])
     if proc.returncode != 0:
         return []  # squeue refuses ids it no longer knows
     out = []
     for line in proc.stdout.splitlines():
-        parts = line.strip().split("|")
+        parts = line.strip().split("|", 3)
         if len(parts) == 4 and parts[1].isdigit():
             out.append(TaskState(job_id, int(parts[1]), parts[2], parts[3], "", "squeue"))
     return out
 
 
 def _sacct(job_id: str) -> list[TaskState]:
-    proc = _run(["sacct", "-n", "-P", "-X", "-j", job_id, "-o", "JobID,State,ExitCode"])
+    proc = run_slurm(["sacct", "-n", "-P", "-X", "-j", job_id, "-o", "JobID,State,ExitCode"])
     if proc.returncode != 0:
         return []  # accounting disabled
     out = []
@@ -94,7 +98,7 @@ def _from_fields(job_id: str, fields: dict[str, str], source: str) -> TaskState 
 
 
 def _scontrol(job_id: str) -> list[TaskState]:
-    proc = _run(["scontrol", "-o", "show", "job", job_id])
+    proc = run_slurm(["scontrol", "-o", "show", "job", job_id])
     if proc.returncode != 0:
         return []  # purged after MinJobAge
     states = (
@@ -106,7 +110,7 @@ def _scontrol(job_id: str) -> list[TaskState]:
 
 def jobcomp_path() -> Path | None:
     """The job-completion log file, when the cluster keeps one (jobcomp/filetxt)."""
-    proc = _run(["scontrol", "show", "config"])
+    proc = run_slurm(["scontrol", "show", "config"])
     conf = dict(re.findall(r"^(\w+)\s*=\s*(.*?)\s*$", proc.stdout, re.M))
     if conf.get("JobCompType") != "jobcomp/filetxt" or not conf.get("JobCompLoc"):
         return None
@@ -144,5 +148,31 @@ def task_states(job_ids: list[str]) -> dict[tuple[str, int], TaskState]:
     return states
 
 
+def job_state(job_id: str) -> tuple[str, str]:
+    """A plain (non-array) job's state and reason; UNKNOWN once Slurm has forgotten it."""
+    proc = run_slurm(["squeue", "-h", "-j", job_id, "-o", "%T|%r"])
+    if proc.returncode == 0 and proc.stdout.strip():
+        state, _, reason = proc.stdout.strip().splitlines()[0].partition("|")
+        return state, reason
+    proc = run_slurm(["scontrol", "-o", "show", "job", job_id])
+    fields = dict(_KV.findall(proc.stdout)) if proc.returncode == 0 else {}
+    if fields.get("JobState"):
+        return fields["JobState"], fields.get("Reason", "")
+    path = jobcomp_path()
+    if path is not None:
+        with suppress(OSError):
+            for line in path.read_text(errors="replace").splitlines():
+                fields = dict(_KV.findall(line))
+                if fields.get("JobId") == job_id and fields.get("JobState"):
+                    return fields["JobState"], ""
+    return "UNKNOWN", ""
+
+
+def user_has_running_jobs() -> bool:
+    """Whether any job of this user runs now (one ending frees a slot under a job limit)."""
+    proc = run_slurm(["squeue", "-h", "--me", "-t", "RUNNING,COMPLETING", "-o", "%i"])
+    return proc.returncode != 0 or bool(proc.stdout.strip())  # unknown: assume it may clear
+
+
 def scancel(job_id: str) -> None:
-    _run(["scancel", job_id])
+    run_slurm(["scancel", job_id])

@@ -11,7 +11,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kerneltracer.slurm import cluster
+from kerneltracer.slurm import cluster, partition
+from kerneltracer.slurm.reasons import judge, needs_user_check
 from kerneltracer.slurm.submit import (
     ArraySubmission,
     SubmissionRecord,
@@ -27,8 +28,9 @@ from kerneltracer.status import now_iso, read_raw_status
 LIVE_STATES = frozenset(
     {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED"}
 )
-# A pending task that can never start is not live: resubmit may replace it.
-DEAD_REASONS = frozenset({"DependencyNeverSatisfied"})
+FAILED_STATES = frozenset(
+    {"FAILED", "TIMEOUT", "CANCELLED", "OUT_OF_MEMORY", "NODE_FAIL", "BOOT_FAIL", "PREEMPTED"}
+)
 
 
 @dataclass
@@ -40,10 +42,30 @@ class ShardReport:
     jobs: int
     statuses: Counter[str] = field(default_factory=Counter)  # "missing" for no status file
     incomplete: list[str] = field(default_factory=list)  # job keys
+    stuck: str = ""  # why a pending task will never start by itself; empty if it may
+
+    @property
+    def task(self) -> str:
+        return f"{self.job_id}_{self.shard}" if self.job_id else "-"
 
     @property
     def live(self) -> bool:
-        return self.state in LIVE_STATES and self.reason not in DEAD_REASONS
+        """Pending or running, and able to finish: a stuck task is not live (resubmit
+        replaces it)."""
+        return self.state in LIVE_STATES and not self.stuck
+
+    @property
+    def problem(self) -> str:
+        """One line when this shard needs the user: stuck, failed, or done but incomplete."""
+        if self.stuck:
+            return f"{self.state} ({self.reason}) never starts by itself: {self.stuck}"
+        if self.live or not self.incomplete:
+            return ""
+        names = ", ".join(self.incomplete[:3]) + (", ..." if len(self.incomplete) > 3 else "")
+        jobs = f"{len(self.incomplete)} of {self.jobs} job(s) incomplete: {names}"
+        if self.state in FAILED_STATES:
+            return f"{self.state} ({self.reason or 'no exit code'}), {jobs}"
+        return f"{self.state}, {jobs}"
 
 
 def _owner(record: SubmissionRecord) -> dict[int, ArraySubmission]:
@@ -77,7 +99,36 @@ def shard_reports(run_dir: Path, record: SubmissionRecord | None = None) -> list
                 incomplete=[j.key for j in incomplete_jobs(run_dir, jobs)],
             )
         )
+    _judge_pending(reports, record.download_job)
     return reports
+
+
+def _judge_pending(reports: list[ShardReport], download_job: str | None = None) -> None:
+    """Mark pending tasks that can never start; asks Slurm only what the reasons need.
+
+    A task waiting on its dependency is stuck when the download job itself is stuck."""
+    pending = [r for r in reports if r.state == "PENDING" and r.reason]
+    download = ("", "")
+    if download_job and any(r.reason == "Dependency" for r in pending):
+        download = cluster.job_state(download_job)
+    reasons = [r.reason for r in pending] + [download[1]]
+    nodes = None
+    if any(reason.startswith("ReqNodeNotAvail") for reason in reasons):
+        nodes = partition.known_nodes()
+    user_running = any(r.state == "RUNNING" for r in reports)
+    if not user_running and any(needs_user_check(reason) for reason in reasons):
+        user_running = cluster.user_has_running_jobs()
+    blocked = ""
+    if download[0] == "PENDING":
+        verdict = judge(download[1], nodes, user_running)
+        if verdict.stuck:
+            blocked = f"download job {download_job} is PENDING ({download[1]}): {verdict.why}"
+    for report in pending:
+        verdict = judge(report.reason, nodes, user_running)
+        if verdict.stuck:
+            report.stuck = verdict.why
+        elif report.reason == "Dependency" and blocked:
+            report.stuck = blocked
 
 
 @dataclass
@@ -85,23 +136,34 @@ class Resubmission:
     shards: list[int]
     job_id: str | None
     still_running: list[int]
+    cancelled: list[str] = field(default_factory=list)  # stuck tasks it replaced
+    notes: list[str] = field(default_factory=list)  # values fitted to the partition
 
 
 def resubmit(run_dir: Path, max_parallel: int | None = None) -> Resubmission:
-    """Submit an array of just the shards that have incomplete jobs and no live task."""
+    """Submit an array of just the shards that have incomplete jobs and no live task.
+
+    The config is checked against the partition again (it may have been fixed since), and
+    the stuck tasks being replaced are cancelled so they do not pend forever beside it."""
     record = load_record(run_dir)
     reports = shard_reports(run_dir, record)
     running = [r.shard for r in reports if r.live]
-    todo = [r.shard for r in reports if r.incomplete and not r.live]
+    todo = [r for r in reports if r.incomplete and not r.live]
     if not todo:
         return Resubmission([], None, running)
     prepared = prepare(
         Path(record.config),
+        partition=record.partition,
         array_size=record.shards,
         max_parallel=max_parallel or record.max_parallel,
+        lookup=partition.read_partition,
     )
     write_scripts(prepared)
-    job_id = cluster.sbatch(prepared.array_path, prepared.array_args(todo))
-    record.arrays.append(ArraySubmission(job_id=job_id, tasks=todo, submitted_at=now_iso()))
+    cancelled = [r.task for r in todo if r.stuck]
+    for task in cancelled:
+        cluster.scancel(task)
+    shards = [r.shard for r in todo]
+    job_id = cluster.sbatch(prepared.array_path, prepared.array_args(shards))
+    record.arrays.append(ArraySubmission(job_id=job_id, tasks=shards, submitted_at=now_iso()))
     save_record(run_dir, record)
-    return Resubmission(todo, job_id, running)
+    return Resubmission(shards, job_id, running, cancelled, prepared.notes)

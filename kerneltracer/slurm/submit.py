@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -22,6 +23,8 @@ from kerneltracer.jsonio import atomic_write_json, atomic_write_text, read_json
 from kerneltracer.orchestrator.facade import run_dir_for
 from kerneltracer.orchestrator.shard import MAX_SHARDS, split_jobs
 from kerneltracer.slurm import cluster
+from kerneltracer.slurm.fit import fit
+from kerneltracer.slurm.partition import Partition
 from kerneltracer.slurm.scripts import (
     ARRAY_SCRIPT,
     DOWNLOAD_SCRIPT,
@@ -36,6 +39,8 @@ from kerneltracer.status import now_iso, read_raw_status
 
 RECORD_FILE = "submission.json"
 DONE_STATUSES = frozenset({"ok", "skipped", "unsupported"})
+# Looks up a partition's nodes and limits (None: the cluster's default partition).
+PartitionLookup = Callable[[str | None], Partition]
 
 
 class ArraySubmission(BaseModel):
@@ -50,6 +55,7 @@ class SubmissionRecord(BaseModel):
     config: str
     run_dir: str
     shards: int
+    partition: str | None = None  # --partition of the submit, kept for resubmit
     max_parallel: int | None = None
     download_job: str | None = None
     arrays: list[ArraySubmission] = Field(default_factory=list)
@@ -61,6 +67,9 @@ class Prepared:
     download_script: str
     array_script: str
     max_parallel: int | None
+    partition: Partition | None = None  # what the request was checked against, if anything
+    notes: list[str] = field(default_factory=list)  # values fitted to the partition
+    partition_option: str | None = None  # --partition, kept in the record for resubmit
 
     @property
     def download_path(self) -> Path:
@@ -103,8 +112,12 @@ def prepare(
     partition: str | None = None,
     array_size: int | None = None,
     max_parallel: int | None = None,
+    lookup: PartitionLookup | None = None,
 ) -> Prepared:
-    """Scripts for CONFIG (CLI options override the config's ``slurm:`` section)."""
+    """Scripts for CONFIG (CLI options override the config's ``slurm:`` section).
+
+    With ``lookup``, the request is checked against the partition first: what no node can
+    run is refused, unset values are fitted (see :mod:`kerneltracer.slurm.fit`)."""
     cfg, base_dir = load_config(config_path)
     run_dir = run_dir_for(cfg, base_dir, config_path, None)
     jobs = plan_jobs(cfg, base_dir)
@@ -115,6 +128,14 @@ def prepare(
     count = array_size or settings.array_size or max(1, models)
     if not 1 <= count <= MAX_SHARDS:
         raise UsageError(f"--array-size {count}: must be between 1 and {MAX_SHARDS}")
+    task_time = _task_time(cfg, jobs, count)
+    download_time = format_time(cfg.download.timeout_s * _waves(models, cfg) + 300)
+    part, notes = None, []
+    if lookup is not None:
+        part = lookup(settings.partition)
+        fitted = fit(settings, part, task_time, download_time)
+        settings, task_time, download_time = fitted.settings, fitted.task_time, fitted.download_time
+        notes = fitted.notes
     spec = ScriptSpec(
         kerneltracer=kerneltracer_argv(),
         config=config_path.resolve(),
@@ -122,14 +143,17 @@ def prepare(
         job_name="kt-" + slugify(config_path.stem),
         shards=count,
         settings=settings,
-        task_time=_task_time(cfg, jobs, count),
-        download_time=format_time(cfg.download.timeout_s * _waves(models, cfg) + 300),
+        task_time=task_time,
+        download_time=download_time,
     )
     return Prepared(
         spec,
         render_download(spec),
         render_array(spec),
         max_parallel or settings.max_parallel,
+        part,
+        notes,
+        partition,
     )
 
 
@@ -170,6 +194,7 @@ def submit(prepared: Prepared) -> SubmissionRecord:
         config=str(spec.config),
         run_dir=str(spec.run_dir),
         shards=spec.shards,
+        partition=prepared.partition_option,
         max_parallel=prepared.max_parallel,
         download_job=download,
         arrays=[

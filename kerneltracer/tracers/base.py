@@ -35,6 +35,8 @@ class Tracer(ABC):
     version: ClassVar[str]
     frameworks: ClassVar[frozenset[str]]
     exclusive_group: ClassVar[str | None] = None
+    # Phases (config `phase`) this tracer can look at; others end the job `unsupported`.
+    phases: ClassVar[frozenset[str]] = frozenset({"prefill", "decode", "generate"})
     summary: ClassVar[str] = ""
     outputs_doc: ClassVar[str] = ""
     Options: ClassVar[type[TracerOptions]] = TracerOptions

@@ -65,6 +65,8 @@ class PrintAtenTracer(Tracer):
     name: ClassVar[str] = "print_aten"
     version: ClassVar[str] = "1"
     frameworks: ClassVar[frozenset[str]] = frozenset({"huggingface"})
+    # Graphs are of one forward; generate() is a Python loop of prefill + decode forwards.
+    phases: ClassVar[frozenset[str]] = frozenset({"prefill", "decode"})
     exclusive_group: ClassVar[str | None] = "print_aten"
     summary: ClassVar[str] = (
         "ATen graph(s) via aot_module_simplified (fallbacks export, make_fx); text + JSON"

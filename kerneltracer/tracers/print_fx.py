@@ -45,6 +45,8 @@ class PrintFxTracer(Tracer):
     name: ClassVar[str] = "print_fx"
     version: ClassVar[str] = "1"
     frameworks: ClassVar[frozenset[str]] = frozenset({"huggingface"})
+    # Graphs are of one forward; generate() is a Python loop of prefill + decode forwards.
+    phases: ClassVar[frozenset[str]] = frozenset({"prefill", "decode"})
     summary: ClassVar[str] = "Dynamo FX graph(s), one per graph break, as text + JSON node table"
     outputs_doc: ClassVar[str] = "graphs/graph_<i>.json, graphs/graph_<i>.txt, graphs/index.json"
     Options: ClassVar[type[TracerOptions]] = PrintFxOptions

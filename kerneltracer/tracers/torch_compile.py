@@ -63,6 +63,8 @@ class TorchCompileTracer(Tracer):
     name: ClassVar[str] = "torch_compile"
     version: ClassVar[str] = "1"
     frameworks: ClassVar[frozenset[str]] = frozenset({"huggingface"})
+    # Graphs are of one forward; generate() is a Python loop of prefill + decode forwards.
+    phases: ClassVar[frozenset[str]] = frozenset({"prefill", "decode"})
     summary: ClassVar[str] = (
         "torch.compile (inductor): TORCH_TRACE log, output code, graph breaks, compile times"
     )

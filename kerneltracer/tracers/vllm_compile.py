@@ -43,6 +43,8 @@ class VllmCompileTracer(Tracer):
     name: ClassVar[str] = "vllm_compile"
     version: ClassVar[str] = "1"
     frameworks: ClassVar[frozenset[str]] = frozenset({"vllm"})
+    # The engine's step is generate() (prefill + decode); there is no single-phase step.
+    phases: ClassVar[frozenset[str]] = frozenset({"prefill", "generate"})
     summary: ClassVar[str] = "vLLM's torch.compile at engine start: TORCH_TRACE logs + its code"
     outputs_doc: ClassVar[str] = f"{TRACE_DIR}/*.log, {CODE_DIR}/**/*.py, {SUMMARY_FILE}"
     Options: ClassVar[type[TracerOptions]] = VllmCompileOptions

@@ -101,6 +101,8 @@ class VllmProfilerTracer(Tracer):
     name: ClassVar[str] = "vllm_profiler"
     version: ClassVar[str] = "1"
     frameworks: ClassVar[frozenset[str]] = frozenset({"vllm"})
+    # The engine's step is generate() (prefill + decode); there is no single-phase step.
+    phases: ClassVar[frozenset[str]] = frozenset({"prefill", "generate"})
     summary: ClassVar[str] = "vLLM's torch profiler around generate: chrome trace(s) + op table"
     outputs_doc: ClassVar[str] = (
         f"{PROFILE_DIR}/*.pt.trace.json.gz (one per rank), {PROFILE_DIR}/*profiler_out*.txt, "

@@ -7,7 +7,6 @@ are read, and raise :class:`UnsupportedError`.
 
 from __future__ import annotations
 
-import inspect
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,19 +17,14 @@ from kerneltracer.errors import UnsupportedError
 from kerneltracer.jobs import ENV_GPU_SLOT, JobSpec
 
 if TYPE_CHECKING:
+    from kerneltracer.worker.inputs import Workload
     from kerneltracer.worker.vllm_engine import EngineSettings
-
-_SAMPLE_TEXT = (
-    "Kernel engineers want to know which operators a model really runs, with which shapes, "
-    "and where the time goes. "
-)
-
 
 @dataclass
 class ExecutionContext:
     framework: str
     model: Any
-    example_inputs: dict[str, Any]
+    inputs: dict[str, Any]  # an engine's fixed inputs (vLLM prompts)
     engine: Any
     device: str
     mode: str
@@ -38,24 +32,39 @@ class ExecutionContext:
     job: JobSpec
     job_dir: Path
     tokenizer: Any = None
+    # What a huggingface step runs (prefill forward, decode step, generate) and its inputs.
+    workload: Workload | None = None
     extras: dict[str, Any] = field(default_factory=dict)
     # Stops what the loader started (vLLM's engine processes); the worker calls it last.
     close: Callable[[], Any] | None = None
 
-    def step(self, before_backward: Callable[[], None] | None = None) -> Any:
-        """One eval forward (no grad) or one train step (forward + backward of a loss).
+    @property
+    def example_inputs(self) -> dict[str, Any]:
+        """Keyword arguments for one forward; fresh on every access (a decode step's cache)."""
+        return self.workload.inputs() if self.workload is not None else dict(self.inputs)
 
+    @property
+    def phase(self) -> str:
+        return self.workload.phase if self.workload is not None else "prefill"
+
+    def step(self, before_backward: Callable[[], None] | None = None) -> Any:
+        """One eval step (no grad) or one train step (forward + backward of a loss).
+
+        An eval step is what the phase says: a forward, one decode step or ``generate``.
         For an engine (vLLM) a step is one ``generate`` over the example prompts.
         """
         if self.framework == "vllm":
-            prompts, params = self.example_inputs["prompts"], self.extras["sampling_params"]
+            prompts, params = self.inputs["prompts"], self.extras["sampling_params"]
             return self.engine.generate(prompts, params, use_tqdm=False)
         import torch
 
+        workload = self.workload
+        if workload is None:
+            raise UnsupportedError("this context has no workload to step")
         if self.mode == "eval":
             with torch.no_grad():
-                return self.model(**self.example_inputs)
-        out = self.model(**self.example_inputs)
+                return workload.run(self.model)
+        out = workload.run(self.model)
         loss = loss_of(out)
         if before_backward is not None:
             before_backward()
@@ -165,11 +174,12 @@ def load_huggingface(job: JobSpec, job_dir: Path) -> ExecutionContext:
     model.to(device)
     model.train(job.mode == "train")
     tokenizer = _tokenizer(path, remote)
-    inputs = example_inputs(model, config, tokenizer, job.batch_size, job.seq_len, device)
+    workload = example_workload(model, config, tokenizer, job, device, dtype)
     return ExecutionContext(
         framework="huggingface",
         model=model,
-        example_inputs=inputs,
+        inputs={},
+        workload=workload,
         engine=None,
         device=device,
         mode=job.mode,
@@ -198,32 +208,20 @@ def _tokenizer(path: str, remote: bool) -> Any:
         return None  # no usable tokenizer: inputs fall back to seeded random ids
 
 
-def example_inputs(
-    model: Any, config: Any, tokenizer: Any, batch: int, seq_len: int, device: str
-) -> dict[str, Any]:
-    """Deterministic inputs of exactly (batch, seq_len), only with keys forward() accepts."""
-    import torch
+def example_workload(
+    model: Any, config: Any, tokenizer: Any, job: JobSpec, device: str, dtype: Any
+) -> Workload:
+    """Deterministic inputs for the model's forward() and the job's phase."""
+    from kerneltracer.worker.inputs import InputSpec, build_workload
 
-    vocab = int(getattr(config, "vocab_size", 0) or 32000)
-    ids = None
-    if tokenizer is not None:
-        text = _SAMPLE_TEXT * (seq_len // 8 + 1)
-        enc = tokenizer(text, add_special_tokens=False)["input_ids"][:seq_len]
-        if len(enc) == seq_len and max(enc) < vocab:
-            ids = torch.tensor([enc] * batch, dtype=torch.long)
-    if ids is None:
-        gen = torch.Generator().manual_seed(0)
-        ids = torch.randint(0, vocab, (batch, seq_len), generator=gen, dtype=torch.long)
-    inputs: dict[str, Any] = {
-        "input_ids": ids,
-        "attention_mask": torch.ones_like(ids),
-        "token_type_ids": torch.zeros_like(ids),
-    }
-    params = inspect.signature(model.forward).parameters
-    accepts_kwargs = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-    keep = {
-        k: v for k, v in inputs.items() if k in params or (accepts_kwargs and k != "token_type_ids")
-    }
-    if model.training and "labels" in params:
-        keep["labels"] = ids.clone()
-    return {k: v.to(device) for k, v in keep.items()}
+    spec = InputSpec.of(
+        model,
+        config=config,
+        tokenizer=tokenizer,
+        batch=job.batch_size,
+        seq_len=job.seq_len,
+        device=device,
+        float_dtype=dtype,
+        train=job.mode == "train",
+    )
+    return build_workload(spec, job.phase, job.new_tokens)

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kerneltracer.errors import UnsupportedError
 from kerneltracer.jobs import ENV_ORCHESTRATOR_PID, PHASE_LOG, WORKER_LOG, JobSpec
 from kerneltracer.jsonio import read_json
 from kerneltracer.status import (
@@ -31,6 +32,7 @@ from kerneltracer.worker.failure import classify_exception, with_engine_cause
 from kerneltracer.worker.phases import PhaseLog
 
 if TYPE_CHECKING:
+    from kerneltracer.tracers.base import Tracer
     from kerneltracer.worker.context import ExecutionContext
 
 log = logging.getLogger("kerneltracer.worker")
@@ -79,11 +81,16 @@ def run_job(job: JobSpec, attempt: str, job_dir: Path, phases: PhaseLog) -> Trac
     try:
         cls = get_tracer(job.tracer)
         tracer = cls(cls.Options.model_validate(job.options))
+        _check_phase(cls, job)
         from kerneltracer.worker.context import load_context
 
         with phases.phase("load"):
             ctx = load_context(job, job_dir, tracer.engine_settings(job_dir))
         log.info("loaded %s on %s (%s)", job.model.display, ctx.device, ctx.dtype)
+        if ctx.workload is not None:
+            from kerneltracer.worker.inputs import describe
+
+            fields["inputs"] = describe(ctx.workload)
         with phases.phase("warmup"):
             tracer.warmup(ctx)
         with phases.phase("trace"):
@@ -110,6 +117,13 @@ def run_job(job: JobSpec, attempt: str, job_dir: Path, phases: PhaseLog) -> Trac
     if ctx is not None:
         fields["resolved_device"] = ctx.device
     return base_status(job, attempt, status, **fields)
+
+
+def _check_phase(cls: type[Tracer], job: JobSpec) -> None:
+    if job.phase not in cls.phases:
+        raise UnsupportedError(
+            f"{cls.name} cannot trace phase {job.phase} (it can: {', '.join(sorted(cls.phases))})"
+        )
 
 
 def _close(ctx: ExecutionContext | None, job: JobSpec, phases: PhaseLog) -> None:

@@ -192,7 +192,7 @@ def load_vllm(job: JobSpec, job_dir: Path, settings: EngineSettings) -> Executio
         return ExecutionContext(
             framework="vllm",
             model=None,
-            example_inputs={"prompts": prompts},
+            inputs={"prompts": prompts},
             engine=engine,
             device=resolved_device(),
             mode=job.mode,

@@ -32,7 +32,7 @@ def test_states_fall_back_to_scontrol_and_jobcomp(
             "JobId=10 ArrayJobId=7 ArrayTaskId=3 JobState=RUNNING Reason=None\n"
             "JobId=7 ArrayJobId=7 ArrayTaskId=4-5 JobState=PENDING Reason=Resources\n"
         ),
-        "squeue -h -r -j 7 -o %A|%a|%T|%r": "7|4|PENDING|Resources\n7|5|PENDING|Resources\n",
+        "squeue -h -r -j 7 -o %F|%K|%T|%r": "7|4|PENDING|Resources\n7|5|PENDING|Resources\n",
     }
 
     def fake_run(argv: list[str], timeout: float = 0) -> subprocess.CompletedProcess[str]:
@@ -40,7 +40,7 @@ def test_states_fall_back_to_scontrol_and_jobcomp(
             return subprocess.CompletedProcess(argv, 1, "", "accounting storage is disabled")
         return subprocess.CompletedProcess(argv, 0, outputs[" ".join(argv)], "")
 
-    monkeypatch.setattr(cluster, "_run", fake_run)
+    monkeypatch.setattr(cluster, "run_slurm", fake_run)
     states = cluster.task_states(["7"])
     got = {task: (s.state, s.source) for (job, task), s in states.items() if job == "7"}
     assert got == {

@@ -112,3 +112,46 @@ def test_truncation_and_noise_never_crash(
 def test_block_size_does_not_change_the_result(log_lines: list[bytes], chunk: int) -> None:
     data = b"".join(log_lines)
     assert _parse(data, chunk=chunk) == _parse(data)
+
+
+# Text lines that can never hold a TORCH_TRACE envelope (no "] " after a glog prefix).
+_plain_line = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n]"),
+    max_size=60,
+)
+
+
+@_SETTINGS
+@given(lines=st.lists(_plain_line, max_size=30))
+def test_input_without_records_is_one_error_with_counts(lines: list[str]) -> None:
+    from kerneltracer.analysis.structured_logs.api import NoRecordsError, parse
+
+    text = "".join(line + "\n" for line in lines).encode()
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "not_a_log.txt"
+        src.write_bytes(text)
+        with pytest.raises(NoRecordsError) as info:
+            parse(src, Path(tmp) / "out")
+        assert not (Path(tmp) / "out").exists()
+    stats = info.value.stats
+    assert stats.lines == len(lines)
+    assert stats.ok == 0
+    # Blank lines are dropped like tlparse does; the others are each a glog failure.
+    assert stats.fail_glog == sum(1 for line in lines if line.strip("\n") != "")
+    assert f"no TORCH_TRACE records ({len(lines)} lines read" in str(info.value)
+
+
+def test_cli_on_a_non_log_says_so_in_one_line(tmp_path: Path) -> None:
+    from tests.helpers import kt
+
+    src = tmp_path / "passwd"
+    src.write_text("root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1::/usr/sbin:/bin/sh\n")
+    proc = kt("logs", str(src), "-o", str(tmp_path / "X"))
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert lines == [
+        f"error: {src}: no TORCH_TRACE records (2 lines read, 2 glog failures, "
+        "0 JSON envelope failures); is this a TORCH_TRACE log "
+        "(TORCH_TRACE=dir or TORCH_LOGS=+structured)?"
+    ]
+    assert not (tmp_path / "X").exists()

@@ -74,7 +74,7 @@ def test_begin_end_pairs_become_complete_events(tmp_path: Path) -> None:
         for n, t, d in zip(trace.name.tolist(), trace.ts.tolist(), trace.dur.tolist(), strict=True)
     }
     assert got == {"inner": (12, 3), "outer": (10, 20)}
-    assert trace.counts["unmatched_E"] == 1
+    assert trace.bad_events == {"unmatched_end": 1}
 
 
 def test_unreadable_inputs_raise_one_clear_error(tmp_path: Path) -> None:
@@ -148,4 +148,4 @@ def test_odd_ids_and_types_are_tolerated(tmp_path: Path) -> None:
     assert trace.correlation.tolist() == [-1, 12, -1]
     assert trace.stream.tolist() == [7, -1, -1]
     assert trace.names[int(trace.name[2])] == "7" and trace.raw_categories[int(trace.cat[2])] == ""
-    assert trace.counts == {"no_timestamp": 1, "not_an_object": 1}
+    assert trace.bad_events == {"missing_timestamp": 1, "not_an_object": 1}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kerneltracer.analysis.records.attribution import AtomicRules, attribute
@@ -30,6 +30,7 @@ class Analysis:
     bad_count: int
     bad_lines: tuple[BadLine, ...]  # the first MAX_DETAILS bad lines
     ignored_lines: int  # program output between dumps
+    bad_kinds: dict[str, int] = field(default_factory=dict)  # exact counts by kind
 
     @property
     def records(self) -> int:
@@ -55,7 +56,13 @@ def analyse(path: Path, rules: AtomicRules | None = None) -> Analysis:
         build_profiling_data(i, dump, parsed.names, rules) for i, dump in enumerate(parsed.dumps)
     )
     return Analysis(
-        path, pds, parsed.lines, parsed.bad_count, tuple(parsed.bad_lines), parsed.ignored_lines
+        path,
+        pds,
+        parsed.lines,
+        parsed.bad_count,
+        tuple(parsed.bad_lines),
+        parsed.ignored_lines,
+        dict(parsed.bad_kinds),
     )
 
 

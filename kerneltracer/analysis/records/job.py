@@ -41,10 +41,10 @@ class RecordsAnalysis(JobAnalysis):
 def write_bad_lines(analysis: Analysis, path: Path) -> Path:
     with atomic_text_writer(path) as fh:
         out = csv.writer(fh, lineterminator="\n")
-        out.writerow(("line", "reason", "text"))
+        out.writerow(("line", "reason", "text", "kind"))
         for bad in analysis.bad_lines:
-            out.writerow((bad.line, bad.reason, bad.text))
+            out.writerow((bad.line, bad.reason, bad.text, bad.kind))
         listed = len(analysis.bad_lines)
         if analysis.bad_count > listed:
-            out.writerow(("", f"{analysis.bad_count - listed} more not listed", ""))
+            out.writerow(("", f"{analysis.bad_count - listed} more not listed", "", ""))
     return path

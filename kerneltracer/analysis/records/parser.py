@@ -41,6 +41,7 @@ class BadLine:
     line: int
     reason: str
     text: str
+    kind: str = ""  # field_count, timestamp, thread_id, node, event, phase, dump_end
 
 
 @dataclass
@@ -71,6 +72,7 @@ class ParsedLog:
     bad_lines: list[BadLine]  # the first MAX_DETAILS of them
     ignored_lines: int  # program output outside dump blocks
     lines: int
+    bad_kinds: dict[str, int] = field(default_factory=dict)  # exact counts by kind
 
 
 class _Names:
@@ -123,27 +125,31 @@ class _Names:
 class _Collector:
     def __init__(self) -> None:
         self.count = 0
+        self.kinds: dict[str, int] = {}
         self.details: list[BadLine] = []
 
-    def add(self, line: int, reason: str, text: str) -> None:
+    def add(self, line: int, why: tuple[str, str], text: str) -> None:
+        kind, reason = why
         self.count += 1
+        self.kinds[kind] = self.kinds.get(kind, 0) + 1
         if len(self.details) < MAX_DETAILS:
-            self.details.append(BadLine(line, reason, text.rstrip("\r\n")[:200]))
+            self.details.append(BadLine(line, reason, text.rstrip("\r\n")[:200], kind))
 
 
-def _why_not_record(parts: list[str], names: _Names) -> str:
+def _why_not_record(parts: list[str], names: _Names) -> tuple[str, str]:
+    """(kind, reason) of a line that is not a record."""
     if len(parts) != 5:
-        return f"expected 5 space-separated fields, got {len(parts)}"
+        return "field_count", f"expected 5 space-separated fields, got {len(parts)}"
     ts, tid, node, event, et = parts
     if not (ts.isascii() and ts.isdecimal()):
-        return f"timestamp {ts[:40]!r} is not a non-negative integer"
+        return "timestamp", f"timestamp {ts[:40]!r} is not a non-negative integer"
     if not (tid.isascii() and tid.isdecimal()):
-        return f"thread id {tid[:40]!r} is not a non-negative integer"
+        return "thread_id", f"thread id {tid[:40]!r} is not a non-negative integer"
     if names.node(node) is None:
-        return f"node {node[:40]!r} is neither [name] nor UNKNOWN(n)"
+        return "node", f"node {node[:40]!r} is neither [name] nor UNKNOWN(n)"
     if names.event(event) is None:
-        return f"event {event[:40]!r} is neither [name] nor UNKNOWN(n)"
-    return f"{et[:40]!r} is neither Start nor End"
+        return "event", f"event {event[:40]!r} is neither [name] nor UNKNOWN(n)"
+    return "phase", f"{et[:40]!r} is neither Start nor End"
 
 
 class _Blocks:
@@ -175,7 +181,7 @@ class _Blocks:
         elif line.startswith(_DUMP_END):
             self.saw_marker = True
             if not self.in_block:
-                self.bad.add(lineno, "dump end without a dump start", line)
+                self.bad.add(lineno, ("dump_end", "dump end without a dump start"), line)
             self.in_block = False
             self.current = None
         elif self.in_block:
@@ -196,7 +202,11 @@ class _Blocks:
             bad.details = sorted(bad.details + self.outside.details, key=lambda b: b.line)
             bad.details = bad.details[:MAX_DETAILS]
             bad.count += self.outside.count
-        return ParsedLog(self.dumps, self.names.names, bad.count, bad.details, ignored, lines)
+            for kind, n in self.outside.kinds.items():
+                bad.kinds[kind] = bad.kinds.get(kind, 0) + n
+        return ParsedLog(
+            self.dumps, self.names.names, bad.count, bad.details, ignored, lines, bad.kinds
+        )
 
 
 def parse_log(path: Path) -> ParsedLog:

@@ -24,12 +24,19 @@ class StructuredLogsAnalysis(JobAnalysis):
         return job.tracer in ("torch_compile", "vllm_compile") and bool(_trace_logs(job))
 
     def run(self, job: AnalysisJob, out_dir: Path) -> list[Path]:
-        from kerneltracer.analysis.structured_logs.api import run
+        from kerneltracer.analysis.structured_logs.api import NoRecordsError, run
 
         logs = sorted(_trace_logs(job))
         written: list[Path] = []
+        empty: list[NoRecordsError] = []
         for rel in logs:
             target = out_dir if len(logs) == 1 else out_dir / Path(rel).stem
-            _, rendered = run(job.job_dir / rel, target, overwrite=True)
+            try:
+                _, rendered = run(job.job_dir / rel, target, overwrite=True)
+            except NoRecordsError as exc:  # e.g. a rank that compiled nothing
+                empty.append(exc)
+                continue
             written.extend(target / f for f in (rendered.files if rendered else []))
+        if empty and not written:
+            raise empty[0]
         return written

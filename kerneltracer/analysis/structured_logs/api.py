@@ -25,10 +25,22 @@ from kerneltracer.analysis.structured_logs.rendering.registry import select_modu
 from kerneltracer.analysis.structured_logs.rendering.runner import render_one
 from kerneltracer.analysis.structured_logs.staging import staged_dir
 from kerneltracer.analysis.structured_logs.stats import ParseStats
-from kerneltracer.errors import UsageError
+from kerneltracer.errors import KernelTracerError, UsageError
 
 _RANK_FILE = re.compile(r"rank_(\d+)")
 INTERMEDIATE_SUBDIR = "intermediate"
+
+
+class NoRecordsError(KernelTracerError):
+    """The input has no TORCH_TRACE record at all: not a structured log (exit 1)."""
+
+    def __init__(self, source: Path, stats: ParseStats) -> None:
+        self.stats = stats
+        super().__init__(
+            f"{source}: no TORCH_TRACE records ({stats.lines} lines read, "
+            f"{stats.fail_glog} glog failures, {stats.fail_json} JSON envelope failures); "
+            "is this a TORCH_TRACE log (TORCH_TRACE=dir or TORCH_LOGS=+structured)?"
+        )
 
 
 @dataclass
@@ -71,7 +83,10 @@ def parse(source: Path, out: Path, *, overwrite: bool = False) -> ParseResult:
 def _parse_into(source: Path, stage: Path, write_events: bool = True) -> ParseResult:
     if source.is_file():
         manifest = parse_log(source, stage, write_events=write_events)
-        return ParseResult(manifest, _stats(manifest), manifest["ranks"])
+        stats = _stats(manifest)
+        if not stats.ok:
+            raise NoRecordsError(source, stats)
+        return ParseResult(manifest, stats, manifest["ranks"])
     logs = rank_logs(source)
     total = ParseStats()
     counts: dict[str, int] = {}
@@ -82,6 +97,8 @@ def _parse_into(source: Path, stage: Path, write_events: bool = True) -> ParseRe
         total.merge(_stats(m))
         for k, v in m["envelope_counts"].items():
             counts[k] = counts.get(k, 0) + v
+    if not total.ok:
+        raise NoRecordsError(source, total)
     manifest = {
         "version": FORMAT_VERSION,
         "generated_at": "",

@@ -289,6 +289,16 @@ def parse_log(
     """
     parser = LogParser(out, rank=rank, write_events=write_events)
     digest = hashlib.sha256()
-    for rec in iter_records(source, on_block=digest.update):
+    last = b"\n"
+
+    def on_block(block: bytes) -> None:
+        nonlocal last
+        digest.update(block)
+        parser.stats.lines += block.count(b"\n")
+        last = block[-1:]
+
+    for rec in iter_records(source, on_block=on_block):
         parser.feed(rec)
+    if last != b"\n":
+        parser.stats.lines += 1  # a last line without its newline
     return parser.finish(source, f"sha256:{digest.hexdigest()}")

@@ -8,6 +8,7 @@ from typing import ClassVar
 
 @dataclass
 class ParseStats:
+    lines: int = 0  # lines read (not a failure kind)
     ok: int = 0
     fail_glog: int = 0  # line without a glog prefix (or orphan payload lines)
     fail_json: int = 0  # envelope is not a JSON object / malformed compile id
@@ -36,13 +37,13 @@ class ParseStats:
         return asdict(self)
 
     def merge(self, other: ParseStats) -> None:
-        for k in ("ok", *self.FAILURE_KINDS):
+        for k in ("lines", "ok", *self.FAILURE_KINDS):
             setattr(self, k, getattr(self, k) + getattr(other, k))
         for name, n in other.unknown_types.items():
             self.unknown_types[name] = self.unknown_types.get(name, 0) + n
 
     def summary(self) -> str:
-        parts = [f"ok: {self.ok}"] + [
+        parts = [f"lines: {self.lines}", f"ok: {self.ok}"] + [
             f"{k}: {getattr(self, k)}" for k in self.FAILURE_KINDS if getattr(self, k)
         ]
         return ", ".join(parts)

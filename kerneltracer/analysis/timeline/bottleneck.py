@@ -45,6 +45,9 @@ CATEGORIES = (
     "cpu_compute",
 )
 IDLE = "idle"
+# Below these a verdict has too little behind it: its confidence is scaled down linearly.
+MIN_EVENTS = 20
+MIN_SPAN_US = 1000.0
 
 
 @dataclass
@@ -192,6 +195,7 @@ def _summary(
         gpu_idle_us=(hi - lo - gpu_all) if cats.has_gpu else None,
         framework_overhead_us=union("cpu_runtime"),
         has_gpu=cats.has_gpu,
+        event_count=sum(counts.values()),
         kernel_count=counts["gpu_compute"] + counts["gpu_communication"],
         h2d_count=counts["h2d_copy"],
         d2h_count=counts["d2h_copy"],
@@ -203,7 +207,23 @@ def _in_window(trace: ChromeTrace, rows: np.ndarray, lo: float, hi: float) -> np
 
 
 def classify(breakdown: list[BreakdownEntry], summary: Summary) -> Bottleneck:
-    """Bottleneck type from the exclusive shares; confidence grows with the winning margin."""
+    """Bottleneck type from the exclusive shares; confidence grows with the winning margin
+    and is scaled down when the window holds few events or little traced time."""
+    verdict = _classify(breakdown, summary)
+    earned = min(1.0, summary.event_count / MIN_EVENTS) * min(
+        1.0, summary.end_to_end_latency_us / MIN_SPAN_US
+    )
+    if earned < 1.0:
+        verdict.confidence = round(verdict.confidence * earned, 2)
+        verdict.evidence.append(
+            f"Only {summary.event_count} timed event(s) over "
+            f"{summary.end_to_end_latency_us / 1000:.3f} ms: too little to be sure "
+            f"(confidence needs ≥ {MIN_EVENTS} events and ≥ {MIN_SPAN_US / 1000:g} ms)"
+        )
+    return verdict
+
+
+def _classify(breakdown: list[BreakdownEntry], summary: Summary) -> Bottleneck:
     share = {b.category: b.percentage / 100.0 for b in breakdown}
     gpu = share["gpu_compute"] + share["gpu_communication"]
     mem = share["h2d_copy"] + share["d2h_copy"] + share["gpu_memory_other"]

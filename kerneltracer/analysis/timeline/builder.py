@@ -7,6 +7,11 @@ shapes, types, concrete inputs) is skipped by the decoder without building Pytho
 whole for the rare GPU and instant events whose args become InferScope metadata. A batch
 with unexpected types (a string timestamp, a numeric name) falls back to a plain orjson
 decode and the same per-event rules.
+
+Every event that is not used is counted, by kind, in one of two tallies: ``bad`` (the event
+is malformed: a missing or non-numeric timestamp, a negative duration, an unknown phase…)
+and ``skipped`` (a valid chrome-trace event the analyses do not use: flows, counters).
+Only ``bad`` counts make ``--strict`` fail.
 """
 
 from __future__ import annotations
@@ -24,6 +29,10 @@ from kerneltracer.errors import KernelTracerError
 
 PH_COMPLETE = 0
 PH_INSTANT = 1
+# Valid chrome-trace phases the analyses do not use (flows, counters, async, objects…).
+_UNUSED_PHASES = frozenset("sftCbneNODPRVvc")
+# pid / tid values that can label a thread (Kineto uses ints and strings).
+_ID_TYPES = frozenset({int, str, float, bool, type(None)})
 # Events whose args are kept whole (they become InferScope metadata); all are rare in traces.
 _KEEP_ARGS = GPU_ACTIVITY | {"cpu_instant_event", "gpu_user_annotation", "cuda_sync", ""}
 
@@ -67,7 +76,8 @@ class Builder:
         self.args: dict[int, dict[str, Any]] = {}
         self.process_names: dict[str, str] = {}
         self.thread_names: dict[tuple[str, str], str] = {}
-        self.counts: dict[str, int] = {}
+        self.bad: dict[str, int] = {}
+        self.skipped: dict[str, int] = {}
         self.rows = 0
         self.float_ts = False
         self.open_b: dict[tuple[str, str], list[dict[str, Any]]] = {}
@@ -92,7 +102,7 @@ class Builder:
         cols = _Columns()
         for e in events:
             if type(e) is not dict:
-                self._count("not_an_object")
+                self._bad("not_an_object")
                 continue
             self._add_dict(cols, e)
         self._flush(cols)
@@ -108,7 +118,7 @@ class Builder:
             elif ph == "M" or ph == "B" or ph == "E":
                 self._add_dict(cols, _struct_to_dict(e))
             else:
-                self._count(f"phase_{ph}")
+                self._other_phase(ph)
         if not self._add_rows_columnar(rows):
             for e in rows:
                 complete = e.ph == "X"
@@ -137,6 +147,11 @@ class Builder:
         if not (set(map(type, ts)) | set(map(type, dur))) <= {int, float}:
             return False
         if set(map(type, cats)) != {str} or set(map(type, names)) != {str}:
+            return False
+        if min(dur) < 0:  # the per-event path counts them
+            return False
+        floats = float in set(map(type, ts)) or float in set(map(type, dur))
+        if floats and not (np.isfinite(ts).all() and np.isfinite(dur).all()):
             return False
         pids = [e.pid for e in rows]
         tids = [e.tid for e in rows]
@@ -205,7 +220,7 @@ class Builder:
         elif ph == "E":
             self._end_b(cols, e)
         else:
-            self._count(f"phase_{ph}")
+            self._other_phase(ph)
 
     def _append(
         self,
@@ -223,13 +238,30 @@ class Builder:
         # The hot loop of the loader: exact type checks and plain dict lookups on purpose.
         t = type(ts)
         if t is float:
+            if not math.isfinite(ts):
+                self._bad("timestamp_not_finite")
+                return
             self.float_ts = True
         elif t is not int:
-            self._count("no_timestamp")
+            self._bad("missing_timestamp" if ts is None else "timestamp_not_a_number")
             return
         t = type(dur)
         if t is not int and t is not float:
-            self._count("no_duration")
+            self._bad("missing_duration" if dur is None else "duration_not_a_number")
+            return
+        if dur < 0:
+            self._bad("negative_duration")
+            return
+        if t is float and not math.isfinite(dur):
+            self._bad("duration_not_finite")
+            return
+        if type(name) is not str:
+            if type(name) is not int and type(name) is not float:  # numbers read as labels
+                self._bad("missing_name" if name is None else "name_not_a_string")
+                return
+            name = str(name)
+        if type(pid) not in _ID_TYPES or type(tid) not in _ID_TYPES:
+            self._bad("thread_id_not_a_scalar")
             return
         if type(raw_cat) is not str:
             raw_cat = ""
@@ -237,8 +269,6 @@ class Builder:
         if cat_id is None:
             cat_id = self.cats[raw_cat] = len(self.cats)
             self.keep_args.append(normalize_category(raw_cat) in _KEEP_ARGS)
-        if type(name) is not str:
-            name = str(name)
         name_id = self.names.get(name)
         if name_id is None:
             name_id = self.names[name] = len(self.names)
@@ -295,11 +325,15 @@ class Builder:
     def _end_b(self, cols: _Columns, e: dict[str, Any]) -> None:
         stack = self.open_b.get((str(e.get("pid")), str(e.get("tid"))))
         if not stack:
-            self._count("unmatched_E")
+            self._bad("unmatched_end")
             return
         begin = stack.pop()
         ts, end = begin.get("ts"), e.get("ts")
-        if isinstance(ts, int | float) and isinstance(end, int | float):
+        if not (isinstance(ts, int | float) and isinstance(end, int | float)) or (
+            isinstance(ts, bool) or isinstance(end, bool)
+        ):
+            self._bad("timestamp_not_a_number")
+        else:
             args = begin.get("args")
             self._append(
                 cols,
@@ -314,8 +348,15 @@ class Builder:
                 args if type(args) is dict else {},
             )
 
-    def _count(self, key: str) -> None:
-        self.counts[key] = self.counts.get(key, 0) + 1
+    def _bad(self, kind: str) -> None:
+        self.bad[kind] = self.bad.get(kind, 0) + 1
+
+    def _other_phase(self, ph: Any) -> None:
+        if type(ph) is str and ph in _UNUSED_PHASES:
+            key = f"phase_{ph}"
+            self.skipped[key] = self.skipped.get(key, 0) + 1
+        else:
+            self._bad("missing_phase" if ph is None else "unknown_phase")
 
     def _flush(self, cols: _Columns) -> None:
         if cols.ts:
@@ -325,7 +366,7 @@ class Builder:
         """The ChromeTrace fields (all but path and metadata)."""
         dangling = sum(len(s) for s in self.open_b.values())
         if dangling:
-            self.counts["unmatched_B"] = dangling
+            self.bad["unmatched_begin"] = dangling
         raw_cats = list(self.cats)
         cols = _concat(self.chunks)
         return {
@@ -347,7 +388,8 @@ class Builder:
             "process_names": self.process_names,
             "thread_names": self.thread_names,
             "float_timestamps": self.float_ts,
-            "counts": self.counts,
+            "bad_events": self.bad,
+            "skipped_events": self.skipped,
         }
 
 

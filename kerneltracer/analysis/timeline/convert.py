@@ -24,9 +24,12 @@ from kerneltracer.analysis.timeline.categories import (
     memcpy_direction,
     memcpy_host_kind,
 )
+from kerneltracer.analysis.timeline.cpu_calls import CpuCallBuilder
 from kerneltracer.analysis.timeline.loader import PH_COMPLETE, ChromeTrace
-from kerneltracer.analysis.timeline.schema import FORMAT_VERSION
 
+# The InferScope file format written here (schema.py models it; kept out of that module so
+# that converting does not import pydantic).
+FORMAT_VERSION = "1.0"
 # Kineto timestamps are µs since the epoch unless the trace gives a base time; anything
 # smaller than this (year 2001) is taken as relative and gets no wall clock.
 _EPOCH_US_FLOOR = 1e15
@@ -55,9 +58,12 @@ class _Lists:
     stream: list[int]
     correlation: list[int]
     device: list[int]
+    start_iso: list[str | None]
+    end_iso: list[str | None]
 
     @classmethod
-    def of(cls, t: ChromeTrace, rows: np.ndarray) -> _Lists:
+    def of(cls, t: ChromeTrace, rows: np.ndarray, wall: float | None) -> _Lists:
+        ts = t.ts[rows]
         return cls(
             t.ph[rows].tolist(),
             t.cat[rows].tolist(),
@@ -69,6 +75,8 @@ class _Lists:
             t.stream[rows].tolist(),
             t.correlation[rows].tolist(),
             t.device[rows].tolist(),
+            _iso_column(wall, ts),
+            _iso_column(wall, ts + t.dur[rows]),
         )
 
 
@@ -84,6 +92,10 @@ class InferScopeConverter:
         self.position[self.plan.events] = np.arange(self.plan.events.size)
         self.scope_ids = {int(r): f"s{i}" for i, r in enumerate(self.plan.scopes.tolist())}
         self.wall = _wall_clock_base(trace)
+        self.is_cpu_call = (trace.ph == PH_COMPLETE) & trace.category_mask(CPU_BUSY)
+        self.cpu_calls = CpuCallBuilder(
+            trace, self.plan.depth, self.plan.parent_scope, self.scope_ids
+        )
 
     @property
     def event_count(self) -> int:
@@ -99,13 +111,21 @@ class InferScopeConverter:
     def event_chunks(self, size: int = 20_000) -> Iterator[list[dict[str, Any]]]:
         for start in range(0, self.event_count, size):
             rows = self.plan.events[start : start + size]
-            cols = _Lists.of(self.trace, rows)
-            yield [
-                _event(
-                    self.trace, cols, i, r, f"e{start + i}", self.plan, self.scope_ids, self.wall
-                )
-                for i, r in enumerate(rows.tolist())
-            ]
+            cols = _Lists.of(self.trace, rows, self.wall)
+            cpu = np.flatnonzero(self.is_cpu_call[rows])
+            out: list[dict[str, Any]] = [{}] * rows.size
+            built = self.cpu_calls.build(
+                rows[cpu],
+                cpu + start,
+                [cols.start_iso[i] for i in cpu.tolist()],
+                [cols.end_iso[i] for i in cpu.tolist()],
+            )
+            for i, event in zip(cpu.tolist(), built, strict=True):
+                out[i] = event
+            for i in np.flatnonzero(~self.is_cpu_call[rows]).tolist():
+                r = int(rows[i])
+                out[i] = _event(self.trace, cols, i, r, f"e{start + i}", self.plan, self.scope_ids)
+            yield out
 
     def relationships(self) -> dict[str, Any]:
         return {
@@ -140,7 +160,9 @@ def _nesting(
     depth = [0] * len(trace)
     parent_scope = [-1] * len(trace)
     scope_parent: dict[int, int] = {}
-    stacks: dict[tuple[int, int], list[tuple[float, int, bool]]] = defaultdict(list)
+    # Stack entries: (end, row, host ops open up to and including it, innermost scope row);
+    # the running counts make depth and enclosing scope O(1) instead of a stack walk.
+    stacks: dict[tuple[int, int], list[tuple[float, int, int, int]]] = defaultdict(list)
     rows = order[host[order]]
     columns = zip(
         rows.tolist(),
@@ -155,14 +177,15 @@ def _nesting(
         stack = stacks[(pid, tid)]
         while stack and stack[-1][0] <= ts:
             stack.pop()
-        enclosing = next((row for _, row, sc in reversed(stack) if sc), -1)
+        ops, enclosing = (stack[-1][2], stack[-1][3]) if stack else (0, -1)
         if scope:
             if enclosing >= 0:
                 scope_parent[r] = enclosing
+            stack.append((end, r, ops, r))
         else:
-            depth[r] = sum(1 for _, _, sc in stack if not sc)
+            depth[r] = ops
             parent_scope[r] = enclosing
-        stack.append((end, r, scope))
+            stack.append((end, r, ops + 1, enclosing))
     return depth, parent_scope, scope_parent
 
 
@@ -174,7 +197,6 @@ def _event(
     eid: str,
     plan: _Plan,
     scope_ids: dict[int, str],
-    wall: float | None,
 ) -> dict[str, Any]:
     name = trace.names[c.name[i]]
     cat = trace.categories[c.cat[i]]
@@ -190,7 +212,7 @@ def _event(
             "type": kind,
             "name": name,
             "timestamp_us": ts,
-            "wall_clock": _iso(wall, ts),
+            "wall_clock": c.start_iso[i],
             "metadata": meta,
         }
     end = ts + c.dur[i]
@@ -200,8 +222,8 @@ def _event(
         "name": name,
         "timestamp_start_us": ts,
         "timestamp_end_us": end,
-        "wall_clock_start": _iso(wall, ts),
-        "wall_clock_end": _iso(wall, end),
+        "wall_clock_start": c.start_iso[i],
+        "wall_clock_end": c.end_iso[i],
         "duration_us": end - ts,
         "metadata": meta,
     }
@@ -364,11 +386,13 @@ def _wall_clock_base(trace: ChromeTrace) -> float | None:
     return None
 
 
-def _iso(base: float | None, ts_us: float) -> str | None:
+def _iso_column(base: float | None, ts_us: np.ndarray) -> list[str | None]:
+    """ISO-8601 UTC wall clocks (µs) of trace timestamps, vectorised: per-event datetime
+    objects cost more than the rest of the conversion together."""
     if base is None:
-        return None
-    stamp = datetime.fromtimestamp((base + ts_us) / 1e6, tz=UTC)
-    return stamp.isoformat(timespec="microseconds").replace("+00:00", "Z")
+        return [None] * ts_us.size
+    us = np.round(base + ts_us).astype(np.int64).astype("datetime64[us]")
+    return [s + "Z" for s in np.datetime_as_string(us, unit="us").tolist()]
 
 
 def _trace_metadata(trace: ChromeTrace, created: datetime | None) -> dict[str, Any]:

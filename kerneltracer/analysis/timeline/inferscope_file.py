@@ -1,14 +1,23 @@
 """Write the InferScope trace file chunk by chunk, validating as it goes.
 
 A million-event trace is over a gigabyte as Python dicts; streamed, only one chunk of
-event dicts exists at a time. The file appears atomically (temp file, fsync, rename).
+event dicts exists at a time. Compression runs in a second thread: zlib releases the GIL,
+so the deflate of one chunk overlaps with building the next (level 1: measured in
+bench/bench_timeline.py, it costs ~8% more bytes than level 3 for the same speed and far
+less time than 6). The file appears atomically (temp file, fsync, rename).
 """
 
 from __future__ import annotations
 
+import gc
 import gzip
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
+from typing import IO
 
 import orjson
 
@@ -17,6 +26,9 @@ from kerneltracer.analysis.timeline.loader import ChromeTrace
 from kerneltracer.analysis.timeline.validate import ValidationReport, Validator
 from kerneltracer.jsonio import atomic_writer
 
+COMPRESS_LEVEL = 1
+_QUEUED_PIECES = 4  # bounds the bytes waiting for the compressor
+
 
 def write_inferscope(
     trace: ChromeTrace, path: Path, created: datetime | None = None
@@ -24,17 +36,55 @@ def write_inferscope(
     """Write ``path`` (gzipped JSON) and return the constraint check of what was written."""
     conv = InferScopeConverter(trace, created)
     validator = Validator()
-    with (
-        atomic_writer(path) as raw,
-        gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=3, mtime=0) as gz,
-    ):
-        gz.write(orjson.dumps(conv.header())[:-1] + b',"events":[')
+    with _no_cyclic_gc(), atomic_writer(path) as raw, _background_gzip(raw) as put:
+        put(orjson.dumps(conv.header())[:-1] + b',"events":[')
         sep = b""
         for chunk in conv.event_chunks():
             validator.feed(chunk)
             if chunk:
-                gz.write(sep + orjson.dumps(chunk)[1:-1])
+                put(sep + orjson.dumps(chunk)[1:-1])
                 sep = b","
         relationships = conv.relationships()
-        gz.write(b'],"relationships":' + orjson.dumps(relationships) + b"}")
+        put(b'],"relationships":' + orjson.dumps(relationships) + b"}")
     return validator.finish(relationships["scopes"])
+
+
+@contextmanager
+def _no_cyclic_gc() -> Iterator[None]:
+    """Pause the cycle collector while event dicts are built: they hold no cycles, yet each
+    burst of allocations triggers collections that re-scan the whole heap (half the
+    building time on a 100k-event trace). Reference counting still frees everything."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+@contextmanager
+def _background_gzip(raw: IO[bytes]) -> Iterator[Callable[[bytes], None]]:
+    """A ``put(bytes)`` whose pieces are gzipped into ``raw`` by a worker thread, in order."""
+    pieces: queue.Queue[bytes | None] = queue.Queue(maxsize=_QUEUED_PIECES)
+    failure: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=COMPRESS_LEVEL, mtime=0) as gz:
+                while (piece := pieces.get()) is not None:
+                    gz.write(piece)
+        except BaseException as exc:  # handed to the producer, which re-raises it
+            failure.append(exc)
+            while pieces.get() is not None:  # drain so that the producer never blocks
+                pass
+
+    worker = threading.Thread(target=work, name="inferscope-gzip", daemon=True)
+    worker.start()
+    try:
+        yield pieces.put
+    finally:
+        pieces.put(None)
+        worker.join()
+    if failure:
+        raise failure[0]

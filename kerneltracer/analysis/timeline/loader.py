@@ -52,7 +52,12 @@ class ChromeTrace:
     process_names: dict[str, str] = field(default_factory=dict)
     thread_names: dict[tuple[str, str], str] = field(default_factory=dict)
     float_timestamps: bool = False
-    counts: dict[str, int] = field(default_factory=dict)
+    bad_events: dict[str, int] = field(default_factory=dict)  # malformed, by kind
+    skipped_events: dict[str, int] = field(default_factory=dict)  # valid but unused phases
+
+    @property
+    def bad_count(self) -> int:
+        return sum(self.bad_events.values())
 
     def __len__(self) -> int:
         return int(self.ts.shape[0])
@@ -78,7 +83,18 @@ class ChromeTrace:
         return [p for p in props if isinstance(p, dict)] if isinstance(props, list) else []
 
 
-def load_chrome_trace(path: Path | str) -> ChromeTrace:
+def count_text(counts: dict[str, int], what: str = "bad event") -> str:
+    """``3 bad events (2 negative_duration, 1 missing_name)``; ``no bad events`` if none."""
+    total = sum(counts.values())
+    if not total:
+        return f"no {what}s"
+    kinds = ", ".join(f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+    return f"{total} {what}{'s' if total != 1 else ''} ({kinds})"
+
+
+def load_chrome_trace(path: Path | str, *, strict: bool = False) -> ChromeTrace:
+    """Load ``path``; raise TraceLoadError if it has no usable timed event, or with
+    ``strict`` if any event is malformed (the error carries the counts by kind)."""
     path = Path(path)
     if not path.is_file():
         raise TraceLoadError(f"{path}: no such trace file")
@@ -89,7 +105,16 @@ def load_chrome_trace(path: Path | str) -> ChromeTrace:
     except (OSError, EOFError, orjson.JSONDecodeError) as exc:
         raise TraceLoadError(f"{path}: not a readable chrome trace ({exc})") from exc
     cols = builder.finish()
-    return ChromeTrace(path=path, metadata=metadata, **cols)
+    trace = ChromeTrace(path=path, metadata=metadata, **cols)
+    if strict and trace.bad_count:
+        raise TraceLoadError(f"{path}: --strict: {count_text(trace.bad_events)}")
+    if not (trace.ph == PH_COMPLETE).any():
+        raise TraceLoadError(
+            f"{path}: no usable timed event (complete 'X' or matched 'B'/'E' with a numeric "
+            f"timestamp and a non-negative duration): {len(trace)} usable event(s), "
+            f"{count_text(trace.bad_events)}"
+        )
+    return trace
 
 
 def _open(path: Path) -> IO[bytes]:

@@ -5,22 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kerneltracer.analysis.timeline.bottleneck import analyze_steps, analyze_trace, categorize
-from kerneltracer.analysis.timeline.gpu_breakdown import (
-    KernelBreakdown,
-    TemporalBreakdown,
-    kernel_breakdown,
-    per_device_temporal,
-    select_gpu_work,
-    temporal_breakdown,
-)
+from kerneltracer.analysis.timeline.forked import ForkedCall
 from kerneltracer.analysis.timeline.inferscope_file import write_inferscope
-from kerneltracer.analysis.timeline.loader import ChromeTrace, load_chrome_trace
+from kerneltracer.analysis.timeline.loader import ChromeTrace, count_text, load_chrome_trace
 from kerneltracer.analysis.timeline.ranks import RankRow
-from kerneltracer.analysis.timeline.results import BottleneckResult, StepResult
 from kerneltracer.analysis.timeline.validate import ValidationReport
+
+if TYPE_CHECKING:
+    from kerneltracer.analysis.timeline.gpu_breakdown import KernelBreakdown, TemporalBreakdown
+    from kerneltracer.analysis.timeline.results import BottleneckResult, StepResult
 
 REPORT_VERSION = "1.0"
 
@@ -44,16 +39,34 @@ def analyze_file(
     *,
     inferscope_file: Path | None = None,
     include_last_step: bool = False,
+    strict: bool = False,
 ) -> TraceAnalysis:
     """Everything the reports need for one trace; ``rank`` defaults to the trace's own.
 
-    With ``inferscope_file`` the InferScope trace is written there and validated.
+    With ``inferscope_file`` the InferScope trace is written there and validated; with
+    ``strict`` any malformed event is an error instead of a counted, dropped event.
     """
-    trace = load_chrome_trace(path)
+    trace = load_chrome_trace(path, strict=strict)
+    writer: ForkedCall[ValidationReport] | None = None
+    if inferscope_file is not None:
+        target = inferscope_file
+        writer = ForkedCall(lambda: write_inferscope(trace, target))
+    # Imported only now (pydantic models, ~0.2 s): while the child writes the file.
+    from kerneltracer.analysis.timeline.bottleneck import (
+        analyze_steps,
+        analyze_trace,
+        categorize,
+    )
+    from kerneltracer.analysis.timeline.gpu_breakdown import (
+        kernel_breakdown,
+        per_device_temporal,
+        select_gpu_work,
+        temporal_breakdown,
+    )
+
     cats = categorize(trace)
     work = select_gpu_work(trace, include_last_step=include_last_step)
-    validation = write_inferscope(trace, inferscope_file) if inferscope_file else None
-    return TraceAnalysis(
+    analysis = TraceAnalysis(
         trace=trace,
         rank=trace.rank if trace.rank is not None else (rank or 0),
         bottleneck=analyze_trace(trace, cats),
@@ -62,8 +75,11 @@ def analyze_file(
         per_device=per_device_temporal(work),
         kernels=kernel_breakdown(work, trace.names),
         inferscope_file=inferscope_file,
-        validation=validation,
+        validation=None,
     )
+    if writer is not None:
+        analysis.validation = writer.result()
+    return analysis
 
 
 def rank_row(a: TraceAnalysis) -> RankRow:
@@ -101,7 +117,8 @@ def report_document(a: TraceAnalysis, outputs: dict[str, str] | None = None) -> 
             "file": a.trace.path.name,
             "rank": a.rank,
             "events": len(a.trace),
-            "skipped_records": dict(sorted(a.trace.counts.items())),
+            "bad_events": dict(sorted(a.trace.bad_events.items())),
+            "skipped_events": dict(sorted(a.trace.skipped_events.items())),
             "gpu_model": a.trace.device_properties[0].get("name")
             if a.trace.device_properties
             else None,
@@ -162,4 +179,6 @@ def summary_text(a: TraceAnalysis) -> str:
     if b.suggestions:
         top = b.suggestions[0]
         text += f" First thing to try: {top.action} (up to {top.estimated_improvement_percent:g}%)."
+    if a.trace.bad_count:
+        text += f" Dropped {count_text(a.trace.bad_events, 'malformed event')}."
     return text

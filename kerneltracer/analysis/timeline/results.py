@@ -22,6 +22,7 @@ class Summary(BaseModel):
         description="union of CUDA runtime/driver API time outside synchronize calls"
     )
     has_gpu: bool
+    event_count: int = Field(0, description="timed events (any category) in the window")
     kernel_count: int
     h2d_count: int
     d2h_count: int

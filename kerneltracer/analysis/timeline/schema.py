@@ -16,7 +16,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-FORMAT_VERSION = "1.0"
+# Re-exported: the converter owns the version it writes.
+from kerneltracer.analysis.timeline.convert import FORMAT_VERSION as FORMAT_VERSION
+
 SCHEMA_PATH = Path(__file__).with_name("inferscope_trace.schema.json")
 
 EventType = Literal[

@@ -35,6 +35,8 @@ def suggest(
     out += _gpu_kernels(trace, cats, pct, bottleneck)
     out += _communication(pct)
     out += _host_only(summary, pct)
+    # A suggestion worth nothing measurable here is noise ("up to 0%"), not advice.
+    out = [s for s in out if s.estimated_improvement_percent > 0]
     order = {"high": 0, "medium": 1, "low": 2}
     out.sort(key=lambda s: (order[s.priority], -s.estimated_improvement_percent))
     return out

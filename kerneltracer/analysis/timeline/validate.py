@@ -11,6 +11,8 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
+
 _STREAM_TYPES = frozenset({"gpu_kernel", "h2d_copy", "d2h_copy"})
 _MAX_LISTED_PER_CONSTRAINT = 50
 _WARNINGS = frozenset({"zero_duration"})
@@ -97,6 +99,32 @@ class _IdSet:
         self.bits: dict[str, bytearray] = {"e": bytearray(), "s": bytearray()}
         self.other: set[str] = set()
 
+    def add_run(self, items: list[dict[str, Any]]) -> bool:
+        """Record the ids of ``items`` at once if they are ``e<k>, e<k+1>, …`` (what the
+        converter writes) and none was seen; False (nothing recorded) otherwise."""
+        if not items:
+            return True
+        first = items[0].get("id")
+        if not isinstance(first, str) or first[:1] != "e" or not first[1:].isdigit():
+            return False
+        lo = int(first[1:])
+        if first != f"e{lo}" or lo & 7 or lo >> 3 != len(self.bits["e"]):
+            return False  # only runs that start where the seen bits end
+        hi = lo + len(items)
+        if [item.get("id") for item in items] != [f"e{n}" for n in range(lo, hi)]:
+            return False
+        bits = self.bits["e"]
+        bits.extend(b"\xff" * ((hi - lo) >> 3))
+        for n in range(hi & ~7, hi):
+            self._set(bits, n)
+        return True
+
+    @staticmethod
+    def _set(bits: bytearray, n: int) -> None:
+        if n >> 3 >= len(bits):
+            bits.extend(bytes((n >> 3) + 1 - len(bits)))
+        bits[n >> 3] |= 1 << (n & 7)
+
     def add(self, iid: str) -> bool:
         """Record ``iid``; False if it was seen before."""
         bits = self.bits.get(iid[:1])
@@ -115,6 +143,8 @@ class _IdSet:
 
 
 def _unique_ids(items: list[dict[str, Any]], seen: _IdSet, out: _Collector) -> None:
+    if seen.add_run(items):
+        return
     for item in items:
         iid = item.get("id")
         if not isinstance(iid, str) or not seen.add(iid):
@@ -122,6 +152,24 @@ def _unique_ids(items: list[dict[str, Any]], seen: _IdSet, out: _Collector) -> N
 
 
 def _timestamps(events: list[dict[str, Any]], out: _Collector) -> None:
+    # Vectorised first: only the events that break a rule go through the loop below.
+    try:
+        start = np.array([e.get("timestamp_start_us", 0.0) for e in events], dtype=np.float64)
+        end = np.array([e.get("timestamp_end_us", 0.0) for e in events], dtype=np.float64)
+    except (TypeError, ValueError):
+        return _timestamp_loop(events, out)
+    spans = np.array([e.get("type") != "instant" for e in events], dtype=bool)
+    broken = np.flatnonzero(spans & ~(end >= start))  # ends first, or NaN
+    _timestamp_loop([events[i] for i in broken.tolist()], out)
+    # Zero-length ops are common (tens of thousands in a trace): list a few, count the rest.
+    zero = np.flatnonzero(spans & (end == start))
+    room = max(0, _MAX_LISTED_PER_CONSTRAINT - out.counts["zero_duration"])
+    _timestamp_loop([events[i] for i in zero[:room].tolist()], out)
+    if zero.size > room:
+        out.counts["zero_duration"] += zero.size - room
+
+
+def _timestamp_loop(events: list[dict[str, Any]], out: _Collector) -> None:
     for e in events:
         if e.get("type") == "instant":
             continue

@@ -14,7 +14,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from kerneltracer.analysis.timeline.html import render_html, timeline_lanes
 from kerneltracer.analysis.timeline.markdown import render_markdown, render_rank_summary
 from kerneltracer.analysis.timeline.pipeline import (
     TraceAnalysis,
@@ -40,6 +39,9 @@ def trace_stem(path: Path) -> str:
 
 
 def write_trace_reports(a: TraceAnalysis, out_dir: Path) -> list[Path]:
+    # jinja2 is imported late so that its import overlaps the forked InferScope writer.
+    from kerneltracer.analysis.timeline.html import render_html, timeline_lanes
+
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     outputs: dict[str, str] = {}
@@ -72,7 +74,9 @@ def run_timeline(
     *,
     convert: bool = True,
     include_last_step: bool = False,
+    strict: bool = False,
     on_trace: Callable[[Path], None] | None = None,
+    on_analysed: Callable[[TraceAnalysis], None] | None = None,
 ) -> list[Path]:
     """Analyse every trace (file order gives the rank when a trace names none)."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -86,8 +90,14 @@ def run_timeline(
         stem = _unique(trace_stem(path), used)
         inferscope = out_dir / stem / INFERSCOPE_FILE if convert else None
         a = analyze_file(
-            path, rank=i, inferscope_file=inferscope, include_last_step=include_last_step
+            path,
+            rank=i,
+            inferscope_file=inferscope,
+            include_last_step=include_last_step,
+            strict=strict,
         )
+        if on_analysed:
+            on_analysed(a)
         files = write_trace_reports(a, out_dir / stem)
         written += files
         rows.append(rank_row(a))
@@ -97,6 +107,7 @@ def run_timeline(
                 "rank": a.rank,
                 "dir": stem,
                 "bottleneck": a.bottleneck.bottleneck.type,
+                "bad_events": dict(sorted(a.trace.bad_events.items())),
                 "files": [f.relative_to(out_dir).as_posix() for f in files],
             }
         )

@@ -65,6 +65,7 @@ def owning_module(graph: fx.Graph) -> fx.GraphModule:
     return module
 
 
-def count_ops(graph: fx.Graph, ops: Sequence[str] = ("call_function", "call_method",
-                                                       "call_module")) -> int:
+def count_ops(
+    graph: fx.Graph, ops: Sequence[str] = ("call_function", "call_method", "call_module")
+) -> int:
     return sum(1 for n in graph.nodes if n.op in ops)

@@ -109,8 +109,9 @@ def _min_cost_cover(layers: list[Layer], need: float) -> list[int]:
     return sorted(best[1]) if best else [x.index for x in layers]
 
 
-def _pareto(states: dict[int, tuple[float, tuple[int, ...]]]
-            ) -> dict[int, tuple[float, tuple[int, ...]]]:
+def _pareto(
+    states: dict[int, tuple[float, tuple[int, ...]]],
+) -> dict[int, tuple[float, tuple[int, ...]]]:
     front: dict[int, tuple[float, tuple[int, ...]]] = {}
     cheapest = math.inf
     for reach in sorted(states, reverse=True):
@@ -150,15 +151,19 @@ def find_layers(gm: fx.GraphModule) -> list[Layer]:
         current = key
     layers = []
     for index, (key, names) in enumerate(runs):
-        blockers = [f"{n}: {effects[n].reason}" for n in names
-                    if effects[n].effect in (Effect.MUTATING, Effect.STATEFUL)]
+        blockers = [
+            f"{n}: {effects[n].reason}"
+            for n in names
+            if effects[n].effect in (Effect.MUTATING, Effect.STATEFUL)
+        ]
         reason = "recomputable" if not blockers else blockers[0]
         layers.append(Layer(index, key, tuple(names), not blockers, reason))
     return layers
 
 
-def measure_layers(gm: fx.GraphModule, layers: list[Layer],
-                   context: PassContext) -> tuple[list[Layer], int]:
+def measure_layers(
+    gm: fx.GraphModule, layers: list[Layer], context: PassContext
+) -> tuple[list[Layer], int]:
     """Attach saved bytes and recompute cost per layer; returns them with the total."""
     saved = saved_activations(gm, context.example_inputs, context.state_storages)
     by_name = {n.name: n for n in gm.graph.nodes}
@@ -168,8 +173,9 @@ def measure_layers(gm: fx.GraphModule, layers: list[Layer],
         escaping = {n for n in layer.nodes if any(u.name not in inside for u in by_name[n].users)}
         internal = sum(saved.by_node.get(n, 0) for n in layer.nodes if n not in escaping)
         cost = sum(saved.node_cost.get(n, 0.0) for n in layer.nodes)
-        measured.append(Layer(layer.index, layer.key, layer.nodes, layer.eligible, layer.reason,
-                              internal, cost))
+        measured.append(
+            Layer(layer.index, layer.key, layer.nodes, layer.eligible, layer.reason, internal, cost)
+        )
     return measured, saved.total_bytes
 
 
@@ -254,10 +260,14 @@ def _wrap_in_checkpoint(gm: fx.GraphModule, layer: Layer) -> None:
 
     with graph.inserting_before(nodes[0]):
         segment = graph.get_attr(name)
-        call = graph.call_function(torch.utils.checkpoint.checkpoint,
-                                   (segment, *tensor_inputs), {"use_reentrant": False})
-        results = [call] if len(outputs) == 1 else [
-            graph.call_function(operator.getitem, (call, i)) for i in range(len(outputs))]
+        call = graph.call_function(
+            torch.utils.checkpoint.checkpoint, (segment, *tensor_inputs), {"use_reentrant": False}
+        )
+        results = (
+            [call]
+            if len(outputs) == 1
+            else [graph.call_function(operator.getitem, (call, i)) for i in range(len(outputs))]
+        )
     for old, new in zip(outputs, results, strict=True):
         old.replace_all_uses_with(new, delete_user_cb=lambda user: user not in inside)
     for node in reversed(nodes):

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 import orjson
 
 from kerneltracer.analysis.structured_logs.envelopes import safe_name
+from kerneltracer.analysis.structured_logs.rendering.filewriter import FileWriter
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,7 @@ class RenderContext:
         self.config = config
         self.links: list[IndexLink] = []
         self._made_dirs: set[Path] = set()
+        self._writer: FileWriter | None = None
 
     @cached_property
     def manifest(self) -> dict[str, Any]:
@@ -139,8 +141,16 @@ class RenderContext:
         if path.parent not in self._made_dirs:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._made_dirs.add(path.parent)
-        path.write_bytes(data.encode("utf-8", "replace") if isinstance(data, str) else data)
+        if self._writer is None:
+            self._writer = FileWriter()
+        self._writer.write(path, data.encode("utf-8", "replace") if isinstance(data, str) else data)
         return rel
+
+    def flush(self) -> None:
+        """Wait until every file given to ``write`` is on disk (raise the first failure)."""
+        if self._writer is not None:
+            writer, self._writer = self._writer, None
+            writer.close()
 
 
 class OutputModule(ABC):

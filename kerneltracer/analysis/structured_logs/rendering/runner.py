@@ -28,6 +28,13 @@ def render_one(
     inter: Path, out: Path, modules: list[OutputModule], config: RenderConfig
 ) -> RenderReport:
     ctx = RenderContext(inter, out, config)
+    try:
+        return _run_modules(ctx, inter, modules)
+    finally:
+        ctx.flush()
+
+
+def _run_modules(ctx: RenderContext, inter: Path, modules: list[OutputModule]) -> RenderReport:
     report = RenderReport()
     for module in modules:
         missing = [

@@ -1,0 +1,199 @@
+"""A zoo of tiny random-weight models, one per architecture family, built offline.
+
+Users' model lists span every family transformers ships (decoders, encoders with task
+heads, encoder-decoders, MoE, state-space, vision, audio, multimodal); the zoo is what
+kerneltracer is tested against. Each entry is a small config saved with save_pretrained,
+no tokenizer (inputs fall back to seeded random ids), built in a temp dir and renamed.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kerneltracer.errors import UsageError, choices
+from kerneltracer.jsonio import atomic_write_json, read_json
+
+ZOO_VERSION = 1
+MARKER = ".kerneltracer-zoo.json"
+
+_TEXT = {
+    "vocab_size": 256,
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "intermediate_size": 128,
+    "max_position_embeddings": 128,
+}
+_DEC = {**_TEXT, "num_key_value_heads": 1, "head_dim": 32}
+_VIT = {
+    "image_size": 32,
+    "patch_size": 8,
+    "num_channels": 3,
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "intermediate_size": 128,
+}
+_WAV = {
+    "vocab_size": 32,
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "intermediate_size": 128,
+    "conv_dim": (32, 32),
+    "conv_kernel": (10, 3),
+    "conv_stride": (5, 2),
+    "num_conv_pos_embeddings": 16,
+    "num_conv_pos_embedding_groups": 2,
+}
+
+
+@dataclass(frozen=True)
+class ZooEntry:
+    name: str
+    # decoder | encoder | encoder-decoder | moe | state-space | vision | audio | multimodal
+    family: str
+    arch: str  # the transformers model class
+    config: str  # the transformers config class
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+def _e(name: str, family: str, arch: str, config: str, **kwargs: Any) -> ZooEntry:
+    return ZooEntry(name, family, arch, config, kwargs)
+
+
+ZOO: tuple[ZooEntry, ...] = (
+    # decoders
+    _e("llama", "decoder", "LlamaForCausalLM", "LlamaConfig", **_DEC),
+    _e("gpt2", "decoder", "GPT2LMHeadModel", "GPT2Config", vocab_size=256, n_embd=64,
+       n_layer=2, n_head=2, n_positions=128, bos_token_id=1, eos_token_id=2),
+    _e("mistral", "decoder", "MistralForCausalLM", "MistralConfig", **_DEC),
+    _e("qwen2", "decoder", "Qwen2ForCausalLM", "Qwen2Config", **_DEC),
+    _e("gemma", "decoder", "GemmaForCausalLM", "GemmaConfig", **_DEC),
+    _e("gpt_neox", "decoder", "GPTNeoXForCausalLM", "GPTNeoXConfig", **_TEXT),
+    _e("opt", "decoder", "OPTForCausalLM", "OPTConfig", vocab_size=256, hidden_size=64,
+       num_hidden_layers=2, num_attention_heads=2, ffn_dim=128, word_embed_proj_dim=64,
+       max_position_embeddings=128),
+    _e("phi", "decoder", "PhiForCausalLM", "PhiConfig", **_TEXT),
+    _e("bloom", "decoder", "BloomForCausalLM", "BloomConfig", vocab_size=256, hidden_size=64,
+       n_layer=2, n_head=2),
+    # encoders, one per task head
+    _e("bert-mlm", "encoder", "BertForMaskedLM", "BertConfig", **_TEXT),
+    _e("bert-cls", "encoder", "BertForSequenceClassification", "BertConfig", **_TEXT),
+    _e("roberta-tok", "encoder", "RobertaForTokenClassification", "RobertaConfig", **_TEXT),
+    _e("distilbert-qa", "encoder", "DistilBertForQuestionAnswering", "DistilBertConfig",
+       vocab_size=256, dim=64, n_layers=2, n_heads=2, hidden_dim=128),
+    _e("albert", "encoder", "AlbertForMaskedLM", "AlbertConfig", **_TEXT, embedding_size=32),
+    _e("electra", "encoder", "ElectraForPreTraining", "ElectraConfig", **_TEXT),
+    _e("deberta-v2-mc", "encoder", "DebertaV2ForMultipleChoice", "DebertaV2Config", **_TEXT),
+    _e("layoutlm", "encoder", "LayoutLMForTokenClassification", "LayoutLMConfig", **_TEXT),
+    # encoder-decoders
+    _e("t5", "encoder-decoder", "T5ForConditionalGeneration", "T5Config", vocab_size=256,
+       d_model=64, d_ff=128, d_kv=32, num_layers=2, num_heads=2, decoder_start_token_id=0),
+    _e("bart", "encoder-decoder", "BartForConditionalGeneration", "BartConfig", vocab_size=256,
+       d_model=64, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
+       decoder_attention_heads=2, encoder_ffn_dim=128, decoder_ffn_dim=128,
+       max_position_embeddings=128),
+    # mixture of experts
+    _e("mixtral", "moe", "MixtralForCausalLM", "MixtralConfig", **_DEC, num_local_experts=4,
+       num_experts_per_tok=2),
+    _e("qwen2-moe", "moe", "Qwen2MoeForCausalLM", "Qwen2MoeConfig", **_DEC, num_experts=4,
+       num_experts_per_tok=2, moe_intermediate_size=64, shared_expert_intermediate_size=64),
+    # state-space
+    _e("mamba", "state-space", "MambaForCausalLM", "MambaConfig", vocab_size=256,
+       hidden_size=64, state_size=8, num_hidden_layers=2, expand=2, conv_kernel=4),
+    _e("mamba2", "state-space", "Mamba2ForCausalLM", "Mamba2Config", vocab_size=256,
+       hidden_size=64, state_size=16, num_hidden_layers=2, expand=2, head_dim=16,
+       num_heads=8, n_groups=1, conv_kernel=4, chunk_size=16),
+    # vision
+    _e("vit", "vision", "ViTForImageClassification", "ViTConfig", **_VIT),
+    _e("deit", "vision", "DeiTForImageClassification", "DeiTConfig", **_VIT),
+    _e("dinov2", "vision", "Dinov2Model", "Dinov2Config", **_VIT),
+    _e("resnet", "vision", "ResNetForImageClassification", "ResNetConfig", embedding_size=16,
+       hidden_sizes=[16, 32], depths=[1, 1], layer_type="basic"),
+    _e("convnext", "vision", "ConvNextForImageClassification", "ConvNextConfig",
+       num_stages=2, hidden_sizes=[16, 32], depths=[1, 1], image_size=32),
+    _e("swin", "vision", "SwinForImageClassification", "SwinConfig", image_size=32,
+       patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[1, 2], window_size=4),
+    _e("segformer", "vision", "SegformerForSemanticSegmentation", "SegformerConfig",
+       image_size=32, num_encoder_blocks=2, depths=[1, 1], sr_ratios=[2, 1],
+       hidden_sizes=[16, 32], num_attention_heads=[1, 2], decoder_hidden_size=32,
+       patch_sizes=[7, 3], strides=[4, 2], mlp_ratios=[2, 2]),
+    # audio
+    _e("wav2vec2-ctc", "audio", "Wav2Vec2ForCTC", "Wav2Vec2Config", **_WAV),
+    _e("hubert", "audio", "HubertForSequenceClassification", "HubertConfig", **_WAV),
+    _e("whisper", "audio", "WhisperForConditionalGeneration", "WhisperConfig", vocab_size=256,
+       d_model=64, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
+       decoder_attention_heads=2, encoder_ffn_dim=128, decoder_ffn_dim=128, num_mel_bins=16,
+       max_source_positions=32, max_target_positions=64, decoder_start_token_id=1,
+       pad_token_id=0, bos_token_id=1, eos_token_id=2, suppress_tokens=[],
+       begin_suppress_tokens=[]),
+    # multimodal
+    _e("clip", "multimodal", "CLIPModel", "CLIPConfig",
+       text_config={**_TEXT, "max_position_embeddings": 64},
+       vision_config={**_VIT}, projection_dim=32),
+    _e("siglip", "multimodal", "SiglipModel", "SiglipConfig",
+       text_config={**_TEXT, "max_position_embeddings": 64}, vision_config={**_VIT}),
+    _e("llava", "multimodal", "LlavaForConditionalGeneration", "LlavaConfig",
+       text_config={"model_type": "llama", **_DEC},
+       vision_config={"model_type": "clip_vision_model", **_VIT, "projection_dim": 32},
+       image_token_index=250),
+)
+
+
+def by_name() -> dict[str, ZooEntry]:
+    return {e.name: e for e in ZOO}
+
+
+def select(names: Iterable[str] | None) -> list[ZooEntry]:
+    table = by_name()
+    if not names:
+        return list(ZOO)
+    out = []
+    for name in names:
+        if name not in table:
+            raise UsageError(f"unknown zoo model {name!r} (valid: {choices(table)})")
+        out.append(table[name])
+    return out
+
+
+def build_zoo(out_dir: Path, names: Iterable[str] | None = None) -> list[Path]:
+    """Build (or keep, when already built by this version) each selected entry."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return [_build_one(entry, out_dir) for entry in select(names)]
+
+
+def _build_one(entry: ZooEntry, out_dir: Path) -> Path:
+    target = out_dir / entry.name
+    marker = target / MARKER
+    stamp = {"version": ZOO_VERSION, "arch": entry.arch, "family": entry.family}
+    if marker.exists():
+        try:
+            if read_json(marker) == stamp:
+                return target
+        except Exception:  # a broken marker: rebuild below
+            pass
+    import torch
+    import transformers
+
+    transformers.utils.logging.disable_progress_bar()
+    torch.manual_seed(0)
+    config = getattr(transformers, entry.config)(**entry.kwargs)
+    config.architectures = [entry.arch]
+    model = getattr(transformers, entry.arch)(config)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{entry.name}.", dir=out_dir))
+    try:
+        model.save_pretrained(tmp)
+        atomic_write_json(tmp / MARKER, stamp)
+        if target.exists():
+            shutil.rmtree(target)
+        tmp.rename(target)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target

@@ -1,0 +1,182 @@
+"""Example inputs for any transformers architecture, and the phase a step runs.
+
+Which inputs are built is decided by the model class's forward() signature and its config:
+every required argument must have a builder (else the job is ``unsupported``, naming the
+argument), optional ones are built when their builder says the model wants them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from kerneltracer.errors import UnsupportedError
+from kerneltracer.worker.inputs.builders import BUILDERS
+from kerneltracer.worker.inputs.spec import InputSpec
+from kerneltracer.worker.inputs.workload import (
+    PHASES,
+    Decode,
+    Forward,
+    Generate,
+    Workload,
+    check_phase,
+)
+
+__all__ = ["PHASES", "InputSpec", "Workload", "build_inputs", "build_workload", "describe"]
+
+# Arguments that carry the model's data; a forward taking none of them cannot be fed.
+_PRIMARY = ("input_ids", "pixel_values", "input_values", "input_features")
+# What generate() builds itself, or must not be given.
+_NOT_FOR_GENERATE = ("labels", "start_positions", "end_positions", "decoder_input_ids")
+
+
+def build_inputs(spec: InputSpec) -> dict[str, Any]:
+    """The forward's keyword arguments (on the CPU), in registry order."""
+    built: dict[str, Any] = {}
+    takes_kwargs = any(p.kind == p.VAR_KEYWORD for p in spec.params.values())
+    for name, builder in BUILDERS.items():
+        if builder.train_only and not spec.train:
+            continue
+        # A forward that only takes **kwargs (remote-code wrappers) still gets token ids.
+        accepted = name in spec.params or (
+            takes_kwargs and name in ("input_ids", "attention_mask") and not _has_primary(spec)
+        )
+        if not accepted:
+            continue
+        if name in spec.required or builder.wanted(spec, built):
+            built[name] = builder.build(spec, built)
+    missing = [n for n in spec.required if n not in built]
+    if missing:
+        raise UnsupportedError(
+            f"{spec.class_name}.forward argument {missing[0]!r} has no input builder "
+            f"(builders: {', '.join(BUILDERS)})"
+        )
+    if not any(k in built for k in _PRIMARY):
+        raise UnsupportedError(
+            f"{spec.class_name}.forward takes none of {', '.join(_PRIMARY)}: no input to build"
+        )
+    return built
+
+
+def _has_primary(spec: InputSpec) -> bool:
+    return any(k in spec.params for k in _PRIMARY)
+
+
+def build_workload(spec: InputSpec, phase: str, new_tokens: int) -> Workload:
+    """Inputs for ``phase`` on ``spec.device``; decode runs its prefill here, untraced."""
+    check_phase(phase, spec.model, spec.train)
+    inputs = {k: _to(v, spec.device) for k, v in build_inputs(spec).items()}
+    if phase == "prefill":
+        return Forward(inputs)
+    if phase == "generate":
+        prompt = {k: v for k, v in inputs.items() if k not in _NOT_FOR_GENERATE}
+        return Generate(prompt, new_tokens, _pad_id(spec))
+    return _decode(spec, inputs)
+
+
+def _pad_id(spec: InputSpec) -> int | None:
+    for name in ("pad_token_id", "eos_token_id"):
+        value = spec.find(name)
+        if isinstance(value, list) and value:
+            value = value[0]
+        if isinstance(value, int):
+            return value
+    return 0
+
+
+def _decode(spec: InputSpec, inputs: dict[str, Any]) -> Decode:
+    import torch
+
+    token_key = "decoder_input_ids" if spec.encoder_decoder else "input_ids"
+    ids = inputs.get(token_key)
+    if ids is None or ids.dim() != 2 or ids.shape[1] < 2:
+        raise UnsupportedError(f"phase decode needs {token_key} of at least 2 tokens (seq_len)")
+    length = int(ids.shape[1])
+    prompt = {k: v for k, v in inputs.items() if k not in _NOT_FOR_GENERATE}
+    for key in (token_key, "attention_mask", "token_type_ids"):
+        if key in prompt and not (key == "attention_mask" and spec.encoder_decoder):
+            prompt[key] = prompt[key][:, : length - 1]
+    if spec.encoder_decoder:
+        prompt["decoder_input_ids"] = ids[:, : length - 1]
+    with torch.no_grad():
+        out = spec.model(**prompt, use_cache=True)
+    cache_arg, cache = _cache_of(out)
+    if cache is None:
+        raise UnsupportedError(f"{spec.class_name} returned no cache from a forward with use_cache")
+    extra: dict[str, Any] = {cache_arg: cache, "use_cache": True}
+    if spec.encoder_decoder:
+        from transformers.modeling_outputs import BaseModelOutput
+
+        extra["encoder_outputs"] = BaseModelOutput(last_hidden_state=out.encoder_last_hidden_state)
+        if "attention_mask" in inputs:
+            extra["attention_mask"] = inputs["attention_mask"]
+    elif "attention_mask" in inputs:
+        extra["attention_mask"] = inputs["attention_mask"]
+    position = torch.tensor([length - 1], device=ids.device)
+    # Only the new token: the cache holds the rest (generate() slices the same way).
+    step = spec.model.prepare_inputs_for_generation(
+        ids[:, length - 1 :], cache_position=position, **extra
+    )
+    step = {k: v for k, v in step.items() if v is not None}
+    step.setdefault(cache_arg, cache)
+    return Decode(step, cache_arg)
+
+
+def _cache_of(out: Any) -> tuple[str, Any]:
+    for name in ("past_key_values", "cache_params"):
+        value = getattr(out, name, None)
+        if value is not None:
+            return name, value
+    return "past_key_values", None
+
+
+def describe(workload: Workload) -> list[dict[str, Any]]:
+    """What was built, for _TRACE_STATUS.json: name, kind, shape, dtype per input."""
+    import torch
+
+    rows: list[dict[str, Any]] = []
+    for name, value in workload.inputs().items():
+        if isinstance(value, bool):
+            rows.append({"name": name, "kind": "flag", "shape": [], "dtype": "bool",
+                         "value": value})
+        elif torch.is_tensor(value):
+            kind = BUILDERS[name].kind if name in BUILDERS else "step"
+            rows.append(
+                {
+                    "name": name,
+                    "kind": kind,
+                    "shape": list(value.shape),
+                    "dtype": str(value.dtype).removeprefix("torch."),
+                }
+            )
+        elif name in ("past_key_values", "cache_params"):
+            rows.append(_describe_cache(name, value))
+        elif name == "encoder_outputs":
+            hidden = getattr(value, "last_hidden_state", None)
+            shape = list(hidden.shape) if hidden is not None else []
+            rows.append({"name": name, "kind": "encoder_outputs", "shape": shape, "dtype": ""})
+    if isinstance(workload, Generate):
+        rows.append({"name": "max_new_tokens", "kind": "generate", "shape": [], "dtype": "",
+                     "value": workload.new_tokens})
+    return rows
+
+
+def _describe_cache(name: str, cache: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {"name": name, "kind": "cache", "shape": [], "dtype": "",
+                           "type": type(cache).__name__}
+    inner = getattr(cache, "self_attention_cache", cache)
+    layers = getattr(inner, "layers", None) or []
+    keys = getattr(layers[0], "keys", None) if layers else None
+    if keys is not None and hasattr(keys, "shape"):
+        row.update(shape=list(keys.shape), dtype=str(keys.dtype).removeprefix("torch."),
+                   layers=len(layers))
+    length = getattr(cache, "get_seq_length", None)
+    if callable(length):
+        # Some caches cannot tell; the shape still says it.
+        with contextlib.suppress(Exception):
+            row["tokens"] = int(length())
+    return row
+
+
+def _to(value: Any, device: str) -> Any:
+    return value.to(device) if hasattr(value, "to") else value

@@ -1,0 +1,140 @@
+"""One small builder per input kind, keyed by the forward argument it fills.
+
+A builder is asked for an argument the model's forward() takes when the argument is
+required or when the builder says the model wants it (from the config and what was built
+so far). Registry order is build order: later builders may read earlier inputs (the
+attention mask follows the token ids, image tokens follow the pixel values).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kerneltracer.worker.inputs import labels, media
+from kerneltracer.worker.inputs.spec import InputSpec
+
+Built = dict[str, Any]
+
+_SAMPLE_TEXT = (
+    "Kernel engineers want to know which operators a model really runs, with which shapes, "
+    "and where the time goes. "
+)
+
+
+@dataclass(frozen=True)
+class Builder:
+    name: str  # the forward argument
+    kind: str  # text | vision | audio | layout | label
+    build: Callable[[InputSpec, Built], Any]
+    wanted: Callable[[InputSpec, Built], bool] = lambda spec, built: True
+    train_only: bool = False
+
+
+def _token_ids(spec: InputSpec, built: Built) -> Any:
+    import torch
+
+    vocab = spec.vocab()
+    image_tokens = media.image_token_count(spec, built)
+    length = spec.seq_len + image_tokens
+    ids = _tokenized(spec, vocab) if not image_tokens else None
+    if ids is None:
+        ids = spec.randint(vocab, (spec.batch, spec.seq_len), salt=1)
+        ids = media.avoid_special_ids(spec, ids)
+    if image_tokens:
+        marker = media.image_token_id(spec) or 0  # set: image_token_count found one
+        prefix = torch.full((spec.batch, image_tokens), marker, dtype=torch.long)
+        ids = torch.cat([prefix, ids], dim=1)
+    if spec.choices is not None:
+        ids = ids.unsqueeze(1).expand(spec.batch, spec.choices, length).contiguous()
+    return ids
+
+
+def _tokenized(spec: InputSpec, vocab: int) -> Any:
+    import torch
+
+    tok = spec.tokenizer
+    if tok is None:
+        return None
+    try:
+        text = _SAMPLE_TEXT * (spec.seq_len // 8 + 1)
+        enc = tok(text, add_special_tokens=False)["input_ids"][: spec.seq_len]
+    except Exception:  # a tokenizer that cannot encode plain text: fall back to random ids
+        return None
+    if len(enc) != spec.seq_len or max(enc) >= vocab:
+        return None
+    return torch.tensor([enc] * spec.batch, dtype=torch.long)
+
+
+def _has_text(spec: InputSpec, built: Built) -> bool:
+    return "input_ids" in built
+
+
+def _wants_token_types(spec: InputSpec, built: Built) -> bool:
+    return "input_ids" in built and int(spec.find("type_vocab_size", default=0) or 0) >= 1
+
+
+def _wants_bbox(spec: InputSpec, built: Built) -> bool:
+    return "input_ids" in built and spec.find("max_2d_position_embeddings") is not None
+
+
+def _bbox(spec: InputSpec, built: Built) -> Any:
+    import torch
+
+    shape = tuple(built["input_ids"].shape)
+    corner = spec.randint(500, (*shape, 2), salt=2)
+    size = spec.randint(500, (*shape, 2), salt=3)
+    # (x0, y0, x1, y1) with x0 <= x1 and y0 <= y1, all within LayoutLM's 0..1000 grid.
+    return torch.cat([corner, corner + size], dim=-1)
+
+
+def _decoder_ids(spec: InputSpec, built: Built) -> Any:
+    length = decoder_length(spec)
+    vocab = int(spec.find_in("decoder", "vocab_size", default=0) or spec.vocab())
+    ids = spec.randint(vocab, (spec.batch, length), salt=4)
+    ids = media.avoid_special_ids(spec, ids)
+    start = spec.find("decoder_start_token_id", "pad_token_id", default=0)
+    ids[:, 0] = int(start if isinstance(start, int) and 0 <= start < vocab else 0)
+    return ids
+
+
+def decoder_length(spec: InputSpec) -> int:
+    limit = spec.find_in("decoder", "max_target_positions", "max_position_embeddings")
+    return max(1, min(spec.seq_len, int(limit) if isinstance(limit, int) else spec.seq_len))
+
+
+def _is_encoder_decoder(spec: InputSpec, built: Built) -> bool:
+    return spec.encoder_decoder
+
+
+BUILDERS: Mapping[str, Builder] = {
+    b.name: b
+    for b in (
+        Builder("pixel_values", "vision", media.pixel_values),
+        Builder("input_values", "audio", media.input_values),
+        Builder("input_features", "audio", media.input_features),
+        Builder("input_ids", "text", _token_ids),
+        Builder("attention_mask", "text", lambda s, b: _ones_like_ids(b), _has_text),
+        Builder("token_type_ids", "text", lambda s, b: _zeros_like_ids(b), _wants_token_types),
+        Builder("bbox", "layout", _bbox, _wants_bbox),
+        Builder("decoder_input_ids", "text", _decoder_ids, _is_encoder_decoder),
+        Builder("labels", "label", labels.labels, labels.wants_labels, train_only=True),
+        # Dual encoders (CLIP, SigLIP) compute their contrastive loss only when asked.
+        Builder("return_loss", "flag", lambda s, b: True, train_only=True),
+        Builder("start_positions", "label", labels.span_start, labels.is_qa, train_only=True),
+        Builder("end_positions", "label", labels.span_end, labels.is_qa, train_only=True),
+    )
+}
+
+
+def _ones_like_ids(built: Built) -> Any:
+    import torch
+
+    return torch.ones_like(built["input_ids"])
+
+
+def _zeros_like_ids(built: Built) -> Any:
+    import torch
+
+    return torch.zeros_like(built["input_ids"])

@@ -1,0 +1,85 @@
+"""Train-mode targets that match the model's head, so the traced backward is the real one.
+
+The head is read from the class-name suffix transformers uses for every task
+(``...ForSequenceClassification``, ``...ForCTC``) and, for generation heads, from whether
+the config is an encoder-decoder.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kerneltracer.worker.inputs.spec import InputSpec
+
+_SUFFIXES = (
+    ("ForCausalLM", "causal_lm"),
+    ("LMHeadModel", "causal_lm"),
+    ("ForMaskedLM", "masked_lm"),
+    ("ForPreTraining", "masked_lm"),
+    ("ForConditionalGeneration", "generation"),
+    ("ForSpeechSeq2Seq", "seq2seq"),
+    ("ForSequenceClassification", "classification"),
+    ("ForImageClassification", "classification"),
+    ("ForAudioClassification", "classification"),
+    ("ForMultipleChoice", "multiple_choice"),
+    ("ForTokenClassification", "token_classification"),
+    ("ForQuestionAnswering", "question_answering"),
+    ("ForCTC", "ctc"),
+    ("ForSemanticSegmentation", "segmentation"),
+)
+
+
+def head_of(spec: InputSpec) -> str | None:
+    name = spec.class_name
+    for suffix, head in _SUFFIXES:
+        if name.endswith(suffix):
+            if head == "generation":
+                return "seq2seq" if spec.encoder_decoder else "causal_lm"
+            return head
+    return "seq2seq" if spec.encoder_decoder else None
+
+
+def wants_labels(spec: InputSpec, built: dict[str, Any]) -> bool:
+    return head_of(spec) not in (None, "question_answering")
+
+
+def is_qa(spec: InputSpec, built: dict[str, Any]) -> bool:
+    return head_of(spec) == "question_answering"
+
+
+def labels(spec: InputSpec, built: dict[str, Any]) -> Any:
+    import torch
+
+    head = head_of(spec)
+    num_labels = int(getattr(spec.config, "num_labels", 2) or 2)
+    if head in ("causal_lm", "masked_lm"):
+        return built["input_ids"].clone()
+    if head == "seq2seq":
+        from kerneltracer.worker.inputs.builders import decoder_length
+
+        vocab = int(spec.find_in("decoder", "vocab_size", default=0) or spec.vocab())
+        return spec.randint(vocab, (spec.batch, decoder_length(spec)), salt=20)
+    if head == "multiple_choice":
+        return spec.randint(spec.choices or 2, (spec.batch,), salt=21)
+    if head == "token_classification":
+        return spec.randint(num_labels, (spec.batch, spec.seq_len), salt=22)
+    if head == "ctc":
+        frames = max(2, spec.seq_len // 2)  # shorter than the frames, as CTC requires
+        return spec.randint(spec.vocab(), (spec.batch, frames), salt=23, low=1)
+    if head == "segmentation":
+        side = int(built["pixel_values"].shape[-1])
+        return spec.randint(num_labels, (spec.batch, side, side), salt=24)
+    problem = getattr(spec.config, "problem_type", None)
+    if problem == "regression" or num_labels == 1:
+        return torch.randn((spec.batch,), generator=spec.generator(25)).to(spec.float_dtype)
+    if problem == "multi_label_classification":
+        return spec.randint(2, (spec.batch, num_labels), salt=26).to(spec.float_dtype)
+    return spec.randint(num_labels, (spec.batch,), salt=27)
+
+
+def span_start(spec: InputSpec, built: dict[str, Any]) -> Any:
+    return spec.randint(spec.seq_len, (spec.batch,), salt=28)
+
+
+def span_end(spec: InputSpec, built: dict[str, Any]) -> Any:
+    return spec.randint(spec.seq_len, (spec.batch,), salt=29)

@@ -1,0 +1,115 @@
+"""Image and audio inputs, sized from the config; image placeholder tokens for VLMs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kerneltracer.errors import UnsupportedError
+from kerneltracer.worker.inputs.spec import InputSpec
+
+_DEFAULT_IMAGE = 64
+# Samples per frame of wav2vec2-style conv front ends when the config does not say.
+_DEFAULT_HOP = 320
+
+
+def _side(value: Any) -> int:
+    if isinstance(value, list | tuple):
+        return int(value[0])
+    if isinstance(value, dict):  # {"height": .., "width": ..} or {"shortest_edge": ..}
+        return int(next(iter(value.values())))
+    return int(value)
+
+
+def pixel_values(spec: InputSpec, built: dict[str, Any]) -> Any:
+    channels = int(spec.find_in("vision_config", "num_channels", default=3))
+    size = spec.find_in("vision_config", "image_size", default=None)
+    side = _side(size) if size is not None else _DEFAULT_IMAGE
+    return spec.randn((spec.batch, channels, side, side), salt=10)
+
+
+def input_values(spec: InputSpec, built: dict[str, Any]) -> Any:
+    """Raw audio long enough that the conv feature extractor yields ``seq_len`` frames."""
+    kernels = spec.find_in("audio_config", "conv_kernel")
+    strides = spec.find_in("audio_config", "conv_stride")
+    if kernels and strides:
+        samples = spec.seq_len
+        for k, s in reversed(list(zip(kernels, strides, strict=False))):
+            samples = (samples - 1) * int(s) + int(k)
+    else:
+        samples = spec.seq_len * _DEFAULT_HOP
+    return spec.randn((spec.batch, samples), salt=11)
+
+
+def input_features(spec: InputSpec, built: dict[str, Any]) -> Any:
+    """Log-mel style features in the layout the config implies."""
+    mels = spec.find_in("audio_config", "num_mel_bins")
+    if mels is not None:
+        # Whisper-style encoders take (batch, mels, frames) and require exactly
+        # 2 * max_source_positions frames (the conv stem halves them).
+        positions = spec.find_in("audio_config", "max_source_positions")
+        frames = 2 * int(positions) if positions else spec.seq_len
+        return spec.randn((spec.batch, int(mels), frames), salt=12)
+    per_channel = spec.find_in("audio_config", "input_feat_per_channel", "feature_size")
+    if per_channel is not None:
+        channels = int(spec.find_in("audio_config", "input_channels", default=1))
+        # Speech2Text-style: (batch, frames, features); its conv stem subsamples by 4.
+        return spec.randn((spec.batch, spec.seq_len * 4, int(per_channel) * channels), salt=12)
+    raise UnsupportedError(
+        "forward argument 'input_features' has no builder for this config "
+        "(it names neither num_mel_bins nor input_feat_per_channel / feature_size)"
+    )
+
+
+def image_token_id(spec: InputSpec) -> int | None:
+    value = spec.find("image_token_id", "image_token_index")
+    return int(value) if isinstance(value, int) else None
+
+
+def image_token_count(spec: InputSpec, built: dict[str, Any]) -> int:
+    """How many placeholder tokens a VLM's prompt needs for the built image (0 if none).
+
+    Asked of the model itself (its vision tower on the built pixels, untraced), so the count
+    follows whatever feature-selection strategy and projector the architecture uses.
+    """
+    if "pixel_values" not in built or image_token_id(spec) is None:
+        return 0
+    import torch
+
+    get = getattr(spec.model, "get_image_features", None)
+    if get is None:
+        raise UnsupportedError(
+            f"{spec.class_name} takes image placeholder tokens but has no get_image_features "
+            "to count them"
+        )
+    with torch.no_grad():
+        feats = get(pixel_values=built["pixel_values"].to(spec.device))
+    count = _feature_rows(feats) // spec.batch
+    if count <= 0:
+        raise UnsupportedError(f"{spec.class_name}: could not count image tokens")
+    return count
+
+
+def _feature_rows(feats: Any) -> int:
+    import torch
+
+    if torch.is_tensor(feats):
+        return int(feats.shape[0] * feats.shape[1]) if feats.dim() == 3 else int(feats.shape[0])
+    if isinstance(feats, list | tuple):
+        return sum(_feature_rows(f) for f in feats)
+    for attr in ("pooler_output", "image_embeds", "last_hidden_state"):
+        inner = getattr(feats, attr, None)
+        if inner is not None:
+            return _feature_rows(inner)
+    return 0
+
+
+def avoid_special_ids(spec: InputSpec, ids: Any) -> Any:
+    """Random ids must not hit the image/video/audio placeholders a VLM reacts to."""
+    special = {
+        int(v)
+        for name in ("image_token_id", "image_token_index", "video_token_id", "audio_token_id")
+        if isinstance(v := spec.find(name), int)
+    }
+    for token in special:
+        ids[ids == token] = (token + 1) % max(spec.vocab(), 2)
+    return ids

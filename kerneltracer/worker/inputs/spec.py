@@ -1,0 +1,101 @@
+"""What an input builder may look at: the model, its config, the job's sizes.
+
+Sizes come from the config first (image_size, num_mel_bins, conv strides...), searched in
+the config and its sub-configs (text_config, vision_config, audio_config, encoder,
+decoder), because multimodal and encoder-decoder models keep them there.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any
+
+_SUB_CONFIGS = ("text_config", "vision_config", "audio_config", "encoder", "decoder")
+
+
+@dataclass
+class InputSpec:
+    model: Any
+    config: Any
+    tokenizer: Any
+    batch: int
+    seq_len: int
+    device: str
+    float_dtype: Any
+    train: bool
+    # Forward parameters by name; ``required`` are those with no default.
+    params: dict[str, inspect.Parameter] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, model: Any, **fields: Any) -> InputSpec:
+        params = dict(inspect.signature(model.forward).parameters)
+        return cls(model=model, params=params, **fields)
+
+    @property
+    def class_name(self) -> str:
+        return type(self.model).__name__
+
+    @property
+    def required(self) -> list[str]:
+        plain = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        return [
+            n
+            for n, p in self.params.items()
+            if p.kind in plain and p.default is inspect.Parameter.empty
+        ]
+
+    @property
+    def choices(self) -> int | None:
+        """Number of choices for multiple-choice heads (inputs get a choices dimension)."""
+        return 2 if self.class_name.endswith("ForMultipleChoice") else None
+
+    @property
+    def encoder_decoder(self) -> bool:
+        return bool(getattr(self.config, "is_encoder_decoder", False))
+
+    def find(self, *names: str, default: Any = None) -> Any:
+        """The first of ``names`` set in the config, else in one of its sub-configs."""
+        for cfg in self._configs():
+            for name in names:
+                value = getattr(cfg, name, None)
+                if value is not None:
+                    return value
+        return default
+
+    def find_in(self, sub: str, *names: str, default: Any = None) -> Any:
+        """Like :meth:`find`, but the named sub-config (e.g. vision_config) wins."""
+        inner = getattr(self.config, sub, None)
+        for name in names if inner is not None else ():
+            value = getattr(inner, name, None)
+            if value is not None:
+                return value
+        return self.find(*names, default=default)
+
+    def _configs(self) -> list[Any]:
+        subs = [getattr(self.config, s, None) for s in _SUB_CONFIGS]
+        return [self.config, *[s for s in subs if s is not None]]
+
+    def vocab(self) -> int:
+        return int(self.find_in("text_config", "vocab_size", default=0) or 32000)
+
+    def generator(self, salt: int) -> Any:
+        import torch
+
+        return torch.Generator().manual_seed(1000 + salt)
+
+    def randint(self, high: int, shape: tuple[int, ...], salt: int, low: int = 0) -> Any:
+        import torch
+
+        high = max(high, low + 1)
+        gen = self.generator(salt)
+        return torch.randint(low, high, shape, generator=gen, dtype=torch.long)
+
+    def randn(self, shape: tuple[int, ...], salt: int) -> Any:
+        import torch
+
+        return torch.randn(shape, generator=self.generator(salt)).to(self.float_dtype)
+
+    def leading(self) -> tuple[int, ...]:
+        """Batch dims of token inputs: (batch,) or (batch, choices)."""
+        return (self.batch,) if self.choices is None else (self.batch, self.choices)
