@@ -105,6 +105,13 @@ def _register() -> None:
     from kerneltracer.cli.diff_cmd import diff
 
     root.add_command(diff)
+    from kerneltracer.cli.corpus_cmd import corpus
+    from kerneltracer.cli.readiness_cmd import readiness
+    from kerneltracer.cli.replay_cmd import replay
+
+    root.add_command(corpus)
+    root.add_command(replay)
+    root.add_command(readiness)
 
 
 _register()

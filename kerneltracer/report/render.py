@@ -17,6 +17,7 @@ from markupsafe import Markup
 
 from kerneltracer.report.collect import PHASES, ModelRow, RunData
 from kerneltracer.report.coverage_view import CoverageView
+from kerneltracer.report.readiness_view import ReadinessView
 from kerneltracer.report.views import (
     fmt_duration,
     fmt_mib,
@@ -94,3 +95,7 @@ def render_model(run: RunData, model: ModelRow, jobs_base: str) -> str:
 
 def render_coverage(run: RunData, cov: CoverageView) -> str:
     return _page("coverage.html.j2", "", run=run, cov=cov)
+
+
+def render_readiness(run: RunData, view: ReadinessView) -> str:
+    return _page("readiness.html.j2", "", run=run, view=view)

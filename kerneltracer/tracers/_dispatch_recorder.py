@@ -2,6 +2,11 @@
 
 Signatures are hashable tuples built straight from tensor metadata (``torch.Size`` is a
 tuple, dtypes and devices hash); turning them into JSON happens once per unique signature.
+
+Besides the signature, each entry keeps what replaying the call needs and the signature
+does not say: the value range of every integer input tensor (indices of embedding, gather,
+index, nll_loss must stay in bounds), merged over calls, and the module path the call came
+from (maintained by global module hooks, see :class:`ModulePaths`).
 """
 
 from __future__ import annotations
@@ -13,15 +18,57 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 _TENSOR = "T"
 _SEQ = "L"
+_TAG = "$"  # a scalar that JSON has no type for: dtype, device, layout, memory format
 _PLAIN = (int, float, bool, str, type(None))
+_TAGGED = (torch.dtype, torch.device, torch.layout, torch.memory_format)
+MAX_MODULE_PATHS = 32  # per signature; a 100-layer model repeats each one per layer
+
+# Entry slots: [count, outputs signature, integer ranges, module path -> calls]
+_COUNT, _OUTS, _RANGES, _MODULES = range(4)
+
+
+class ModulePaths:
+    """The qualified name of the innermost module running, from global forward hooks."""
+
+    def __init__(self, model: Any = None) -> None:
+        self.names: dict[int, str] = {}
+        if model is not None:
+            self.names = {id(m): name or "" for name, m in model.named_modules()}
+        self.stack: list[str] = []
+        self._handles: list[Any] = []
+
+    def current(self) -> str:
+        return self.stack[-1] if self.stack else ""
+
+    def __enter__(self) -> ModulePaths:
+        from torch.nn.modules import module as nn_module
+
+        self._handles = [
+            nn_module.register_module_forward_pre_hook(self._push),
+            nn_module.register_module_forward_hook(self._pop),
+        ]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self.stack.clear()
+
+    def _push(self, module: Any, _args: Any) -> None:
+        self.stack.append(self.names.get(id(module), f"<{type(module).__name__}>"))
+
+    def _pop(self, _module: Any, _args: Any, _out: Any) -> None:
+        if self.stack:
+            self.stack.pop()
 
 
 class DispatchRecorder(TorchDispatchMode):
-    def __init__(self, record_strides: bool = True) -> None:
+    def __init__(self, record_strides: bool = True, modules: ModulePaths | None = None) -> None:
         super().__init__()
         self.record_strides = record_strides
+        self.modules = modules
         self.phase = "forward"
-        # (phase, op, args signature, kwargs signature) → [count, outputs signature]
+        # (phase, op, args signature, kwargs signature) → [count, outs, ranges, modules]
         self.table: dict[Any, list[Any]] = {}
 
     def enter_backward(self) -> None:
@@ -29,35 +76,69 @@ class DispatchRecorder(TorchDispatchMode):
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))
+        ranges: list[Any] = []
         sig = self._sig
         key = (
             self.phase,
             func,
-            tuple([sig(a) for a in args]),
-            tuple([(k, sig(v)) for k, v in kwargs.items()]) if kwargs else (),
+            tuple([sig(a, ranges) for a in args]),
+            tuple([(k, sig(v, ranges)) for k, v in kwargs.items()]) if kwargs else (),
         )
+        path = self.modules.current() if self.modules is not None else ""
         entry = self.table.get(key)
         if entry is None:
-            self.table[key] = [1, sig(out)]
-        else:
-            entry[0] += 1
+            self.table[key] = [1, sig(out, None), ranges, {path: 1}]
+            return out
+        entry[_COUNT] += 1
+        if ranges:
+            entry[_RANGES] = [_merge(a, b) for a, b in zip(entry[_RANGES], ranges, strict=True)]
+        mods = entry[_MODULES]
+        if path in mods:
+            mods[path] += 1
+        elif len(mods) < MAX_MODULE_PATHS:
+            mods[path] = 1
         return out
 
-    def _sig(self, value: Any) -> Any:
+    def _sig(self, value: Any, ranges: list[Any] | None) -> Any:
         if isinstance(value, torch.Tensor):
+            if ranges is not None and _is_integer(value.dtype):
+                ranges.append(_range(value))
             if self.record_strides and value.layout == torch.strided:
                 return (_TENSOR, value.shape, value.dtype, value.device.type, value.stride())
             return (_TENSOR, value.shape, value.dtype, value.device.type, None)
         if isinstance(value, _PLAIN):
             return value
         if isinstance(value, list | tuple):
-            return (_SEQ, *[self._sig(v) for v in value])
-        if isinstance(value, torch.dtype | torch.device | torch.layout | torch.memory_format):
-            return str(value)
-        return f"<{type(value).__name__}>"
+            return (_SEQ, *[self._sig(v, ranges) for v in value])
+        if isinstance(value, _TAGGED):
+            return (_TAG, type(value).__name__, str(value).removeprefix("torch."))
+        return (_TAG, "opaque", type(value).__name__)
 
 
-def _json(sig: Any) -> Any:
+def _is_integer(dtype: torch.dtype) -> bool:
+    return not (dtype.is_floating_point or dtype.is_complex or dtype == torch.bool)
+
+
+def _range(t: torch.Tensor) -> tuple[int, int] | None:
+    if t.numel() == 0 or t.device.type == "meta" or t.is_sparse:
+        return None
+    try:
+        lo, hi = torch.aminmax(t)
+        return int(lo), int(hi)
+    except (RuntimeError, NotImplementedError):  # fake / functional tensors have no data
+        return None
+
+
+def _merge(a: tuple[int, int] | None, b: tuple[int, int] | None) -> tuple[int, int] | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return min(a[0], b[0]), max(a[1], b[1])
+
+
+def _json(sig: Any, ranges: Any = None) -> Any:
+    """JSON of one signature part; integer tensors take their range from the ``ranges`` iterator."""
     if isinstance(sig, tuple) and sig and sig[0] == _TENSOR:
         _, shape, dtype, device, stride = sig
         out: dict[str, Any] = {
@@ -67,13 +148,17 @@ def _json(sig: Any) -> Any:
         }
         if stride is not None:
             out["stride"] = [_int(s) for s in stride]
+        if ranges is not None and _is_integer(dtype):
+            span = next(ranges, None)
+            if span is not None:
+                out["min"], out["max"] = span
         return out
     if isinstance(sig, tuple) and sig and sig[0] == _SEQ:
-        return [_json(s) for s in sig[1:]]
-    if isinstance(sig, float) and sig != sig:  # NaN is not JSON
-        return "nan"
-    if isinstance(sig, float) and sig in (float("inf"), float("-inf")):
-        return str(sig)
+        return [_json(s, ranges) for s in sig[1:]]
+    if isinstance(sig, tuple) and sig and sig[0] == _TAG:
+        return {_TAG: sig[1], "v": sig[2]}
+    if isinstance(sig, float) and (sig != sig or sig in (float("inf"), float("-inf"))):
+        return {_TAG: "float", "v": str(sig)}  # NaN and infinities are not JSON
     return sig
 
 
@@ -86,17 +171,19 @@ def _int(v: Any) -> Any:
 
 def rows_of(table: dict[Any, list[Any]]) -> list[dict[str, Any]]:
     rows = []
-    for (phase, func, args, kwargs), (count, outs) in table.items():
+    for (phase, func, args, kwargs), (count, outs, ranges, modules) in table.items():
+        it = iter(ranges)
         rows.append(
             {
                 "op": str(func),
                 "phase": phase,
                 "count": count,
-                "inputs": [_json(a) for a in args],
-                "kwargs": {k: _json(v) for k, v in kwargs},
+                "inputs": [_json(a, it) for a in args],
+                "kwargs": {k: _json(v, it) for k, v in kwargs},
                 "outputs": _json(outs)
                 if isinstance(outs, tuple) and outs[:1] == (_SEQ,)
                 else [_json(outs)],
+                "modules": dict(sorted(modules.items(), key=lambda kv: (-kv[1], kv[0]))),
             }
         )
     rows.sort(key=lambda r: (r["phase"] != "forward", r["op"], -r["count"]))

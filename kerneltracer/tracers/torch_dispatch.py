@@ -28,20 +28,22 @@ class DispatchOptions(TracerOptions):
 
 class TorchDispatchTracer(Tracer):
     name: ClassVar[str] = "torch_dispatch"
-    version: ClassVar[str] = "1"
+    version: ClassVar[str] = "2"  # 2: integer ranges, tagged scalars, module paths
     frameworks: ClassVar[frozenset[str]] = frozenset({"huggingface"})
     summary: ClassVar[str] = (
-        "every aten op call (TorchDispatchMode): shapes, dtypes, strides, counts"
+        "every aten op call (TorchDispatchMode): shapes, dtypes, strides, counts, "
+        "integer ranges and module paths (what replay needs)"
     )
     outputs_doc: ClassVar[str] = f"{OPS_FILE}, {SUMMARY_FILE}, {COUNTS_FILE}"
     Options: ClassVar[type[TracerOptions]] = DispatchOptions
 
     def trace(self, ctx: ExecutionContext) -> dict[Any, list[Any]]:
-        from kerneltracer.tracers._dispatch_recorder import DispatchRecorder
+        from kerneltracer.tracers._dispatch_recorder import DispatchRecorder, ModulePaths
 
         assert isinstance(self.options, DispatchOptions)
-        recorder = DispatchRecorder(record_strides=self.options.record_strides)
-        with recorder:
+        modules = ModulePaths(ctx.model)
+        recorder = DispatchRecorder(record_strides=self.options.record_strides, modules=modules)
+        with modules, recorder:
             ctx.step(before_backward=recorder.enter_backward)
         return recorder.table
 

@@ -13,6 +13,10 @@ from urllib.parse import unquote, urlsplit
 import orjson
 import pytest
 
+from kerneltracer.corpus.model import Signature
+from kerneltracer.corpus.readiness import assess
+from kerneltracer.corpus.readiness_export import write_readiness
+from kerneltracer.corpus.support import Support
 from kerneltracer.report import build_report
 from kerneltracer.report.views import fmt_duration, fmt_mib, fmt_size, page_name, phase_bar
 from tests.report.runs import make_run, status
@@ -61,6 +65,8 @@ def evil_run(tmp_path: Path) -> Path:
     )
     summary = {"ops": {f"aten.{EVIL}.default": {"calls": 3, "signatures": 1}}}
     (run / "jobs/evil/torch_dispatch/dispatch_summary.json").write_bytes(orjson.dumps(summary))
+    sig = Signature("0", f"aten.{EVIL}.default", [], {}, [], {"forward": 3}, {EVIL: 3})
+    write_readiness(assess([sig], Support(EVIL, lambda op: False)), run / "report/readiness")
     return run
 
 
@@ -68,7 +74,7 @@ def test_untrusted_text_is_escaped_everywhere(evil_run: Path) -> None:
     result = build_report(evil_run)
     assert not result.warnings
     pages = {p.name: p.read_text() for p in result.pages}
-    assert set(pages) == {"index.html", "evil.html", "coverage.html"}
+    assert set(pages) == {"index.html", "evil.html", "coverage.html", "readiness.html"}
     for name, html in pages.items():
         assert "<script>document.title" not in html, name
         assert "<img src=x" not in html, name

@@ -1,0 +1,48 @@
+"""``kerneltracer corpus RUN_DIR``: the run's unique op signatures as Parquet + operator_inp."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command()
+@click.argument("run_dir", type=click.Path(path_type=Path, file_okay=False))
+@click.option(
+    "-o",
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Output directory (default: RUN_DIR/report/corpus/).",
+)
+@click.option("--strict", is_flag=True, help="Fail if any job or line could not be read.")
+def corpus(run_dir: Path, out_dir: Path | None, strict: bool) -> None:
+    """The replayable op-input corpus of a run: every unique aten op signature.
+
+    Reads every ok torch_dispatch job and writes corpus.parquet (one row per signature:
+    op, models, calls per model, forward/backward calls, module paths, inputs with integer
+    ranges, outputs), operator_inp.txt (all signatures), operator_inp/<model>.txt (per model)
+    and corpus_summary.json. Replay it with `kerneltracer replay OUT`.
+    """
+    from kerneltracer.corpus.build import build_corpus
+    from kerneltracer.corpus.export import write_corpus
+    from kerneltracer.errors import KernelTracerError, RunDirError
+
+    if not run_dir.is_dir():
+        raise RunDirError(f"run dir {run_dir} does not exist")
+    out = out_dir if out_dir is not None else run_dir / "report" / "corpus"
+    built = build_corpus(run_dir)
+    for p in built.problems:
+        click.echo(f"unreadable input: {p.path}: {p.reason}", err=True)
+    if strict and built.problems:
+        raise KernelTracerError(f"{len(built.problems)} unreadable input(s) and --strict")
+    written = write_corpus(built, out)
+    calls = sum(s.calls for s in built.signatures)
+    click.echo(
+        f"{len(built.models)} model(s): {len(built.ops())} op(s), "
+        f"{len(built.signatures)} signature(s), {calls} call(s)"
+    )
+    if built.not_ok:
+        click.echo(f"{len(built.not_ok)} torch_dispatch job(s) left out (not ok)")
+    click.echo(f"wrote {len(written)} files to {out}")

@@ -1,0 +1,103 @@
+"""``kerneltracer readiness RUN_DIR``: what a backend lacks, per model, and what to add first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+if TYPE_CHECKING:
+    from kerneltracer.corpus.model import Signature
+
+RANKED_SHOWN = 20
+
+
+@click.command()
+@click.argument("run_dir", type=click.Path(path_type=Path, file_okay=False))
+@click.option(
+    "--support",
+    "support_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Supported ops: YAML list (or {ops: [...]}) or CSV with an 'op' column.",
+)
+@click.option(
+    "--dispatch-key",
+    help="Supported = has a kernel for this key in this torch (Meta, CPU, CUDA, PrivateUse1, ...).",
+)
+@click.option(
+    "--replay",
+    "replay_dir",
+    type=click.Path(path_type=Path, exists=True),
+    help="A `kerneltracer replay` output, to weight ops by estimated time.",
+)
+@click.option(
+    "-o",
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Output directory (default: RUN_DIR/report/readiness/, which the run report shows).",
+)
+def readiness(
+    run_dir: Path,
+    support_file: Path | None,
+    dispatch_key: str | None,
+    replay_dir: Path | None,
+    out_dir: Path | None,
+) -> None:
+    """Backend readiness: every unsupported op per model, and ops ranked by models unblocked.
+
+    RUN_DIR is a run dir (its ok torch_dispatch jobs are read) or a `kerneltracer corpus`
+    output. The ranking is an order to add ops in: each step takes the op that makes the
+    most models fully supported, then the one that removes the most of their remaining
+    blockers, then by estimated time (with --replay) and calls. Writes readiness.json,
+    readiness_ranked.csv and readiness_blockers.csv.
+    """
+    from kerneltracer.corpus.readiness import assess
+    from kerneltracer.corpus.readiness_export import write_readiness
+    from kerneltracer.corpus.replay_export import read_times
+    from kerneltracer.corpus.support import support_from_dispatch_key, support_from_file
+    from kerneltracer.errors import RunDirError, UsageError
+
+    if (support_file is None) == (dispatch_key is None):
+        raise UsageError("give exactly one of --support FILE or --dispatch-key KEY")
+    if not run_dir.is_dir():
+        raise RunDirError(f"run dir {run_dir} does not exist")
+    support = (
+        support_from_file(support_file)
+        if support_file is not None
+        else support_from_dispatch_key(str(dispatch_key))
+    )
+    sigs, models = _signatures(run_dir)
+    times = read_times(replay_dir) if replay_dir is not None else None
+    result = assess(sigs, support, models, times)
+    out = out_dir if out_dir is not None else run_dir / "report" / "readiness"
+    written = write_readiness(result, out)
+    blocked = {m: bs for m, bs in result.blockers.items() if bs}
+    click.echo(
+        f"{len(result.models)} model(s), {result.ops_checked} op(s) checked against "
+        f"{result.support}: {len(result.ready_models)} ready, {len(blocked)} blocked"
+    )
+    for model, items in blocked.items():
+        click.echo(f"  {model}: {len(items)} missing: " + ", ".join(b.op for b in items))
+    if result.ranked:
+        click.echo("ops to add, in order (models ready after each):")
+        for o in result.ranked[:RANKED_SHOWN]:
+            click.echo(
+                f"  {o.rank:>3}. {o.op}  blocks {len(o.models_blocked)}, "
+                f"+{o.newly_ready} ready -> {o.ready_after}"
+            )
+    click.echo(f"wrote {len(written)} files to {out}")
+
+
+def _signatures(path: Path) -> tuple[list[Signature], tuple[str, ...]]:
+    from kerneltracer.corpus.build import build_corpus
+    from kerneltracer.corpus.schema import PARQUET, read_signatures
+
+    if (path / PARQUET).is_file():
+        sigs = read_signatures(path)
+        return sigs, tuple(sorted({m for s in sigs for m in s.models}))
+    built = build_corpus(path)
+    for p in built.problems:
+        click.echo(f"unreadable input: {p.path}: {p.reason}", err=True)
+    return built.signatures, built.models

@@ -1,0 +1,12 @@
+"""The replayable op-input corpus of a run, its replay, and backend readiness.
+
+- ``model``: the corpus data model (one :class:`Signature` per unique op call signature);
+- ``build``: read every ok torch_dispatch job of a run dir into a :class:`Corpus`;
+- ``export``: write it as Parquet (typed schema in ``schema``) and operator_inp logs;
+- ``operator_inp``: writer and eval-free parser of the operator_inp text format;
+- ``replay`` / ``replay_worker``: run each signature in isolated worker subprocesses;
+- ``readiness``: which ops a backend lacks, per model, and which ones to add first.
+
+Nothing here imports torch at import time; the replay worker and the dispatch-key support
+check import it lazily.
+"""

@@ -1,0 +1,83 @@
+"""Write a :class:`Corpus`, all atomically:
+
+- ``corpus.parquet``: one row per signature (schema in :mod:`kerneltracer.corpus.schema`);
+- ``operator_inp.txt``: every signature, counts summed over models;
+- ``operator_inp/<model>.txt``: one log per model with that model's counts, the layout
+  per-model benchmark scripts expect;
+- ``corpus_summary.json``: models, ops, signatures, problems.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from kerneltracer.corpus.model import Corpus, Signature
+from kerneltracer.corpus.operator_inp import COUNT, format_call, format_lines
+from kerneltracer.corpus.schema import PARQUET, to_table
+from kerneltracer.jsonio import atomic_write_json, atomic_write_text, atomic_writer
+
+ALL_LOG = "operator_inp.txt"
+MODEL_LOGS = "operator_inp"
+SUMMARY = "corpus_summary.json"
+
+
+def model_file_name(model: str) -> str:
+    """A safe file name for a model label (no separators, no leading dots)."""
+    safe = "".join(c if c.isalnum() or c in "._-" else "-" for c in model).strip(".-")
+    return (safe or "model") + ".txt"
+
+
+def _log(sigs: list[Signature], calls: dict[str, str], model: str | None) -> str:
+    blocks: dict[str, list[str]] = {}
+    for s in sigs:
+        count = s.calls if model is None else s.model_calls.get(model, 0)
+        if count:
+            blocks.setdefault(s.op, []).append(f"{COUNT}{count}, {calls[s.sig_id]}")
+    return format_lines(list(blocks.items()))
+
+
+def write_corpus(corpus: Corpus, out_dir: Path) -> list[Path]:
+    import pyarrow.parquet as pq
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    calls = {s.sig_id: format_call(s.inputs, s.kwargs) for s in corpus.signatures}
+    lines = [f"{COUNT}{s.calls}, {calls[s.sig_id]}" for s in corpus.signatures]
+    with atomic_writer(out_dir / PARQUET) as fh:
+        pq.write_table(to_table(corpus.signatures, lines), fh, compression="zstd")
+    written = [out_dir / PARQUET]
+    atomic_write_text(out_dir / ALL_LOG, _log(corpus.signatures, calls, None))
+    written.append(out_dir / ALL_LOG)
+    logs = out_dir / MODEL_LOGS
+    logs.mkdir(exist_ok=True)
+    keep = set()
+    for model, sigs in corpus.by_model().items():
+        name = model_file_name(model)
+        if name in keep:  # "org/m" and "org-m" sanitise alike: keep both logs
+            name = f"{name[:-4]}-{hashlib.sha256(model.encode()).hexdigest()[:8]}.txt"
+        keep.add(name)
+        atomic_write_text(logs / name, _log(sigs, calls, model))
+        written.append(logs / name)
+    for stale in logs.glob("*.txt"):  # a model no longer in the run
+        if stale.name not in keep:
+            stale.unlink(missing_ok=True)
+    atomic_write_json(out_dir / SUMMARY, summary(corpus))
+    written.append(out_dir / SUMMARY)
+    return written
+
+
+def summary(corpus: Corpus) -> dict[str, Any]:
+    per_model = corpus.by_model()
+    return {
+        "schema_version": 1,
+        "models": list(corpus.models),
+        "ops": len(corpus.ops()),
+        "signatures": len(corpus.signatures),
+        "calls": sum(s.calls for s in corpus.signatures),
+        "signatures_per_model": {m: len(v) for m, v in per_model.items()},
+        "not_ok": [{"model": m, "status": s} for m, s in corpus.not_ok],
+        "problems": [asdict(p) for p in corpus.problems],
+    }

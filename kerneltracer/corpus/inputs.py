@@ -1,0 +1,131 @@
+"""Build real arguments from recorded values (imports torch: replay worker only).
+
+Tensors get random data with the recorded shape, strides and dtype; integer tensors stay
+within the recorded ``min``..``max`` (indices must be in bounds), others are small
+non-negative ints; bools are random. Recorded devices map to the replay device.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from kerneltracer.corpus.model import TAG, is_tensor
+
+
+class InputError(Exception):
+    """A recorded value cannot be turned into an argument (symbolic size, unknown dtype)."""
+
+
+def build_value(value: Any, device: torch.device, gen: torch.Generator) -> Any:
+    if is_tensor(value):
+        return build_tensor(value, device, gen)
+    if isinstance(value, dict) and TAG in value:
+        return _tagged(str(value[TAG]), str(value.get("v")), device)
+    if isinstance(value, dict):
+        return {k: build_value(v, device, gen) for k, v in value.items()}
+    if isinstance(value, list):
+        return [build_value(v, device, gen) for v in value]
+    return value
+
+
+def build_kwargs(kwargs: dict[str, Any], device: torch.device, gen: torch.Generator) -> Any:
+    return {k: build_value(v, device, gen) for k, v in kwargs.items()}
+
+
+def build_tensor(spec: dict[str, Any], device: torch.device, gen: torch.Generator) -> torch.Tensor:
+    shape = spec["shape"]
+    if not all(isinstance(s, int) for s in shape):
+        raise InputError(f"symbolic shape {shape}")
+    dtype = _dtype(str(spec["dtype"]))
+    stride = spec.get("stride") or _contiguous(shape)
+    target = device if spec.get("device") != "meta" else torch.device("meta")
+    # Enough storage for every element the strides reach (overlapping strides included).
+    numel = 1 + sum((s - 1) * st for s, st in zip(shape, stride, strict=True)) if all(shape) else 0
+    flat = _data(numel, dtype, spec, gen)
+    return flat.to(target).as_strided(shape, stride)
+
+
+def _data(n: int, dtype: torch.dtype, spec: dict[str, Any], gen: torch.Generator) -> torch.Tensor:
+    if dtype == torch.bool:
+        return torch.randint(0, 2, (n,), generator=gen).bool()
+    if dtype.is_floating_point or dtype.is_complex:
+        return torch.randn(n, generator=gen, dtype=torch.float32).to(dtype)
+    lo, hi = int(spec.get("min", 0)), int(spec.get("max", 1))
+    return torch.randint(lo, hi + 1, (n,), generator=gen, dtype=torch.int64).to(dtype)
+
+
+def _contiguous(shape: list[int]) -> list[int]:
+    stride, acc = [], 1
+    for size in reversed(shape):
+        stride.append(acc)
+        acc *= max(size, 1)
+    return stride[::-1]
+
+
+def _dtype(name: str) -> torch.dtype:
+    dtype = getattr(torch, name, None)
+    if not isinstance(dtype, torch.dtype):
+        raise InputError(f"unknown dtype {name!r}")
+    return dtype
+
+
+def _tagged(tag: str, text: str, device: torch.device) -> Any:
+    if tag == "float":
+        return float(text)
+    if tag == "device":
+        return torch.device("meta") if text.startswith("meta") else device
+    if tag in ("dtype", "layout", "memory_format"):
+        obj = getattr(torch, text, None)
+        if obj is None:
+            raise InputError(f"unknown torch.{text}")
+        return obj
+    raise InputError(f"cannot rebuild a {text} argument")
+
+
+# Class targets mix real classes with ``ignore_index`` (-100 by default): the recorded range
+# [-100, C) would draw invalid classes in between, so negative targets become class 0.
+_CLASS_TARGET_ARG = {
+    "aten.nll_loss_forward": 1,
+    "aten.nll_loss_backward": 2,
+    "aten.nll_loss2d_forward": 1,
+    "aten.nll_loss2d_backward": 2,
+}
+
+
+def apply_constraints(op_name: str, args: list[Any]) -> None:
+    """Op-specific input constraints that a value range cannot express."""
+    packet = ".".join(op_name.split(".")[:2])
+    pos = _CLASS_TARGET_ARG.get(packet)
+    if pos is not None and pos < len(args) and isinstance(args[pos], torch.Tensor):
+        args[pos].clamp_(min=0)
+
+
+def resolve_op(name: str) -> Any:
+    """``aten.addmm.default`` -> the OpOverload, or InputError naming what is missing."""
+    parts = name.split(".")
+    if len(parts) != 3:
+        raise InputError(f"not a namespace.op.overload name: {name!r}")
+    ns, op, overload = parts
+    try:
+        return getattr(getattr(getattr(torch.ops, ns), op), overload)
+    except (AttributeError, RuntimeError):
+        raise InputError(f"{name} does not exist in torch {torch.__version__}") from None
+
+
+def tensor_specs(value: Any) -> list[tuple[list[int], str]]:
+    """(shape, dtype) of every tensor in a recorded output, in order."""
+    if is_tensor(value):
+        return [(list(value["shape"]), str(value["dtype"]))]
+    if isinstance(value, list):
+        return [spec for v in value for spec in tensor_specs(v)]
+    return []
+
+
+def actual_specs(value: Any) -> list[tuple[list[int], str]]:
+    if isinstance(value, torch.Tensor):
+        return [(list(value.shape), str(value.dtype).removeprefix("torch."))]
+    if isinstance(value, list | tuple):
+        return [spec for v in value for spec in actual_specs(v)]
+    return []

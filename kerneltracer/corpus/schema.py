@@ -1,0 +1,108 @@
+"""The corpus Parquet file: its typed schema (the contract users query with pandas/DuckDB)
+and the reader replay uses. pyarrow is imported lazily (the CLI starts fast).
+
+One row per signature. JSON columns hold the values in the torch_dispatch JSON form
+(see :mod:`kerneltracer.corpus.model`); ``operator_inp`` holds the same call as an
+operator_inp line (``cnt: N, (args, kwargs)``), ready for benchmark scripts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from kerneltracer.corpus.model import Signature
+from kerneltracer.errors import UsageError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+PARQUET = "corpus.parquet"
+SCHEMA_VERSION = "1"
+
+
+def arrow_schema() -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            pa.field("sig_id", pa.string(), nullable=False),
+            pa.field("op", pa.string(), nullable=False),
+            pa.field("calls", pa.int64(), nullable=False),
+            pa.field("forward_calls", pa.int64(), nullable=False),
+            pa.field("backward_calls", pa.int64(), nullable=False),
+            pa.field("n_models", pa.int32(), nullable=False),
+            pa.field("models", pa.list_(pa.string()), nullable=False),
+            pa.field("model_calls", pa.list_(pa.int64()), nullable=False),
+            pa.field("modules", pa.list_(pa.string()), nullable=False),
+            pa.field("inputs_json", pa.string(), nullable=False),
+            pa.field("kwargs_json", pa.string(), nullable=False),
+            pa.field("outputs_json", pa.string(), nullable=False),
+            pa.field("operator_inp", pa.string(), nullable=False),
+        ],
+        metadata={"kerneltracer.corpus.schema_version": SCHEMA_VERSION},
+    )
+
+
+def _json(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def to_table(sigs: list[Signature], lines: list[str]) -> pa.Table:
+    import pyarrow as pa
+
+    models = [s.models for s in sigs]
+    cols: list[Any] = [
+        [s.sig_id for s in sigs],
+        [s.op for s in sigs],
+        [s.calls for s in sigs],
+        [s.phase_calls.get("forward", 0) for s in sigs],
+        [s.phase_calls.get("backward", 0) for s in sigs],
+        [len(m) for m in models],
+        models,
+        [[s.model_calls[m] for m in ms] for s, ms in zip(sigs, models, strict=True)],
+        [list(s.modules) for s in sigs],
+        [_json(s.inputs) for s in sigs],
+        [_json(s.kwargs) for s in sigs],
+        [_json(s.outputs) for s in sigs],
+        lines,
+    ]
+    schema = arrow_schema()
+    arrays = [pa.array(c, f.type) for c, f in zip(cols, schema, strict=True)]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def read_signatures(path: Path) -> list[Signature]:
+    """The signatures of a corpus Parquet file (or a corpus dir holding one)."""
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    if path.is_dir():
+        path = path / PARQUET
+    if not path.is_file():
+        raise UsageError(f"{path}: no corpus here (run `kerneltracer corpus RUN_DIR -o OUT`)")
+    try:
+        table = pq.read_table(path)
+    except Exception as exc:  # pyarrow raises several types for a bad file
+        raise UsageError(f"{path}: not a readable Parquet file ({exc})") from None
+    missing = [f.name for f in arrow_schema() if f.name not in table.column_names]
+    if missing:
+        raise UsageError(f"{path}: not a corpus file (missing columns: {', '.join(missing)})")
+    out = []
+    for row in table.to_pylist():
+        phases = {"forward": row["forward_calls"], "backward": row["backward_calls"]}
+        out.append(
+            Signature(
+                sig_id=row["sig_id"],
+                op=row["op"],
+                inputs=orjson.loads(row["inputs_json"]),
+                kwargs=orjson.loads(row["kwargs_json"]),
+                outputs=orjson.loads(row["outputs_json"]),
+                phase_calls={k: v for k, v in phases.items() if v},
+                model_calls=dict(zip(row["models"], row["model_calls"], strict=True)),
+                modules=dict.fromkeys(row["modules"], 0),
+            )
+        )
+    return out

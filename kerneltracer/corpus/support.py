@@ -1,0 +1,122 @@
+"""What a target backend supports: a YAML/CSV list of ops, or the kernels this torch has
+registered for a dispatch key.
+
+List entries are matched against full op names (``aten.addmm.default``): an exact name,
+an op without overload (``aten.addmm`` or ``addmm``: every overload), ``aten::addmm``
+(PyTorch's spelling), or a glob (``aten.add*``).
+"""
+
+from __future__ import annotations
+
+import csv
+import fnmatch
+import io
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from kerneltracer.errors import UsageError
+
+LIST_KEYS = ("ops", "supported")
+CSV_TRUE = ("1", "true", "yes", "y", "supported", "ok")
+
+
+@dataclass(frozen=True)
+class Support:
+    source: str  # "support.yaml" or "dispatch key PrivateUse1", for the report
+    supports: Callable[[str], bool]
+
+
+def _normalise(entry: str) -> str:
+    name = entry.strip().replace("::", ".")
+    return name if name.startswith("aten.") or "." in name else f"aten.{name}"
+
+
+def _matcher(entries: list[str]) -> Callable[[str], bool]:
+    exact: set[str] = set()
+    globs: list[str] = []
+    for raw in entries:
+        name = _normalise(raw)
+        if any(c in name for c in "*?["):
+            globs.append(name)
+        else:
+            exact.add(name)
+
+    def supports(op: str) -> bool:
+        packet = ".".join(op.split(".")[:2])
+        if op in exact or packet in exact:
+            return True
+        return any(fnmatch.fnmatchcase(op, g) for g in globs)
+
+    return supports
+
+
+def support_from_file(path: Path) -> Support:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"support list {path}: cannot read it ({exc.strerror or exc})") from None
+    suffix = path.suffix.lower()
+    if suffix in (".yaml", ".yml"):
+        entries = _yaml_entries(path, text)
+    elif suffix == ".csv":
+        entries = _csv_entries(path, text)
+    else:
+        raise UsageError(f"support list {path}: unknown kind; use one of: .csv, .yaml, .yml")
+    return Support(path.name, _matcher(entries))
+
+
+def _yaml_entries(path: Path, text: str) -> list[str]:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        line = getattr(getattr(exc, "problem_mark", None), "line", None)
+        where = f":{line + 1}" if line is not None else ""
+        raise UsageError(f"support list {path}{where}: not valid YAML") from None
+    if isinstance(data, dict):
+        key = next((k for k in LIST_KEYS if k in data), None)
+        if key is None:
+            keys = ", ".join(LIST_KEYS)
+            raise UsageError(f"support list {path}: a mapping needs one of the keys: {keys}")
+        data = data[key]
+    if not isinstance(data, list) or not all(isinstance(e, str) for e in data):
+        raise UsageError(f"support list {path}: expected a list of op names")
+    return data
+
+
+def _csv_entries(path: Path, text: str) -> list[str]:
+    reader = csv.DictReader(io.StringIO(text))
+    if reader.fieldnames is None or "op" not in reader.fieldnames:
+        raise UsageError(f"support list {path}: the CSV needs an 'op' column")
+    has_flag = "supported" in reader.fieldnames
+    out = []
+    for row in reader:
+        op = (row.get("op") or "").strip()
+        if op and (not has_flag or (row.get("supported") or "").strip().lower() in CSV_TRUE):
+            out.append(op)
+    return out
+
+
+def support_from_dispatch_key(key: str) -> Support:
+    """Ops with a kernel (own or via a composite alias) for ``key`` in this torch."""
+    import torch
+
+    valid = sorted(torch._C.DispatchKey.__members__)
+    if key not in valid:
+        raise UsageError(f"unknown dispatch key {key!r}; choose one of: {', '.join(valid)}")
+    has_kernel = torch._C._dispatch_has_computed_kernel_for_dispatch_key
+
+    def supports(op: str) -> bool:
+        parts = op.split(".")
+        if len(parts) != 3:
+            return False
+        name = f"{parts[0]}::{parts[1]}" + ("" if parts[2] == "default" else f".{parts[2]}")
+        try:
+            return bool(has_kernel(name, key))
+        except RuntimeError:  # not an op of this torch
+            return False
+
+    return Support(f"dispatch key {key} (torch {torch.__version__})", supports)

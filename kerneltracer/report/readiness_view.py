@@ -1,0 +1,60 @@
+"""The readiness page's data: what `kerneltracer readiness` (and `replay`) left in the
+report dir. The report never picks a target backend itself; without a readiness file the
+page says how to make one. A corrupt file is a note on the page, not a failed report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from kerneltracer.corpus.readiness_export import BLOCKERS_CSV, JSON, RANKED_CSV, ReadinessFile
+
+READINESS_DIR = "readiness"
+REPLAY_JSON = "corpus/replay/replay.json"
+FAILURES_SHOWN = 100
+
+
+@dataclass(frozen=True)
+class ReplaySummary:
+    counts: dict[str, int]
+    device: str
+    failures: list[dict[str, Any]]  # op, sig_id, status, reason
+
+
+@dataclass(frozen=True)
+class ReadinessView:
+    available: bool
+    note: str | None = None
+    data: ReadinessFile | None = None
+    files: tuple[str, ...] = ()
+    replay: ReplaySummary | None = None
+    blocked: dict[str, list[Any]] = field(default_factory=dict)
+
+
+def build_readiness_view(out_dir: Path) -> ReadinessView:
+    from kerneltracer.corpus.readiness_export import read_readiness
+
+    replay = _replay(out_dir / REPLAY_JSON)
+    try:
+        data = read_readiness(out_dir / READINESS_DIR / JSON)
+    except ValueError as exc:
+        return ReadinessView(False, str(exc), replay=replay)
+    if data is None:
+        how = "run `kerneltracer readiness RUN_DIR --support FILE` or `--dispatch-key KEY`"
+        return ReadinessView(False, f"no readiness assessment yet: {how}", replay=replay)
+    files = tuple(f"{READINESS_DIR}/{n}" for n in (JSON, RANKED_CSV, BLOCKERS_CSV))
+    blocked = {m: bs for m, bs in data.blockers.items() if bs}
+    return ReadinessView(True, data=data, files=files, replay=replay, blocked=blocked)
+
+
+def _replay(path: Path) -> ReplaySummary | None:
+    try:
+        doc = orjson.loads(path.read_bytes())
+        failures = [r for r in doc["results"] if r.get("status") != "ok"]
+        return ReplaySummary(dict(doc["counts"]), str(doc["device"]), failures[:FAILURES_SHOWN])
+    except (OSError, orjson.JSONDecodeError, KeyError, TypeError):
+        return None
