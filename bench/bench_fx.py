@@ -1,4 +1,4 @@
-"""Benchmark the FX graph optimizer (seed 003): the seed's report for MLP, Mini-ResNet, a tiny
+"""Benchmark the FX graph optimizer: its report for MLP, Mini-ResNet, a tiny
 Llama and the deep 10-layer net, then redundant_ops side by side with torch's own CSEPass.
 
     OMP_NUM_THREADS=1 .venv/bin/python bench/bench_fx.py [--runs 30] [--device cpu]

@@ -1,9 +1,9 @@
-"""Benchmark the record analysis (seed 002): analyse + every reporter at 1M and 4M records.
+"""Benchmark the record analysis: analyse + every reporter at 1M and 4M records.
 
 Each measurement runs in a fresh child process (so peak RSS is that run's own), several
 times; medians are reported. Time must grow linearly: 4M ≤ 4.5× the 1M time.
 
-The peer is ada-pa's own algorithm (re-written from the seed in tests/records/naive.py):
+The peer is ada-pa's own algorithm (re-written in tests/records/naive.py):
 its op_statistic rescans every named event for each unnamed one, so it is quadratic; it is
 timed against ours on growing logs, interleaved run by run.
 

@@ -3,12 +3,37 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
 AUTO_PARALLEL_MIN_BYTES = 64 << 20
+DEFAULT_TIMEOUT_S = 600.0
+DEFAULT_MEMORY_FRACTION = 0.5
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_SIZE = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*([KMGT]?)(?:I?B)?", re.IGNORECASE)
+
+
+class MemorySize(click.ParamType):
+    """A byte count with an optional binary unit: 512M, 8G, 1.5GiB; 0 means no ceiling."""
+
+    name = "size"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        match = _SIZE.fullmatch(str(value).strip())
+        if match is None:
+            self.fail(f"{value!r} is not a size (e.g. 512M, 8G, 1.5GiB, or 0 for none)", param, ctx)
+        return int(float(match.group(1)) * _UNITS[match.group(2).upper()])
+
+
+def default_max_memory() -> int:
+    """Half the machine's RAM: room for a big trace, none for a runaway analysis."""
+    return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") * DEFAULT_MEMORY_FRACTION)
 
 
 @click.command()
@@ -22,28 +47,70 @@ AUTO_PARALLEL_MIN_BYTES = 64 << 20
     type=click.IntRange(min=0),
     default=0,
     show_default=True,
-    help="Jobs analysed at once, in worker processes; 0 = auto: one per CPU (at most 8) "
+    help="Analyses run at once, in worker processes; 0 = auto: one per CPU (at most 8) "
     "when the outputs to analyse add up to 64 MiB, else one.",
 )
-def analyze(run_dir: Path, force: bool, only: tuple[str, ...], workers: int) -> None:
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_TIMEOUT_S,
+    show_default=True,
+    help="Seconds one analysis of one job may take before it is killed (recorded "
+    "'timeout'); 0 = no limit.",
+)
+@click.option(
+    "--max-memory",
+    "max_memory",
+    type=MemorySize(),
+    default=None,
+    help="Memory ceiling of each analysis process (heap, RLIMIT_DATA), e.g. 4G or 512M; an "
+    "analysis above it fails with a memory error. 0 = none. Default: half the RAM.",
+)
+@click.option(
+    "--import",
+    "imports",
+    multiple=True,
+    metavar="MODULE",
+    help="Module defining more analyses (an ANALYSES mapping: name -> JobAnalysis "
+    "subclass) to run beside the built-in ones; repeatable.",
+)
+def analyze(
+    run_dir: Path,
+    force: bool,
+    only: tuple[str, ...],
+    workers: int,
+    timeout_s: float,
+    max_memory: int | None,
+    imports: tuple[str, ...],
+) -> None:
     """Run every applicable analysis on every finished job of RUN_DIR.
 
     Reports go to JOB_DIR/analysis/<analysis>/. Unchanged jobs are skipped unless --force.
-    Jobs are analysed in parallel processes when there is enough work (see --jobs).
+    Each analysis runs in a worker process bounded by --timeout and --max-memory: one that
+    fails, times out or crashes is recorded in its _ANALYSIS.json (state, reason, log) and
+    the others go on. Exit status 1 if any did not succeed.
     """
+    from kerneltracer.analysis.isolation import Limits
+    from kerneltracer.analysis.plugins import with_plugins
     from kerneltracer.analysis.registry import ANALYSES
-    from kerneltracer.analysis.runner import AnalysisOutcome, analyze_run
+    from kerneltracer.analysis.runner import FAILED_STATES, AnalysisOutcome, analyze_run
     from kerneltracer.errors import RunDirError, UsageError, choices
 
     if not run_dir.is_dir():
         raise RunDirError(f"run dir {run_dir} does not exist")
-    unknown = [name for name in only if name not in ANALYSES]
+    known = with_plugins(ANALYSES, imports)
+    unknown = [name for name in only if name not in known]
     if unknown:
-        raise UsageError(f"unknown analysis {unknown[0]!r} (valid: {choices(ANALYSES) or 'none'})")
-    selected = {k: v for k, v in ANALYSES.items() if not only or k in only}
+        raise UsageError(f"unknown analysis {unknown[0]!r} (valid: {choices(known) or 'none'})")
+    selected = {k: v for k, v in known.items() if not only or k in only}
+    if max_memory is None:
+        max_memory = default_max_memory()
+    limits = Limits(timeout_s=timeout_s or None, max_memory_bytes=max_memory or None)
 
     def show(o: AnalysisOutcome) -> None:
-        click.echo(f"{o.state:<9} {o.analysis:<16} {o.job_key}  {o.detail}".rstrip(), err=True)
+        log = f" (log: {o.log})" if o.log is not None and o.state in FAILED_STATES else ""
+        click.echo(f"{o.state:<9} {o.analysis:<16} {o.job_key}  {o.detail}{log}".rstrip(), err=True)
 
     # Auto: parallel only for inputs big enough to repay each worker's own imports
     # (bench/bench_report.py --analyze); an explicit -j N is always honoured.
@@ -57,8 +124,9 @@ def analyze(run_dir: Path, force: bool, only: tuple[str, ...], workers: int) -> 
         on_outcome=show,
         workers=workers,
         min_parallel_bytes=min_bytes,
+        limits=limits,
     )
-    failed = sum(o.state == "failed" for o in outcomes)
+    failed = sum(o.state in FAILED_STATES for o in outcomes)
     click.echo(f"{len(outcomes)} analysis run(s), {failed} failed")
     if failed:
         sys.exit(1)

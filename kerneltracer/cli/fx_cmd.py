@@ -1,4 +1,4 @@
-"""``kerneltracer fx``: the FX graph optimizer (seed 003) from the command line."""
+"""``kerneltracer fx``: the FX graph optimizer from the command line."""
 
 from __future__ import annotations
 

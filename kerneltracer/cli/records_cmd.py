@@ -1,4 +1,4 @@
-"""``kerneltracer records LOG -o OUT``: analyse a Start/End record log (seed 002, ada-pa)."""
+"""``kerneltracer records LOG -o OUT``: analyse a Start/End record log (ada-pa's format)."""
 
 from __future__ import annotations
 

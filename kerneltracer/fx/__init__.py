@@ -1,4 +1,4 @@
-"""FX graph optimizer (seed 003): redundant-op elimination and recomputation, verified.
+"""FX graph optimizer: redundant-op elimination and recomputation, verified.
 
 Worker/analysis-side code: most modules import torch, so nothing here is imported by the
 orchestrator or at CLI start-up (this ``__init__`` stays empty on purpose).
@@ -11,5 +11,6 @@ orchestrator or at CLI start-up (this ``__init__`` stays empty on purpose).
   CSE planner shared by the live pass and the print_fx analysis (:mod:`.job_analysis`);
 * :mod:`.graph_table` — live graph → node table;
 * :mod:`.verify`, :mod:`.measure`, :mod:`.report` — numerical checks, measurements, report;
-* :mod:`.models` — the seed's test models, the tiny Llama builder, ``MODEL_SPEC`` loading.
+* :mod:`.models` — built-in test models (MLP, Mini-ResNet, deep net), the tiny Llama
+  builder, ``MODEL_SPEC`` loading.
 """

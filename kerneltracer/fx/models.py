@@ -1,4 +1,4 @@
-"""The seed's test models, a tiny Llama builder, and ``MODEL_SPEC`` → (model, inputs).
+"""Built-in test models, a tiny Llama builder, and ``MODEL_SPEC`` → (model, inputs).
 
 Built-in specs are small on purpose (CPU tests and benchmarks on shared cores). A spec that is
 a directory is loaded as a local Hugging Face model (``config.json`` + safetensors, no hub).
@@ -138,7 +138,7 @@ class BasicBlock(nn.Module):
 
 
 class MiniResNet(nn.Module):
-    """The seed's medium benchmark model: a stem and ``num_blocks`` basic blocks."""
+    """The medium benchmark model: a stem and ``num_blocks`` basic blocks."""
 
     def __init__(self, num_blocks: int = 5, channels: tuple[int, ...] = (16, 32, 64)) -> None:
         super().__init__()

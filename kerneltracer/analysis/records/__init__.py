@@ -1,4 +1,4 @@
-"""Record analysis (seed 002, ada-pa): Start/End logs → events → tracing, summary, op statistic.
+"""Record analysis (ada-pa's format): Start/End logs → events → tracing, summary, op statistic.
 
 ``analyse(path)`` parses a GE profiling log or a worker phase log into one
 :class:`ProfilingData` per dump; the reporters in :data:`REPORTERS` turn those into files.

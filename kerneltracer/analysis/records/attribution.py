@@ -3,8 +3,8 @@
 A named event belongs to its own node. An unnamed one (``UNKNOWN(n)``) belongs to the nearest
 enclosing named event -- which is what ada-pa's op_statistic did with a quadratic scan.
 
-The atomic case (seed TODO): an op that needs an atomic clean does its work twice inside
-one wrapper of the same kind. Its Tiling wrapper holds the op's own tiling then the atomic
+The atomic case (a known gap in ada-pa): an op that needs an atomic clean does its work twice
+inside one wrapper of the same kind. Its Tiling wrapper holds the op's own tiling then the atomic
 tiling; its KernelLaunch wrapper holds the atomic launch *first*, then the op's own. Charging
 both inner launches to the op doubles its KernelLaunch and hides the atomic op, so when a
 named wrapper holds exactly two unnamed events of its kind, the atomic one is charged to

@@ -4,7 +4,7 @@ Events arrive in (start asc, end desc) order. Per thread we keep the stack of op
 and, per kind of event, the stack of open events of that kind, so every event learns
 - its parent (the innermost open event that contains it),
 - its nearest enclosing event of the same kind (``same_parent``): that is how a Tiling made of
-  two inner Tilings is counted once, as the two inner ones (the seed's Transdata example),
+  two inner Tilings is counted once, as the two inner ones (a Transdata made of two Tilings),
 - whether it crosses an open event: it starts inside it but ends after it. Such a pair is not
   a tree; it is reported, and the earlier event is closed so that the walk stays linear.
 """

@@ -5,7 +5,7 @@ For each kind of event (host CPU only, as in ada-pa):
   is the time covered by that kind in each thread (the outermost ranges' sum);
 - count = the events that have no nested event of their kind (leaves); a wrapper that only
   splits into inner events of its kind is ``folded`` into them, not counted again.
-The seed's Transdata example (a 20 µs Tiling made of two 10 µs Tilings) gives 2 tilings,
+A Transdata (a 20 µs Tiling made of two 10 µs Tilings) gives 2 tilings,
 20 µs total, 10 µs average -- not 3 tilings, 40 µs.
 
 w-percent is the total divided by the total of the first standard event present

@@ -1,4 +1,4 @@
-"""Structured-log (TORCH_TRACE) analysis: tlparse's two-stage architecture (seed 000).
+"""Structured-log (TORCH_TRACE) analysis: tlparse's two-stage architecture.
 
 Stage 1 (:func:`parse`) streams a log into an intermediate directory of JSON files;
 stage 2 (:func:`render`) turns that directory into reports through pluggable modules;

@@ -1,4 +1,4 @@
-"""The envelope type inventory (seed 000, appendix) and how each type is stored.
+"""The envelope types TORCH_TRACE logs carry and how each type is stored.
 
 An envelope is one glog line's JSON object: compile-id fields, ``rank``, ``has_payload``,
 an optional top-level ``stack`` and one type key whose value is the type's metadata.
@@ -74,7 +74,7 @@ INVENTORY: tuple[EnvelopeType, ...] = tuple(
     + _types("stack", "none", STACK_KEY)
 )
 
-# Types newer PyTorch versions log that the seed's inventory predates; known, not "unknown".
+# Types newer PyTorch versions log that tlparse's inventory predates; known, not "unknown".
 EXTRA_TYPES: tuple[EnvelopeType, ...] = tuple(
     _types("metrics", "none", "compilation_metrics_runtime")
     + _types("symbolic", "none", "create_symbol")

@@ -1,4 +1,4 @@
-"""The JSON Schemas of the intermediate files, shipped in the package (seed 000 phase 4).
+"""The JSON Schemas of the intermediate files, shipped in the package.
 
 :func:`schema_for` maps a path inside an intermediate directory to its schema; JSONL files
 are validated line by line (the first line of ``raw.jsonl`` is the string table).

@@ -1,6 +1,6 @@
 """Per-compile-id summaries (``by_compile_id/<id>/summary.json``), accumulated while parsing.
 
-Besides the seed's quick metadata, a summary lists the compile id's *outputs*: every
+Besides tlparse's quick metadata, a summary lists the compile id's *outputs*: every
 envelope a render module turns into a file or a link, with the little metadata needed to
 name it. That lets stage 2 number artifacts in log order (tlparse's numbering) without
 re-reading payloads.

@@ -1,4 +1,4 @@
-"""Timeline analysis of profiler chrome traces (seed 004: InferScope data model).
+"""Timeline analysis of profiler chrome traces into the InferScope data model.
 
 Python API::
 
@@ -10,8 +10,8 @@ Python API::
     idx = TraceIndex(a.inferscope)             # by type, time range, scope
     idx.between(10_000, 50_000, types={"gpu_kernel"})
 
-Modules: loader/builder (chrome trace → numpy columns), bottleneck + suggestions (seed
-§3.1 on interval unions), gpu_breakdown (HTA's temporal and kernel breakdowns), convert +
+Modules: loader/builder (chrome trace → numpy columns), bottleneck + suggestions (on
+interval unions), gpu_breakdown (HTA's temporal and kernel breakdowns), convert +
 schema + validate (InferScope trace file), index, ranks (multi-rank, stragglers), pipeline
 and writer (reports), markdown/html (rendering), job (the per-job analysis).
 """

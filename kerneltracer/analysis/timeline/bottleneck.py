@@ -1,6 +1,6 @@
-"""Bottleneck analysis (seed 004 §3.1) on interval unions.
+"""Bottleneck analysis on interval unions.
 
-The seed's prototype summed event durations per category, so nested CPU ops, concurrent
+InferScope's prototype summed event durations per category, so nested CPU ops, concurrent
 streams and overlapping copies were counted several times and the "breakdown" could add
 up to far more than 100%. Here every instant of the trace window is given to exactly one
 category, by priority (GPU compute first, then communication, copies, host API time, host

@@ -1,4 +1,4 @@
-"""Query an InferScope document by event type, time range and scope (seed 004 §5).
+"""Query an InferScope document by event type, time range and scope.
 
 idx = TraceIndex(doc)
 idx.count("h2d_copy")

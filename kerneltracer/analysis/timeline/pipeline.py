@@ -106,7 +106,7 @@ def rank_row(a: TraceAnalysis) -> RankRow:
 
 
 def report_document(a: TraceAnalysis, outputs: dict[str, str] | None = None) -> dict[str, Any]:
-    """The JSON report (seed 004 §3.2 report model, plus HTA-style per-rank breakdowns)."""
+    """The JSON report (InferScope's report model, plus HTA-style per-rank breakdowns)."""
     b = a.bottleneck
     return {
         "report_type": "json",

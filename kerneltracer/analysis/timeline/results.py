@@ -1,4 +1,7 @@
-"""Analysis result models (seed 004 §3.1), the shape of the ``analysis`` part of reports."""
+"""Analysis result models (bottleneck, breakdown, evidence, suggestions).
+
+They are the shape of the ``analysis`` part of reports.
+"""
 
 from __future__ import annotations
 

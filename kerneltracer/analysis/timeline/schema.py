@@ -1,10 +1,10 @@
-"""The InferScope trace file (seed 004 §1-2) as pydantic models, and its JSON Schema.
+"""The InferScope trace file (metadata, events, scopes) as pydantic models, and its JSON Schema.
 
 The models are the single source of the schema: ``inferscope_trace.schema.json`` beside
 this module is generated from them (``python -m kerneltracer.analysis.timeline.schema``)
 and a test checks the two agree. The converter builds plain dicts for speed; the schema and
 :func:`parse_inferscope` are how a consumer checks a file. Unknown fields are allowed
-everywhere (seed §2.2: readers skip unknown fields, versions only add fields).
+everywhere (readers skip unknown fields; new versions only add fields).
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""Check an InferScope document against the seed's constraints (§4.1), listing violations.
+"""Check an InferScope document against its constraints, listing violations.
+
+The constraints: unique ids, start before end, no overlapping kernels on one stream, scopes
+within their parent and with an event range inside the trace; zero-length events are
+warnings.
 
 Real profiler traces break these rules now and then (zero-length ops, kernels that overlap
 on a stream after ns rounding, annotations that cross), so every violation is reported with

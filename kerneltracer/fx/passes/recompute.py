@@ -9,7 +9,7 @@ sub-``GraphModule`` called as ``checkpoint(layer, *inputs, use_reentrant=False)`
 
 Policies:
 
-* :class:`EveryNth` — checkpoint layers ``n-1, 2n-1, ...`` (the seed's simple policy);
+* :class:`EveryNth` — checkpoint layers ``n-1, 2n-1, ...`` (the simple fixed-stride policy);
 * :class:`MemoryBudget` (default) — measure each layer's saved activations and estimate its
   recompute cost (FLOPs + output elements) on the example inputs, then pick the set of
   layers with the least recomputation cost that brings the saved activations under the

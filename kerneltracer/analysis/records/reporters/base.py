@@ -1,4 +1,4 @@
-"""The reporter interface (seed 002): built from the list of ProfilingData, never changing it.
+"""The reporter interface: built from the list of ProfilingData, never changing it.
 
 ``report(prefix)`` writes one file per dump, named ``<prefix>_<type>_<index>.<ext>``, where
 ``prefix`` is a directory plus a file-name prefix (``out/phases`` → ``out/phases_summary_0.csv``).

@@ -1,4 +1,4 @@
-"""The module interface of stage 2 (seed 000 §2.1) and the context modules share.
+"""The module interface of stage 2 and the context modules share.
 
 A module names the intermediate files it needs and writes its outputs through the
 context; it never reads the original log. Shared, expensive views of the intermediate

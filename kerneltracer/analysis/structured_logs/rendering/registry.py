@@ -1,4 +1,4 @@
-"""Module sets (seed 000 §2.3) and ``--modules`` / ``--skip-modules`` selection."""
+"""Module sets (normal and export) and ``--modules`` / ``--skip-modules`` selection."""
 
 from __future__ import annotations
 
