@@ -6,7 +6,7 @@ Adding a tracer = one module + one line here; nothing else changes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from kerneltracer.errors import UsageError, choices
 from kerneltracer.tracers.base import Tracer
@@ -49,3 +49,11 @@ def get_tracer(name: str, registry: Mapping[str, type[Tracer]] = TRACERS) -> typ
 
 def tracers_for(framework: str, registry: Mapping[str, type[Tracer]] = TRACERS) -> list[str]:
     return [name for name, cls in registry.items() if framework in cls.frameworks]
+
+
+def tracers_writing(
+    kinds: Iterable[str], registry: Mapping[str, type[Tracer]] = TRACERS
+) -> frozenset[str]:
+    """The tracers that declare an output of one of ``kinds`` (``Tracer.artefacts``)."""
+    wanted = set(kinds)
+    return frozenset(n for n, cls in registry.items() if wanted & set(cls.artefacts.values()))
