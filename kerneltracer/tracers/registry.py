@@ -14,7 +14,6 @@ import importlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING
 
 from kerneltracer.errors import KernelTracerError, UsageError, choices
@@ -116,6 +115,8 @@ class TracerRegistry(Mapping[str, "type[Tracer]"]):
 
 def _plugin_entries() -> list[TracerEntry]:
     """Tracers of installed packages: imported now, as only the class knows its frameworks."""
+    from importlib.metadata import entry_points  # ~20 ms: only when the names are needed
+
     found = []
     for point in entry_points(group=ENTRY_POINT_GROUP):
         module, _, attr = point.value.partition(":")
