@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from enum import StrEnum
 from fnmatch import fnmatchcase
+from functools import lru_cache
 
 
 class ArtefactKind(StrEnum):
@@ -81,8 +82,12 @@ def match_kind(path: str, patterns: ArtefactPatterns) -> ArtefactKind | None:
     return next((k for p, k in patterns.items() if fnmatchcase(lowered, p.lower())), None)
 
 
+@lru_cache(maxsize=4096)
 def kind_from_name(path: str) -> ArtefactKind | None:
-    """The kind an output's conventional name implies (for status files without kinds)."""
+    """The kind an output's conventional name implies (for status files without kinds).
+
+    Cached: a run's thousands of jobs share a handful of output names.
+    """
     return match_kind(path, _BY_NAME)
 
 

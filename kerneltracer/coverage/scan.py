@@ -40,9 +40,13 @@ class JobRef:
     # The kind each output's status entry records, parallel to outputs (None: not recorded).
     recorded_kinds: tuple[str | None, ...] = ()
 
+    def output_kinds(self) -> tuple[ArtefactKind | None, ...]:
+        """The kind of every output: recorded, else derived from its name."""
+        return output_kinds(self.outputs, self.recorded_kinds)
+
     def artefact_names(self, kind: ArtefactKind) -> list[str]:
-        """The outputs of ``kind`` (recorded, else derived from the name), in listed order."""
-        return select(self.outputs, output_kinds(self.outputs, self.recorded_kinds), (kind,))
+        """The outputs of ``kind``, in listed order."""
+        return select(self.outputs, self.output_kinds(), (kind,))
 
 
 def model_label(raw: dict[str, Any]) -> str:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from kerneltracer.core.artefacts import ArtefactKind
+from kerneltracer.core.artefacts import ArtefactKind, select
 from kerneltracer.coverage.scan import JobRef
 
 
@@ -226,8 +226,9 @@ SOURCE_KINDS = tuple(READERS)
 
 def source_artefacts(job: JobRef) -> tuple[ArtefactKind, list[str]] | None:
     """The kind a job's coverage is read from and its artefacts of that kind, or None."""
+    kinds = job.output_kinds()
     for kind in READERS:
-        rels = job.artefact_names(kind)
+        rels = select(job.outputs, kinds, (kind,))
         if rels:
             return kind, rels
     return None
