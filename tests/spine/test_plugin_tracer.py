@@ -30,6 +30,9 @@ def plugin_run(tmp_path_factory: pytest.TempPathFactory, tiny_models: dict[str, 
         defaults={"tracers": ["op_timings"], "seq_len": 8},
     )
     run_dir = root / "run"
+    listed = kt("tracers", env={**env, "COLUMNS": "400"})
+    assert listed.returncode == 0 and "op_timings" in listed.stdout, listed.stderr
+    assert "chrome_trace" in listed.stdout.split("op_timings", 1)[1].splitlines()[0]
     proc = kt("run", str(cfg), env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     # Analysis and coverage run without the plugin: they know the artefacts, not the tracer.
