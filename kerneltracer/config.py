@@ -17,8 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from kerneltracer.errors import ConfigError, InvalidModelIdError, choices
-from kerneltracer.tracers.base import Tracer
-from kerneltracer.tracers.registry import FRAMEWORKS, TRACERS
+from kerneltracer.tracers.registry import FRAMEWORKS, TRACERS, TracerRegistry
 
 Framework = Literal["huggingface", "vllm"]
 Mode = Literal["eval", "train"]
@@ -247,9 +246,12 @@ def load_config(path: Path | str) -> tuple[RunConfig, Path]:
 
 
 def check_semantics(
-    cfg: RunConfig, base_dir: Path, registry: Mapping[str, type[Tracer]] = TRACERS
+    cfg: RunConfig, base_dir: Path, registry: TracerRegistry = TRACERS
 ) -> tuple[tuple[Any, ...], str] | None:
-    """Cross-field checks pydantic cannot do alone; returns (location, message) or None."""
+    """Cross-field checks pydantic cannot do alone; returns (location, message) or None.
+
+    Imports no tracer module but those whose options the config sets (to validate them).
+    """
     checks = [
         _check_tracer_names(("defaults",), cfg.defaults.tracers, registry),
         _check_options(("defaults",), cfg.defaults.tracer_options, registry),
@@ -266,7 +268,7 @@ def check_semantics(
 
 
 def _check_tracer_names(
-    loc: tuple[Any, ...], names: Sequence[str] | None, registry: Mapping[str, type[Tracer]]
+    loc: tuple[Any, ...], names: Sequence[str] | None, registry: TracerRegistry
 ) -> tuple[tuple[Any, ...], str] | None:
     for j, name in enumerate(names or []):
         if name not in registry:
@@ -275,7 +277,7 @@ def _check_tracer_names(
 
 
 def _check_options(
-    loc: tuple[Any, ...], options: Mapping[str, Any], registry: Mapping[str, type[Tracer]]
+    loc: tuple[Any, ...], options: Mapping[str, Any], registry: TracerRegistry
 ) -> tuple[tuple[Any, ...], str] | None:
     for name, opts in options.items():
         if name not in registry:
@@ -298,12 +300,12 @@ def _check_options(
 
 
 def _check_applicable(
-    loc: tuple[Any, ...], cfg: RunConfig, entry: ModelEntry, registry: Mapping[str, type[Tracer]]
+    loc: tuple[Any, ...], cfg: RunConfig, entry: ModelEntry, registry: TracerRegistry
 ) -> tuple[tuple[Any, ...], str] | None:
     framework = entry.framework or cfg.defaults.framework
-    valid = [n for n, cls in registry.items() if framework in cls.frameworks]
+    valid = registry.names_for(framework)
     for j, name in enumerate(entry.tracers or []):
-        if name in registry and framework not in registry[name].frameworks:
+        if name in registry and framework not in registry.frameworks(name):
             return (*loc, "tracers", j), (
                 f"tracer {name!r} does not apply to framework {framework!r} "
                 f"(tracers for {framework}: {', '.join(valid) or 'none'})"
@@ -317,7 +319,7 @@ def _check_applicable(
 
 
 def planned_tracers(
-    cfg: RunConfig, entry: ModelEntry, registry: Mapping[str, type[Tracer]] = TRACERS
+    cfg: RunConfig, entry: ModelEntry, registry: TracerRegistry = TRACERS
 ) -> list[str]:
     """Tracers a model gets: its own list, else the defaults, filtered by framework.
 
@@ -334,8 +336,7 @@ def planned_tracers(
         names = list(registry)
     seen: dict[str, None] = {}
     for name in names:
-        cls = registry.get(name)
-        if cls is not None and framework in cls.frameworks:
+        if name in registry and framework in registry.frameworks(name):
             seen.setdefault(name)
     return list(seen)
 

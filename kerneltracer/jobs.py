@@ -19,8 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from kerneltracer.config import RunConfig, planned_tracers, settings_for
 from kerneltracer.errors import ConfigError
 from kerneltracer.jsonio import stable_hash
-from kerneltracer.tracers.base import Tracer
-from kerneltracer.tracers.registry import TRACERS
+from kerneltracer.tracers.registry import TRACERS, TracerRegistry
 
 JOB_FILE = "JOB.json"
 STATUS_FILE = "_TRACE_STATUS.json"
@@ -117,9 +116,12 @@ def slugify(text: str) -> str:
 
 
 def plan_jobs(
-    cfg: RunConfig, base_dir: Path, registry: Mapping[str, type[Tracer]] = TRACERS
+    cfg: RunConfig, base_dir: Path, registry: TracerRegistry = TRACERS
 ) -> list[JobSpec]:
-    """Expand a validated config into jobs, in config order (models, then their tracers)."""
+    """Expand a validated config into jobs, in config order (models, then their tracers).
+
+    Imports the module of every planned tracer (its version and options schema are there).
+    """
     skip = set(cfg.skip)
     jobs: list[JobSpec] = []
     validated: dict[tuple[str, str], dict[str, Any]] = {}

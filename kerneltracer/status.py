@@ -60,6 +60,9 @@ class OutputFile(BaseModel):
     size: int
     sha256: str
     mtime_ns: int
+    # An ArtefactKind value (kerneltracer.core.artefacts); None: not recorded (older
+    # workers), readers derive it from the path.
+    kind: str | None = None
 
 
 class TraceStatus(BaseModel):
@@ -146,10 +149,12 @@ def read_status(job_dir: Path) -> TraceStatus | None:
         return None
 
 
-def describe_output(job_dir: Path, rel: str) -> OutputFile:
+def describe_output(job_dir: Path, rel: str, kind: str | None = None) -> OutputFile:
     path = job_dir / rel
     st = path.stat()
-    return OutputFile(path=rel, size=st.st_size, sha256=sha256_file(path), mtime_ns=st.st_mtime_ns)
+    return OutputFile(
+        path=rel, size=st.st_size, sha256=sha256_file(path), mtime_ns=st.st_mtime_ns, kind=kind
+    )
 
 
 def read_raw_status(job_dir: str | Path) -> dict[str, Any] | None:

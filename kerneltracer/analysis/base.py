@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from kerneltracer.core.artefacts import ArtefactKind, output_kinds, select
+
 
 @dataclass(frozen=True)
 class AnalysisJob:
@@ -23,9 +25,28 @@ class AnalysisJob:
     model: str
     status: str  # ok, failed, oom, timeout, crashed, unsupported, skipped, interrupted
     outputs: tuple[str, ...]  # paths relative to job_dir, as listed in _TRACE_STATUS.json
+    # The kind each output's status entry records, parallel to outputs (None: not recorded);
+    # empty when none is known. Select on kinds (``artefacts``), not on the tracer's name.
+    recorded_kinds: tuple[str | None, ...] = ()
 
     def output_paths(self, suffix: str = "") -> list[Path]:
         return [self.job_dir / o for o in self.outputs if o.endswith(suffix)]
+
+    @property
+    def output_kinds(self) -> tuple[ArtefactKind | None, ...]:
+        """The kind of every output: recorded, else derived from its name."""
+        return output_kinds(self.outputs, self.recorded_kinds)
+
+    @property
+    def kinds(self) -> frozenset[ArtefactKind]:
+        return frozenset(k for k in self.output_kinds if k is not None)
+
+    def artefact_names(self, kind: ArtefactKind) -> list[str]:
+        """The outputs of ``kind``, relative to the job dir, in listed order."""
+        return select(self.outputs, self.output_kinds, (kind,))
+
+    def artefacts(self, kind: ArtefactKind) -> list[Path]:
+        return [self.job_dir / rel for rel in self.artefact_names(kind)]
 
 
 class JobAnalysis(ABC):
@@ -35,7 +56,7 @@ class JobAnalysis(ABC):
 
     @abstractmethod
     def applies(self, job: AnalysisJob) -> bool:
-        """Static decision from the job's tracer/status/outputs; must not read big files."""
+        """Static decision from the job's artefact kinds/status; must not read big files."""
 
     @abstractmethod
     def run(self, job: AnalysisJob, out_dir: Path) -> list[Path]:

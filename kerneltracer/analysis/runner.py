@@ -60,6 +60,7 @@ def iter_jobs(run_dir: Path) -> list[tuple[str, AnalysisJob]]:
                     model=str(st.model.get("display", "")),
                     status=st.status.value,
                     outputs=tuple(o.path for o in st.outputs),
+                    recorded_kinds=tuple(o.kind for o in st.outputs),
                 ),
             )
         )

@@ -7,7 +7,8 @@ import click
 
 @click.command()
 def tracers() -> None:
-    """List the registered tracers: frameworks, exclusive group, version and outputs."""
+    """List the registered tracers: frameworks, exclusive group, version, outputs and the
+    artefact kinds they write (what analyses and coverage select on)."""
     from rich.table import Table
 
     from kerneltracer.cli.tables import console
@@ -15,7 +16,7 @@ def tracers() -> None:
 
     table = Table(title="tracers")
     table.add_column("name", no_wrap=True)
-    for col in ("frameworks", "group", "version", "what it records", "outputs"):
+    for col in ("frameworks", "group", "version", "what it records", "outputs", "kinds"):
         table.add_column(col, overflow="fold")
     for name, cls in TRACERS.items():
         table.add_row(
@@ -25,5 +26,6 @@ def tracers() -> None:
             cls.version,
             cls.summary,
             cls.outputs_doc,
+            ", ".join(dict.fromkeys(cls.artefacts.values())) or "-",
         )
     console().print(table)

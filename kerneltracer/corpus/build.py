@@ -1,5 +1,6 @@
-"""Build the corpus of a run dir: every ok torch_dispatch job's ``dispatch_ops.jsonl``,
-merged into one :class:`Signature` per unique (op, inputs, kwargs).
+"""Build the corpus of a run dir: every ok job's ``dispatch_signatures`` artefacts (the
+``dispatch_ops.jsonl`` of torch_dispatch), merged into one :class:`Signature` per unique
+(op, inputs, kwargs).
 
 Jobs are read one at a time and only the merged table is kept, so a run of hundreds of
 models stays small in memory. A job or line that cannot be read becomes a
@@ -14,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from kerneltracer.core.artefacts import ArtefactKind
 from kerneltracer.corpus.model import (
     Corpus,
     CorpusProblem,
@@ -26,8 +28,7 @@ from kerneltracer.corpus.model import (
 from kerneltracer.coverage.scan import InputProblem, JobRef, iter_job_refs
 from kerneltracer.jobs import JOBS_DIR
 
-SOURCE = "torch_dispatch"
-OPS_FILE = "dispatch_ops.jsonl"
+KIND = ArtefactKind.DISPATCH_SIGNATURES
 MAX_MODULE_PATHS = 32
 
 
@@ -36,45 +37,65 @@ class _RowError(Exception):
 
 
 def build_corpus(run_dir: Path) -> Corpus:
-    """Read every ok torch_dispatch job of ``run_dir`` into a :class:`Corpus`."""
+    """Read every ok job with dispatch signatures of ``run_dir`` into a :class:`Corpus`."""
     return corpus_from_refs(iter_job_refs(Path(run_dir)))
 
 
-def corpus_from_refs(refs: Iterable[JobRef | InputProblem]) -> Corpus:
+def corpus_from_refs(
+    refs: Iterable[JobRef | InputProblem], source_tracers: frozenset[str] | None = None
+) -> Corpus:
+    """The corpus of scanned jobs. A job that failed or never finished counts when its
+    tracer declares dispatch signatures (``source_tracers``, default: the registry's) or
+    wrote them in this run."""
+    if source_tracers is None:
+        from kerneltracer.tracers.registry import tracers_writing
+
+        source_tracers = tracers_writing((KIND,))
     table: dict[bytes, Signature] = {}
     models: set[str] = set()
-    problems: list[CorpusProblem] = []
-    not_ok: list[tuple[str, str]] = []
+    problems: list[tuple[CorpusProblem, str | None]] = []
+    not_ok: list[tuple[str, str, str]] = []
+    read: set[str] = set()
     for ref in refs:
         if isinstance(ref, InputProblem):
-            if ref.job_key.rsplit("/", 1)[-1].split(".", 1)[0] == SOURCE:
-                problems.append(CorpusProblem(ref.job_key, ref.path, ref.reason))
-            continue
-        if ref.tracer != SOURCE:
+            tracer = ref.job_key.rsplit("/", 1)[-1].split(".", 1)[0]
+            problems.append((CorpusProblem(ref.job_key, ref.path, ref.reason), tracer))
             continue
         if ref.status != "ok":
-            not_ok.append((ref.model, ref.status))
+            not_ok.append((ref.model, ref.status, ref.tracer))
             continue
-        rel = _ops_rel(ref)
-        try:
-            lines = (ref.job_dir / rel).read_bytes().splitlines()
-        except OSError as exc:
-            where = f"{JOBS_DIR}/{ref.key}/{rel}"
-            problems.append(CorpusProblem(ref.model, where, f"unreadable ({exc.strerror or exc})"))
-            continue
-        models.add(ref.model)
-        for lineno, row, ranged in _rows(lines):
-            try:
-                _add(table, ref.model, row, ranged)
-            except _RowError as exc:
-                where = f"{JOBS_DIR}/{ref.key}/{rel}:{lineno}"
-                problems.append(CorpusProblem(ref.model, where, str(exc)))
+        rels = ref.artefact_names(KIND)
+        if not rels and ref.tracer in source_tracers:
+            where = f"{JOBS_DIR}/{ref.key}"
+            problems.append((CorpusProblem(ref.model, where, f"lists no {KIND} artefact"), None))
+        read.update([ref.tracer] if rels else [])
+        for rel in rels:
+            problems += [(p, None) for p in _read_job(table, models, ref, rel)]
     sigs = sorted(table.values(), key=lambda s: (s.op, -s.calls, s.sig_id))
-    return Corpus(tuple(sorted(models)), sigs, problems, sorted(not_ok))
+    sources = source_tracers | read
+    kept = [p for p, tracer in problems if tracer is None or tracer in sources]
+    return Corpus(
+        tuple(sorted(models)), sigs, kept, sorted((m, st) for m, st, t in not_ok if t in sources)
+    )
 
 
-def _ops_rel(ref: JobRef) -> str:
-    return next((o for o in ref.outputs if o == OPS_FILE or o.endswith(f"/{OPS_FILE}")), OPS_FILE)
+def _read_job(
+    table: dict[bytes, Signature], models: set[str], ref: JobRef, rel: str
+) -> list[CorpusProblem]:
+    try:
+        lines = (ref.job_dir / rel).read_bytes().splitlines()
+    except OSError as exc:
+        where = f"{JOBS_DIR}/{ref.key}/{rel}"
+        return [CorpusProblem(ref.model, where, f"unreadable ({exc.strerror or exc})")]
+    models.add(ref.model)
+    problems = []
+    for lineno, row, ranged in _rows(lines):
+        try:
+            _add(table, ref.model, row, ranged)
+        except _RowError as exc:
+            where = f"{JOBS_DIR}/{ref.key}/{rel}:{lineno}"
+            problems.append(CorpusProblem(ref.model, where, str(exc)))
+    return problems
 
 
 def _rows(lines: list[bytes]) -> Iterator[tuple[int, Any, bool]]:

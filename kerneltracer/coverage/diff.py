@@ -24,7 +24,6 @@ from kerneltracer.coverage.diff_schema import (
 )
 from kerneltracer.coverage.matrix import Coverage, OpUse, coverage_from_refs
 from kerneltracer.coverage.scan import InputProblem, JobRef, iter_job_refs
-from kerneltracer.coverage.sources import READERS
 from kerneltracer.errors import UsageError
 
 DEFAULT_MIN_TIME_CHANGE = 0.10
@@ -86,7 +85,7 @@ def _model_diff(model: str, a: _Side, b: _Side, th: Thresholds) -> ModelDiff | N
     removed: list[SourceOp] = []
     counts: list[CountChange] = []
     times: list[TimeChange] = []
-    for source in sorted(READERS):
+    for source in sorted(a.jobs[model]):  # a source is named by its job's tracer
         before, after = a.tables.get((model, source)), b.tables.get((model, source))
         if before is None or after is None:
             continue  # not ok or unreadable on one side: the status change or problem says so

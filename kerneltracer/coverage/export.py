@@ -2,7 +2,8 @@
 
 - ``coverage.csv``: long format, one row per (op, model, source); empty cell = null.
 - ``coverage.parquet``: the same rows with proper dtypes (int64 / float64, nullable).
-- ``coverage_matrix.csv``: wide, ops x models call counts from torch_dispatch (0 = not run).
+- ``coverage_matrix.csv``: wide, ops x models call counts from the best source (dispatch
+  summaries when the run has them; 0 = not run).
 - ``coverage_summary.json``: models, jobs read / left out, unreadable inputs, ops unique to
   one model and the top ops by self time, for reports that do not want to re-aggregate.
 """
@@ -17,7 +18,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kerneltracer.coverage.matrix import DEFAULT_SOURCE, Coverage
+from kerneltracer.coverage.matrix import Coverage
 from kerneltracer.jsonio import atomic_write_json, atomic_writer
 
 if TYPE_CHECKING:
@@ -55,7 +56,8 @@ def write_long_csv(cov: Coverage, path: Path) -> Path:
     return path
 
 
-def write_matrix_csv(cov: Coverage, path: Path, source: str = DEFAULT_SOURCE) -> Path:
+def write_matrix_csv(cov: Coverage, path: Path, source: str | None = None) -> Path:
+    source = cov.default_source() if source is None else source
     models = cov.models_for(source)
     with _atomic_csv(path) as writer:
         writer.writerow(("op", *models))

@@ -1,9 +1,12 @@
 """Cross-model operator coverage: which ops each model runs, how often, and where time goes.
 
-:func:`build_coverage` reads every *ok* job of a coverage source (torch_dispatch,
-torch_profiler, vllm_profiler) once, one job at a time, and keeps only the per-op
-aggregates (a few hundred rows per job), so a run of 500 models stays small in memory.
+:func:`build_coverage` reads every *ok* job with an op-level artefact (a dispatch summary,
+key_averages table, op table or chrome trace: see :mod:`.sources`) once, one job at a time,
+and keeps only the per-op aggregates (a few hundred rows per job), so a run of 500 models
+stays small in memory.
 Inputs that cannot be read are collected as :class:`InputProblem` rather than raised.
+A source is named by the tracer of the jobs it was read from; which tracers those are is
+decided by the artefacts they wrote, never by their names.
 """
 
 from __future__ import annotations
@@ -13,22 +16,21 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kerneltracer.core.artefacts import ArtefactKind
 from kerneltracer.coverage.scan import InputProblem, JobRef, iter_job_refs
-from kerneltracer.coverage.sources import PROFILED_SOURCES, READERS, SourceError
+from kerneltracer.coverage.sources import READERS, SOURCE_KINDS, SourceError, source_artefacts
 from kerneltracer.jobs import JOBS_DIR
-
-DEFAULT_SOURCE = "torch_dispatch"
 
 
 @dataclass(frozen=True, slots=True)
 class OpUse:
     """One (op, model, source) cell."""
 
-    op: str  # "aten.mm.default" (torch_dispatch), "aten::mm" (profiler) or a kernel name
+    op: str  # "aten.mm.default" (dispatch summary), "aten::mm" (profiler) or a kernel name
     model: str  # the model's display id (plus " [mode]" for non-eval modes)
     source: str  # the tracer the numbers come from
     calls: int
-    signatures: int | None  # distinct input signatures (torch_dispatch only), else None
+    signatures: int | None  # distinct input signatures (dispatch summaries only), else None
     self_time_us: float | None  # total self time where a profile exists, else None
 
 
@@ -55,6 +57,8 @@ class Coverage:
     not_ok: tuple[tuple[str, str, str], ...] = ()
     problems: tuple[InputProblem, ...] = ()  # inputs that could not be read
     bad_rows: tuple[BadRows, ...] = ()  # inputs read, minus the rows counted here
+    # (source, artefact kind it was read from), sorted; one kind per source
+    source_kinds: tuple[tuple[str, str], ...] = ()
     _index: dict[str, dict[str, dict[str, OpUse]]] = field(
         init=False, repr=False, compare=False, hash=False, default_factory=dict
     )
@@ -66,28 +70,43 @@ class Coverage:
     def sources(self) -> list[str]:
         return sorted({s for _, s in self.jobs_read} | set(self._index))
 
-    def models_for(self, source: str = DEFAULT_SOURCE) -> list[str]:
+    def preferred_sources(self) -> list[str]:
+        """The sources, best artefact kind first (dispatch summaries: every aten op call)."""
+        rank = {str(k): i for i, k in enumerate(SOURCE_KINDS)}
+        kinds = dict(self.source_kinds)
+        return sorted(self.sources(), key=lambda s: (rank.get(kinds.get(s, ""), len(rank)), s))
+
+    def default_source(self) -> str:
+        """The source the ``source``-less queries use: the best one read, "" if none."""
+        return next(iter(self.preferred_sources()), "")
+
+    def models_for(self, source: str | None = None) -> list[str]:
         """Models whose job of ``source`` was read (possibly with no ops at all)."""
+        source = self.default_source() if source is None else source
         return [m for m, s in self.jobs_read if s == source]
 
-    def ops(self, source: str = DEFAULT_SOURCE) -> list[str]:
+    def ops(self, source: str | None = None) -> list[str]:
+        source = self.default_source() if source is None else source
         return sorted(self._index.get(source, {}))
 
-    def matrix(self, source: str = DEFAULT_SOURCE) -> dict[str, dict[str, int]]:
+    def matrix(self, source: str | None = None) -> dict[str, dict[str, int]]:
         """op -> model -> calls; a model that does not run the op has no entry."""
+        source = self.default_source() if source is None else source
         by_op = self._index.get(source, {})
         return {op: {m: u.calls for m, u in sorted(by_op[op].items())} for op in sorted(by_op)}
 
-    def signatures(self, source: str = DEFAULT_SOURCE) -> dict[str, dict[str, int]]:
-        """op -> model -> distinct input signatures (torch_dispatch records them)."""
+    def signatures(self, source: str | None = None) -> dict[str, dict[str, int]]:
+        """op -> model -> distinct input signatures (dispatch summaries record them)."""
+        source = self.default_source() if source is None else source
         by_op = self._index.get(source, {})
         return {
             op: {m: u.signatures for m, u in sorted(by_op[op].items()) if u.signatures is not None}
             for op in sorted(by_op)
         }
 
-    def unique_ops(self, source: str = DEFAULT_SOURCE) -> dict[str, list[str]]:
+    def unique_ops(self, source: str | None = None) -> dict[str, list[str]]:
         """model -> the ops no other model runs (every model read for ``source`` is a key)."""
+        source = self.default_source() if source is None else source
         unique: dict[str, list[str]] = {m: [] for m in self.models_for(source)}
         for op, by_model in sorted(self._index.get(source, {}).items()):
             if len(by_model) == 1:
@@ -95,9 +114,9 @@ class Coverage:
         return unique
 
     def top_ops_by_time(self, n: int = 20, source: str | None = None) -> list[tuple[str, float]]:
-        """The ops with the most self time summed over models, from the profiled sources."""
+        """The ops with the most self time summed over models, from the timed sources."""
         totals: dict[str, float] = defaultdict(float)
-        for src in PROFILED_SOURCES if source is None else (source,):
+        for src in self._index if source is None else (source,):
             for op, by_model in self._index.get(src, {}).items():
                 for use in by_model.values():
                     if use.self_time_us is not None:
@@ -105,7 +124,8 @@ class Coverage:
         ranked = sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))
         return ranked[: max(n, 0)]
 
-    def use(self, op: str, model: str, source: str = DEFAULT_SOURCE) -> OpUse | None:
+    def use(self, op: str, model: str, source: str | None = None) -> OpUse | None:
+        source = self.default_source() if source is None else source
         return self._index.get(source, {}).get(op, {}).get(model)
 
     def by_job(self) -> dict[tuple[str, str], dict[str, OpUse]]:
@@ -125,46 +145,79 @@ def build_coverage(run_dir: Path) -> Coverage:
     return coverage_from_refs(iter_job_refs(run_dir))
 
 
-def coverage_from_refs(refs: Iterable[JobRef | InputProblem]) -> Coverage:
-    """The coverage of already scanned jobs (see :func:`iter_job_refs`)."""
-    uses: list[OpUse] = []
-    models: set[str] = set()
-    read: list[tuple[str, str]] = []
-    not_ok: list[tuple[str, str, str]] = []
-    problems: list[InputProblem] = []
-    bad_rows: list[BadRows] = []
+def registered_source_tracers() -> frozenset[str]:
+    """The registered tracers that declare an artefact kind coverage reads."""
+    from kerneltracer.tracers.registry import tracers_writing
+
+    return tracers_writing(SOURCE_KINDS)
+
+
+@dataclass
+class _Reading:
+    """What :func:`coverage_from_refs` accumulates while it streams the jobs."""
+
+    uses: list[OpUse] = field(default_factory=list)
+    models: set[str] = field(default_factory=set)
+    read: list[tuple[str, str]] = field(default_factory=list)
+    kinds: dict[str, ArtefactKind] = field(default_factory=dict)
+    bad_rows: list[BadRows] = field(default_factory=list)
+    # In stream order; with the tracer a problem or failure counts for only if it is a source
+    problems: list[tuple[InputProblem, str | None]] = field(default_factory=list)
+    not_ok: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def add(self, ref: JobRef, writers: frozenset[str]) -> None:
+        if ref.status != "ok":
+            self.not_ok.append((ref.model, ref.tracer, ref.status))
+            return
+        found = source_artefacts(ref)
+        if found is None:
+            if ref.tracer in writers:  # it should have written one: say so
+                reason = "lists no artefact coverage reads"
+                self.problems.append((InputProblem(ref.key, _run_rel(ref, ""), reason), None))
+            return
+        self.models.add(ref.model)
+        kind, rels = found
+        try:
+            result = READERS[kind](ref, rels)
+        except SourceError as exc:
+            self.problems.append((InputProblem(ref.key, _run_rel(ref, exc.path), exc.reason), None))
+            return
+        self.kinds.setdefault(ref.tracer, kind)
+        if result.bad:
+            self.bad_rows.append(BadRows(ref.key, _run_rel(ref, result.path), dict(result.bad)))
+        self.read.append((ref.model, ref.tracer))
+        self.uses.extend(
+            OpUse(r.op, ref.model, ref.tracer, r.calls, r.signatures, r.self_time_us)
+            for r in result.rows
+        )
+
+
+def coverage_from_refs(
+    refs: Iterable[JobRef | InputProblem], source_tracers: frozenset[str] | None = None
+) -> Coverage:
+    """The coverage of already scanned jobs (see :func:`iter_job_refs`).
+
+    A job that failed or never finished has no artefacts to tell what it would have written:
+    it is listed when its tracer is a source, one registered as writing a kind coverage reads
+    (``source_tracers``, default: the registry's) or one read in this run.
+    """
+    writers = registered_source_tracers() if source_tracers is None else source_tracers
+    acc = _Reading()
     for ref in refs:
         if isinstance(ref, InputProblem):
-            if _tracer_of_dir(ref.job_key) in READERS:
-                problems.append(ref)
-            continue
-        reader = READERS.get(ref.tracer)
-        if reader is None:
-            continue
-        if ref.status != "ok":
-            not_ok.append((ref.model, ref.tracer, ref.status))
-            continue
-        models.add(ref.model)
-        try:
-            result = reader(ref)
-        except SourceError as exc:
-            problems.append(InputProblem(ref.key, _run_rel(ref, exc.path), exc.reason))
-            continue
-        rows = result.rows
-        if result.bad:
-            bad_rows.append(BadRows(ref.key, _run_rel(ref, result.path), dict(result.bad)))
-        read.append((ref.model, ref.tracer))
-        uses.extend(
-            OpUse(r.op, ref.model, ref.tracer, r.calls, r.signatures, r.self_time_us) for r in rows
-        )
-    uses.sort(key=lambda u: (u.source, u.op, u.model))
+            acc.problems.append((ref, _tracer_of_dir(ref.job_key)))
+        else:
+            acc.add(ref, writers)
+    sources = writers | {s for _, s in acc.read} | acc.kinds.keys()
+    acc.uses.sort(key=lambda u: (u.source, u.op, u.model))
     return Coverage(
-        models=tuple(sorted(models)),
-        uses=tuple(uses),
-        jobs_read=tuple(sorted(read)),
-        not_ok=tuple(sorted(not_ok)),
-        problems=tuple(problems),
-        bad_rows=tuple(bad_rows),
+        models=tuple(sorted(acc.models)),
+        uses=tuple(acc.uses),
+        jobs_read=tuple(sorted(acc.read)),
+        not_ok=tuple(sorted(n for n in acc.not_ok if n[1] in sources)),
+        problems=tuple(p for p, tracer in acc.problems if tracer is None or tracer in sources),
+        bad_rows=tuple(acc.bad_rows),
+        source_kinds=tuple(sorted((s, str(k)) for s, k in acc.kinds.items())),
     )
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kerneltracer.core.artefacts import ArtefactKind, output_kinds, select
 from kerneltracer.errors import RunDirError
 from kerneltracer.jobs import JOBS_DIR, STATUS_FILE
 from kerneltracer.status import read_raw_status
@@ -36,6 +37,16 @@ class JobRef:
     reason: str | None  # the status file's one-line reason (root cause for failures)
     job_dir: Path
     outputs: tuple[str, ...]
+    # The kind each output's status entry records, parallel to outputs (None: not recorded).
+    recorded_kinds: tuple[str | None, ...] = ()
+
+    def output_kinds(self) -> tuple[ArtefactKind | None, ...]:
+        """The kind of every output: recorded, else derived from its name."""
+        return output_kinds(self.outputs, self.recorded_kinds)
+
+    def artefact_names(self, kind: ArtefactKind) -> list[str]:
+        """The outputs of ``kind``, in listed order."""
+        return select(self.outputs, self.output_kinds(), (kind,))
 
 
 def model_label(raw: dict[str, Any]) -> str:
@@ -68,7 +79,9 @@ def _job_ref(root: Path, job_dir: Path) -> JobRef | InputProblem:
     if raw is None:
         return InputProblem(key, rel, "status file is corrupt or of another schema")
     try:
-        outputs = tuple(str(o["path"]) for o in raw.get("outputs") or [])
+        listed = raw.get("outputs") or []
+        outputs = tuple(str(o["path"]) for o in listed)
+        kinds = tuple(None if o.get("kind") is None else str(o["kind"]) for o in listed)
         reason = raw.get("reason")
         if reason is None and isinstance(raw.get("error"), dict):
             reason = raw["error"].get("root_cause")
@@ -80,6 +93,7 @@ def _job_ref(root: Path, job_dir: Path) -> JobRef | InputProblem:
             reason=None if reason is None else str(reason),
             job_dir=job_dir,
             outputs=outputs,
+            recorded_kinds=kinds,
         )
     except (KeyError, TypeError, AttributeError):
         return InputProblem(key, rel, "status file lacks tracer/status/outputs fields")

@@ -1,6 +1,8 @@
-"""Per-tracer readers: one job's outputs -> per-op rows (calls, signatures, self time).
+"""Readers per artefact kind: one job's outputs -> per-op rows (calls, signatures, self time).
 
-Each reader takes a finished job and returns its ops aggregated by name, plus the count of
+A job is read from the best op-level artefact it has (:data:`READERS`, best first), whichever
+tracer wrote it. Each reader takes a finished job and the artefacts of its kind and returns
+its ops aggregated by name, plus the count of
 bad rows it skipped, by kind (a negative call count, a time that is not a number…). A file
 that is missing, truncated, malformed as a whole, or whose rows are all bad raises
 :class:`SourceError` with a one-line reason; the caller records it as an unreadable input
@@ -10,19 +12,16 @@ and goes on with the other jobs.
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import orjson
 
+from kerneltracer.core.artefacts import ArtefactKind, select
 from kerneltracer.coverage.scan import JobRef
-
-DISPATCH_SUMMARY = "dispatch_summary.json"
-PROFILER_AVERAGES = "key_averages.csv"
-VLLM_OP_TABLE = "op_table.csv"
 
 
 class SourceError(Exception):
@@ -42,16 +41,9 @@ class OpRow:
     self_time_us: float | None
 
 
-def _output_path(job: JobRef, name: str) -> tuple[Path, str]:
-    # Prefer the file the status lists (a tracer may nest it), else the conventional place.
-    rel = next((o for o in job.outputs if o == name or o.endswith(f"/{name}")), name)
-    return job.job_dir / rel, rel
-
-
-def _read_bytes(job: JobRef, name: str) -> tuple[bytes, str]:
-    path, rel = _output_path(job, name)
+def _read_bytes(job: JobRef, rel: str) -> tuple[bytes, str]:
     try:
-        return path.read_bytes(), rel
+        return (job.job_dir / rel).read_bytes(), rel
     except FileNotFoundError:
         raise SourceError(rel, "missing") from None
     except OSError as exc:
@@ -102,9 +94,9 @@ def _number(text: str | None, what: str) -> float:
     return value
 
 
-def read_dispatch(job: JobRef) -> SourceRows:
-    """torch_dispatch: ``dispatch_summary.json`` ops -> calls and distinct input signatures."""
-    data, rel = _read_bytes(job, DISPATCH_SUMMARY)
+def read_dispatch(job: JobRef, rels: list[str]) -> SourceRows:
+    """``dispatch_summary`` (JSON ``ops``) -> calls and distinct input signatures per op."""
+    data, rel = _read_bytes(job, rels[0])
     try:
         summary = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
@@ -138,13 +130,13 @@ def _csv_rows(data: bytes, rel: str, required: Iterable[str]) -> csv.DictReader[
     return reader
 
 
-def read_profiler(job: JobRef) -> SourceRows:
-    """torch_profiler: ``key_averages.csv`` rows (name x input shapes) aggregated by name.
+def read_profiler(job: JobRef, rels: list[str]) -> SourceRows:
+    """``key_averages`` CSV rows (name x input shapes) aggregated by name.
 
     The time is the self device time where the op ran on a device (non-zero), else its self
     CPU time; the ``ProfilerStep*`` step annotations are not ops and are left out.
     """
-    data, rel = _read_bytes(job, PROFILER_AVERAGES)
+    data, rel = _read_bytes(job, rels[0])
     cols = ("name", "calls", "self_cpu_time_total_us", "self_device_time_total_us")
     acc: dict[str, list[float]] = {}  # name -> [calls, self cpu us, self device us]
     out = SourceRows([])
@@ -171,9 +163,9 @@ def read_profiler(job: JobRef) -> SourceRows:
     return out.checked(rel)
 
 
-def read_vllm(job: JobRef) -> SourceRows:
-    """vllm_profiler: ``op_table.csv`` (name,kind,count,total_us,self_us,avg_us), by name."""
-    data, rel = _read_bytes(job, VLLM_OP_TABLE)
+def read_op_table(job: JobRef, rels: list[str]) -> SourceRows:
+    """``op_table`` CSV (name,kind,count,total_us,self_us,avg_us), by name."""
+    data, rel = _read_bytes(job, rels[0])
     acc: dict[str, list[float]] = {}
     out = SourceRows([])
     try:
@@ -196,10 +188,47 @@ def read_vllm(job: JobRef) -> SourceRows:
     return out.checked(rel)
 
 
-# tracer name -> reader; the tracers whose outputs feed the coverage.
-READERS: dict[str, Callable[[JobRef], SourceRows]] = {
-    "torch_dispatch": read_dispatch,
-    "torch_profiler": read_profiler,
-    "vllm_profiler": read_vllm,
+def read_chrome_traces(job: JobRef, rels: list[str]) -> SourceRows:
+    """Chrome traces: the op/kernel events of every trace (one per rank), self time by name."""
+    from kerneltracer.tracers._op_table import load_events, op_table
+
+    acc: dict[str, list[float]] = {}
+    for rel in rels:
+        try:
+            rows = op_table(load_events(job.job_dir / rel))
+        except FileNotFoundError:
+            raise SourceError(rel, "missing") from None
+        except (gzip.BadGzipFile, EOFError, ValueError, TypeError, AttributeError) as exc:
+            # gzip, JSON and shape errors: the file as a whole is not a chrome trace
+            raise SourceError(rel, f"not a readable chrome trace ({type(exc).__name__})") from None
+        except OSError as exc:
+            raise SourceError(rel, f"unreadable ({exc.strerror or exc})") from None
+        for row in rows:
+            entry = acc.setdefault(row.name, [0.0, 0.0])
+            entry[0] += row.count
+            entry[1] += row.self_us
+    out = SourceRows([OpRow(name, int(c), None, t) for name, (c, t) in acc.items()])
+    out.path = rels[0]
+    return out
+
+
+Reader = Callable[[JobRef, list[str]], SourceRows]
+
+# Artefact kind -> reader, best first: a job is read from the first of these kinds it has.
+READERS: dict[ArtefactKind, Reader] = {
+    ArtefactKind.DISPATCH_SUMMARY: read_dispatch,
+    ArtefactKind.KEY_AVERAGES: read_profiler,
+    ArtefactKind.OP_TABLE: read_op_table,
+    ArtefactKind.CHROME_TRACE: read_chrome_traces,
 }
-PROFILED_SOURCES = frozenset({"torch_profiler", "vllm_profiler"})
+SOURCE_KINDS = tuple(READERS)
+
+
+def source_artefacts(job: JobRef) -> tuple[ArtefactKind, list[str]] | None:
+    """The kind a job's coverage is read from and its artefacts of that kind, or None."""
+    kinds = job.output_kinds()
+    for kind in READERS:
+        rels = select(job.outputs, kinds, (kind,))
+        if rels:
+            return kind, rels
+    return None

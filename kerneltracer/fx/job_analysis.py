@@ -1,7 +1,8 @@
-"""Per-job analysis ``fx_redundancy``: redundant computations in every print_fx graph.
+"""Per-job analysis ``fx_redundancy``: redundant computations in every captured FX graph.
 
-Reads ``graphs/graph_<i>.json`` node tables (format: :mod:`kerneltracer.fx.nodetable`) and
-writes ``fx_redundancy.json`` (per graph: node counts, duplicates, counts per target) and
+Reads a job's ``fx_graph`` artefacts (``graphs/graph_<i>.json`` node tables, format:
+:mod:`kerneltracer.fx.nodetable`) and writes ``fx_redundancy.json`` (per graph: node counts,
+duplicates, counts per target) and
 ``fx_redundancy.txt``. Imports nothing heavy at module level: the registry imports this
 module in the orchestrator process.
 """
@@ -13,23 +14,23 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from kerneltracer.analysis.base import AnalysisJob, JobAnalysis
+from kerneltracer.core.artefacts import ArtefactKind
 from kerneltracer.errors import KernelTracerError
 from kerneltracer.jsonio import atomic_write_json, atomic_write_text
 
-_GRAPH_FILE = re.compile(r"(^|/)graphs/graph_(\d+)\.json$")
-_GRAPH_DIR = "graphs"
+_GRAPH_FILE = re.compile(r"(^|/)graph_(\d+)\.json$")
 
 
 def graph_files(job: AnalysisJob) -> list[Path]:
-    """The job's node-table files, in graph order (listed outputs or the graphs/ dir)."""
+    """The job's node-table files, in graph order (listed files, or a listed graphs/ dir)."""
     found: dict[str, Path] = {}
-    for rel in job.outputs:
+    for rel in job.artefact_names(ArtefactKind.FX_GRAPH):
         rel = rel.rstrip("/")
-        if _GRAPH_FILE.search(rel):
-            found[rel] = job.job_dir / rel
-        elif rel == _GRAPH_DIR or rel.endswith(f"/{_GRAPH_DIR}"):
+        if (job.job_dir / rel).is_dir():
             for path in (job.job_dir / rel).glob("graph_*.json"):
                 found[str(path.relative_to(job.job_dir))] = path
+        else:
+            found[rel] = job.job_dir / rel
     return [found[k] for k in sorted(found, key=_graph_index)]
 
 
@@ -44,10 +45,7 @@ class FxRedundancyAnalysis(JobAnalysis):
     description: ClassVar[str] = "redundant computations (CSE opportunities) per FX graph"
 
     def applies(self, job: AnalysisJob) -> bool:
-        return job.tracer == "print_fx" and any(
-            _GRAPH_FILE.search(o.rstrip("/")) or o.rstrip("/").endswith(_GRAPH_DIR)
-            for o in job.outputs
-        )
+        return ArtefactKind.FX_GRAPH in job.kinds
 
     def run(self, job: AnalysisJob, out_dir: Path) -> list[Path]:
         from kerneltracer.fx.passes.redundant_ops import analyze

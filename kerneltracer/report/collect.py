@@ -19,6 +19,7 @@ import orjson
 from pydantic import ValidationError
 
 from kerneltracer.analysis.runner import MARKER
+from kerneltracer.core.artefacts import ArtefactKind, output_kind
 from kerneltracer.errors import RunDirError
 from kerneltracer.jobs import JOB_FILE, JOBS_DIR, STATUS_FILE, WORKER_LOG
 from kerneltracer.status import FAILURE_STATUSES, TraceStatus
@@ -29,6 +30,15 @@ UNREADABLE = "unreadable"  # a status file exists but cannot be parsed / validat
 # The worker's phases in order; "shutdown" is an engine's stop (vLLM).
 PHASES = ("load", "warmup", "trace", "write", "shutdown")
 MANIFEST_GLOB = "run*.json"
+# Outputs the model page lists under "graphs": graphs and generated code, not their index.
+GRAPH_KINDS = frozenset(
+    {
+        ArtefactKind.FX_GRAPH,
+        ArtefactKind.ATEN_GRAPH,
+        ArtefactKind.GRAPH_TEXT,
+        ArtefactKind.COMPILE_CODE,
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -37,6 +47,7 @@ class FileRef:
 
     path: str
     size: int | None = None
+    kind: ArtefactKind | None = None  # recorded, else derived from the path
 
 
 @dataclass(frozen=True)
@@ -127,11 +138,11 @@ class Job:
 
     @property
     def graphs(self) -> tuple[FileRef, ...]:
-        return tuple(o for o in self.outputs if _is_graph(o.path))
+        return tuple(o for o in self.outputs if o.kind in GRAPH_KINDS)
 
     @property
     def files(self) -> tuple[FileRef, ...]:
-        return tuple(o for o in self.outputs if not _is_graph(o.path))
+        return tuple(o for o in self.outputs if o.kind not in GRAPH_KINDS)
 
 
 @dataclass
@@ -304,7 +315,11 @@ def _job_from_status(st: TraceStatus, job_dir: Path, stub: Job) -> Job:
         device=st.resolved_device or st.device,
         phases={k: float(v) for k, v in st.phases.items()},
         versions={k: v for k, v in st.versions.items() if v},
-        outputs=tuple(FileRef(o.path, o.size) for o in st.outputs if _safe_rel(o.path)),
+        outputs=tuple(
+            FileRef(o.path, o.size, output_kind(o.path, o.kind))
+            for o in st.outputs
+            if _safe_rel(o.path)
+        ),
         analyses=_read_analyses(job_dir),
     )
 
@@ -362,10 +377,6 @@ def _marker_file(out_dir: Path, name: str, listed: str) -> str | None:
 def _safe_rel(path: str) -> bool:
     parts = PurePosixPath(path).parts
     return bool(parts) and not path.startswith("/") and ".." not in parts
-
-
-def _is_graph(path: str) -> bool:
-    return path.startswith(("graphs/", "inductor_code/")) and not path.endswith("index.json")
 
 
 def _columns(jobs: list[Job]) -> list[str]:

@@ -13,7 +13,6 @@ from pathlib import Path
 # per-op totals instead and links the full matrix CSV.
 MAX_MATRIX_MODELS = 40
 TOP_N = 30
-PREFERRED_SOURCES = ("torch_dispatch", "torch_profiler", "vllm_profiler")
 
 
 @dataclass(frozen=True)
@@ -41,12 +40,11 @@ def build_coverage_view(run_dir: Path, out_dir: Path) -> CoverageView:
     cov = build_coverage(run_dir)
     written = write_coverage(cov, out_dir)
     files = tuple(sorted(str(Path(p).relative_to(out_dir)) for p in written))
-    sources = cov.sources()
-    source = next((s for s in PREFERRED_SOURCES if cov.ops(s)), sources[0] if sources else "")
+    sources = cov.preferred_sources()
+    source = next((s for s in sources if cov.ops(s)), sources[0] if sources else "")
     if not source:
-        return CoverageView(
-            False, "no ok torch_dispatch / torch_profiler / vllm_profiler job yet", files=files
-        )
+        note = "no ok job with an artefact coverage reads (dispatch summary, profile) yet"
+        return CoverageView(False, note, files=files)
     return CoverageView(
         available=True,
         source=source,

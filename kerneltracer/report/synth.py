@@ -1,9 +1,10 @@
 """A synthetic run dir of many models x tracers, for the report's scale test and bench.
 
 Statuses, phase times and outputs are small but real-shaped: every status file validates as
-a :class:`~kerneltracer.status.TraceStatus`, torch_dispatch jobs have the op tables the
-coverage reads, and a deterministic mix of failures, pending jobs and one corrupt status
-file exercises every state the report shows. No framework is imported.
+a :class:`~kerneltracer.status.TraceStatus`, the dispatch and profiler stand-ins
+(:mod:`kerneltracer.tracers.synthetic`) have the op tables the coverage reads, and a
+deterministic mix of failures, pending jobs and one corrupt status file exercises every state
+the report shows. No framework is imported.
 """
 
 from __future__ import annotations
@@ -14,16 +15,12 @@ from typing import Any
 
 import orjson
 
+from kerneltracer.core.artefacts import ArtefactKind
 from kerneltracer.jobs import JOB_FILE, STATUS_FILE, WORKER_LOG
+from kerneltracer.tracers.synthetic import SIX_TRACERS as STAND_INS
+from kerneltracer.tracers.synthetic import SyntheticTracer
 
-SIX_TRACERS = (
-    "torch_dispatch",
-    "torch_profiler",
-    "torch_compile",
-    "print_fx",
-    "print_aten",
-    "print_aten_export",
-)
+SIX_TRACERS = tuple(t.name for t in STAND_INS)
 _OP_NAMES = (
     "mm addmm bmm embedding add mul div sub softmax gelu silu tanh layer_norm rms_norm "
     "view reshape transpose permute cat split slice select expand clone copy_ zeros ones "
@@ -50,11 +47,15 @@ def make_synthetic_run(
     Each model runs 8 common ops and one of its own; ``extra_ops`` more (drawn from a pool
     of 400) give the op tables a realistic size for the coverage benchmark.
     """
+    by_name = {t.name: t for t in STAND_INS}
+    stand_ins = [by_name.get(t, SyntheticTracer(t, ArtefactKind.GRAPH_TEXT)) for t in tracers]
     planned = []
     for i in range(n_models):
-        for tracer in tracers:
-            key = f"{_slug(i)}/{tracer}"
-            planned.append({"key": key, "model": _display(i), "tracer": tracer, "mode": "eval"})
+        for tracer in stand_ins:
+            key = f"{_slug(i)}/{tracer.name}"
+            planned.append(
+                {"key": key, "model": _display(i), "tracer": tracer.name, "mode": "eval"}
+            )
             _write_job(run_dir / "jobs" / key, i, tracer, n_models, extra_ops)
     manifest = {
         "kerneltracer_version": "0.1.0",
@@ -77,34 +78,39 @@ def _display(i: int) -> str:
     return f"org/model-{i:04d}"
 
 
-def _write_job(job_dir: Path, i: int, tracer: str, n_models: int, extra_ops: int) -> None:
+def _write_job(
+    job_dir: Path, i: int, tracer: SyntheticTracer, n_models: int, extra_ops: int
+) -> None:
     job_dir.mkdir(parents=True, exist_ok=True)
-    (job_dir / JOB_FILE).write_bytes(orjson.dumps({"key": f"{_slug(i)}/{tracer}"}))
-    if i >= n_models - 2 and tracer == "print_aten_export":
+    (job_dir / JOB_FILE).write_bytes(orjson.dumps({"key": f"{_slug(i)}/{tracer.name}"}))
+    if i >= n_models - 2 and tracer.skipped_for is not None:
         return  # still pending: the run was stopped before these started
-    (job_dir / WORKER_LOG).write_text(f"worker for {_display(i)} / {tracer}\n")
-    if i == n_models - 3 and tracer == "print_fx":
+    (job_dir / WORKER_LOG).write_text(f"worker for {_display(i)} / {tracer.name}\n")
+    if i == n_models - 3 and tracer.truncated_status:
         (job_dir / STATUS_FILE).write_bytes(b'{"schema_version": 1, "status": "o')  # truncated
         return
     status, reason = _status_of(i, tracer)
-    outputs = _write_outputs(job_dir, i, tracer, extra_ops) if status == "ok" else []
-    (job_dir / STATUS_FILE).write_bytes(orjson.dumps(_status(i, tracer, status, reason, outputs)))
+    outputs = _write_outputs(job_dir, i, tracer.writes, extra_ops) if status == "ok" else []
+    status_data = _status(i, tracer.name, status, reason, outputs)
+    (job_dir / STATUS_FILE).write_bytes(orjson.dumps(status_data))
 
 
-def _status_of(i: int, tracer: str) -> tuple[str, str | None]:
-    if tracer == "print_aten_export":
-        return "skipped", f"exclusive group satisfied by {_slug(i)}/print_aten"
+def _status_of(i: int, tracer: SyntheticTracer) -> tuple[str, str | None]:
+    if tracer.skipped_for is not None:
+        return "skipped", f"exclusive group satisfied by {_slug(i)}/{tracer.skipped_for}"
     for modulus, (status, reason) in _FAILURES.items():
-        if i % modulus == modulus - 1 and tracer in ("torch_compile", "torch_profiler"):
+        if i % modulus == modulus - 1 and tracer.flaky:
             return status, reason
     return "ok", None
 
 
-def _write_outputs(job_dir: Path, i: int, tracer: str, extra_ops: int) -> list[dict[str, Any]]:
+def _write_outputs(
+    job_dir: Path, i: int, writes: ArtefactKind, extra_ops: int
+) -> list[dict[str, Any]]:
     ops = [_OPS[(i * 7 + k * 3) % len(_OPS)] for k in range(8)] + [f"aten.custom_{i}.default"]
     ops += [f"aten.op{(i * 13 + k) % 400}.default" for k in range(min(extra_ops, 400))]
     files: dict[str, bytes] = {}
-    if tracer == "torch_dispatch":
+    if writes == ArtefactKind.DISPATCH_SUMMARY:
         summary = {
             "ops": {op: {"calls": 1 + (i + n) % 9, "signatures": 1} for n, op in enumerate(ops)}
         }
@@ -113,7 +119,7 @@ def _write_outputs(job_dir: Path, i: int, tracer: str, extra_ops: int) -> list[d
             "op,calls,signatures\n"
             + "".join(f"{op},{v['calls']},1\n" for op, v in summary["ops"].items())
         ).encode()
-    elif tracer == "torch_profiler":
+    elif writes == ArtefactKind.KEY_AVERAGES:
         header = "name,input_shapes,calls,cpu_time_total_us,self_cpu_time_total_us\n"
         rows = "".join(
             f'{op.replace("aten.", "aten::").rsplit(".", 1)[0]},"[[1, 8]]",2,{10 + n},{5 + n}\n'

@@ -1,5 +1,7 @@
 """Tracers: static descriptions (orchestrator side) with worker-side trace/write methods.
 
 Modules here must not import torch, transformers or vllm at import time: the orchestrator
-imports the registry to plan and validate. Framework imports live inside the methods.
+imports tracer modules to plan. Framework imports live inside the methods. The registry
+(:mod:`.registry`) imports no tracer module until a tracer's class is needed, so config
+validation loads none.
 """

@@ -14,12 +14,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kerneltracer.core import artefacts
+from kerneltracer.core.artefacts import ArtefactKind, ArtefactPatterns
 from kerneltracer.jsonio import atomic_write_json, atomic_write_text
 
 log = logging.getLogger("kerneltracer.tracers")
 
-GRAPHS_DIR = "graphs"
-INDEX_FILE = f"{GRAPHS_DIR}/index.json"
+GRAPHS_DIR = artefacts.GRAPHS_DIR
+INDEX_FILE = artefacts.GRAPH_INDEX_FILE
+
+
+def graph_artefacts(kind: ArtefactKind) -> ArtefactPatterns:
+    """What a graph tracer writes; ``kind`` says whether its graphs are torch- or ATen-level."""
+    return {
+        INDEX_FILE: ArtefactKind.GRAPH_INDEX,
+        f"{GRAPHS_DIR}/graph_*.json": kind,
+        f"{GRAPHS_DIR}/graph_*.txt": ArtefactKind.GRAPH_TEXT,
+    }
 
 
 class GraphCaptureError(RuntimeError):

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
+from kerneltracer.core.artefacts import ArtefactKind, ArtefactPatterns, kind_from_name, match_kind
+
 if TYPE_CHECKING:
     from kerneltracer.worker.context import ExecutionContext
     from kerneltracer.worker.vllm_engine import EngineSettings
@@ -40,6 +42,9 @@ class Tracer(ABC):
     summary: ClassVar[str] = ""
     outputs_doc: ClassVar[str] = ""
     Options: ClassVar[type[TracerOptions]] = TracerOptions
+    # What each output is (pattern on its path relative to the job dir -> kind); an output
+    # no pattern matches gets the kind its conventional name implies, if any.
+    artefacts: ClassVar[ArtefactPatterns] = {}
 
     def __init__(self, options: TracerOptions) -> None:
         self.options = options
@@ -52,6 +57,11 @@ class Tracer(ABC):
     def engine_settings(self, job_dir: Path) -> EngineSettings | None:
         """What an engine-driven tracer (vLLM) asks of the engine it is loaded with."""
         return None
+
+    @classmethod
+    def kind_of(cls, output: str) -> ArtefactKind | None:
+        """The kind the worker records for ``output`` (a path relative to the job dir)."""
+        return match_kind(output, cls.artefacts) or kind_from_name(output)
 
     def warmup(self, ctx: ExecutionContext) -> None:
         """Run untraced steps so lazy initialisation does not pollute the trace."""

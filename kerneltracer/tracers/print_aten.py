@@ -23,11 +23,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field
 
+from kerneltracer.core.artefacts import ArtefactKind, ArtefactPatterns
 from kerneltracer.tracers._graphs import (
     Capture,
     CapturedGraph,
     aten_ops,
     capture_graph,
+    graph_artefacts,
     run_methods,
     write_capture,
 )
@@ -72,6 +74,7 @@ class PrintAtenTracer(Tracer):
         "ATen graph(s) via aot_module_simplified (fallbacks export, make_fx); text + JSON"
     )
     outputs_doc: ClassVar[str] = "graphs/graph_<i>.json, graphs/graph_<i>.txt, graphs/index.json"
+    artefacts: ClassVar[ArtefactPatterns] = graph_artefacts(ArtefactKind.ATEN_GRAPH)
     Options: ClassVar[type[TracerOptions]] = PrintAtenOptions
 
     def trace(self, ctx: ExecutionContext) -> Capture:

@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field
 
+from kerneltracer.core.artefacts import ArtefactKind, ArtefactPatterns
 from kerneltracer.tracers._graphs import (
     Capture,
     CapturedGraph,
     capture_graph,
+    graph_artefacts,
     run_methods,
     write_capture,
 )
@@ -49,6 +51,7 @@ class PrintFxTracer(Tracer):
     phases: ClassVar[frozenset[str]] = frozenset({"prefill", "decode"})
     summary: ClassVar[str] = "Dynamo FX graph(s), one per graph break, as text + JSON node table"
     outputs_doc: ClassVar[str] = "graphs/graph_<i>.json, graphs/graph_<i>.txt, graphs/index.json"
+    artefacts: ClassVar[ArtefactPatterns] = graph_artefacts(ArtefactKind.FX_GRAPH)
     Options: ClassVar[type[TracerOptions]] = PrintFxOptions
 
     def trace(self, ctx: ExecutionContext) -> Capture:

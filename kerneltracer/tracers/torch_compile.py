@@ -16,6 +16,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field
 
+from kerneltracer.core.artefacts import (
+    COMPILE_SUMMARY_FILE,
+    TORCH_TRACE_DIR,
+    ArtefactKind,
+    ArtefactPatterns,
+)
 from kerneltracer.errors import KernelTracerError
 from kerneltracer.jsonio import atomic_write_json
 from kerneltracer.tracers._compiler_errors import graph_break_line, reraise_as_compiler_error
@@ -24,9 +30,9 @@ from kerneltracer.tracers.base import Tracer, TraceResult, TracerOptions
 if TYPE_CHECKING:
     from kerneltracer.worker.context import ExecutionContext
 
-TRACE_DIR = "torch_trace"
+TRACE_DIR = TORCH_TRACE_DIR
 CODE_DIR = "inductor_code"
-SUMMARY_FILE = "compile_summary.json"
+SUMMARY_FILE = COMPILE_SUMMARY_FILE
 
 _METRIC_FIELDS = (
     "compile_id",
@@ -69,6 +75,11 @@ class TorchCompileTracer(Tracer):
         "torch.compile (inductor): TORCH_TRACE log, output code, graph breaks, compile times"
     )
     outputs_doc: ClassVar[str] = f"{TRACE_DIR}/*.log, {CODE_DIR}/*.py, {SUMMARY_FILE}"
+    artefacts: ClassVar[ArtefactPatterns] = {
+        f"{TRACE_DIR}/*.log": ArtefactKind.TORCH_TRACE_LOG,
+        f"{CODE_DIR}/*.py": ArtefactKind.COMPILE_CODE,
+        SUMMARY_FILE: ArtefactKind.COMPILE_SUMMARY,
+    }
     Options: ClassVar[type[TracerOptions]] = CompileOptions
 
     @classmethod

@@ -11,15 +11,22 @@ import io
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from kerneltracer.core.artefacts import (
+    DISPATCH_COUNTS_FILE,
+    DISPATCH_OPS_FILE,
+    DISPATCH_SUMMARY_FILE,
+    ArtefactKind,
+    ArtefactPatterns,
+)
 from kerneltracer.jsonio import atomic_write_bytes, atomic_write_json, atomic_write_jsonl
 from kerneltracer.tracers.base import Tracer, TraceResult, TracerOptions
 
 if TYPE_CHECKING:
     from kerneltracer.worker.context import ExecutionContext
 
-OPS_FILE = "dispatch_ops.jsonl"
-SUMMARY_FILE = "dispatch_summary.json"
-COUNTS_FILE = "dispatch_op_counts.csv"
+OPS_FILE = DISPATCH_OPS_FILE
+SUMMARY_FILE = DISPATCH_SUMMARY_FILE
+COUNTS_FILE = DISPATCH_COUNTS_FILE
 
 
 class DispatchOptions(TracerOptions):
@@ -35,6 +42,11 @@ class TorchDispatchTracer(Tracer):
         "integer ranges and module paths (what replay needs)"
     )
     outputs_doc: ClassVar[str] = f"{OPS_FILE}, {SUMMARY_FILE}, {COUNTS_FILE}"
+    artefacts: ClassVar[ArtefactPatterns] = {
+        OPS_FILE: ArtefactKind.DISPATCH_SIGNATURES,
+        SUMMARY_FILE: ArtefactKind.DISPATCH_SUMMARY,
+        COUNTS_FILE: ArtefactKind.OP_COUNTS,
+    }
     Options: ClassVar[type[TracerOptions]] = DispatchOptions
 
     def trace(self, ctx: ExecutionContext) -> dict[Any, list[Any]]:

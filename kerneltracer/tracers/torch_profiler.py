@@ -15,15 +15,22 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field
 
+from kerneltracer.core.artefacts import (
+    KEY_AVERAGES_CSV,
+    KEY_AVERAGES_TXT,
+    PROFILER_TRACE_FILE,
+    ArtefactKind,
+    ArtefactPatterns,
+)
 from kerneltracer.jsonio import atomic_write_bytes
 from kerneltracer.tracers.base import Tracer, TraceResult, TracerOptions
 
 if TYPE_CHECKING:
     from kerneltracer.worker.context import ExecutionContext
 
-TRACE_FILE = "trace.json.gz"
-AVERAGES_CSV = "key_averages.csv"
-AVERAGES_TXT = "key_averages.txt"
+TRACE_FILE = PROFILER_TRACE_FILE
+AVERAGES_CSV = KEY_AVERAGES_CSV
+AVERAGES_TXT = KEY_AVERAGES_TXT
 
 _COLUMNS = [
     ("name", "key"),
@@ -55,6 +62,11 @@ class TorchProfilerTracer(Tracer):
     frameworks: ClassVar[frozenset[str]] = frozenset({"huggingface"})
     summary: ClassVar[str] = "torch.profiler chrome trace with shapes + key_averages table"
     outputs_doc: ClassVar[str] = f"{TRACE_FILE}, {AVERAGES_CSV}, {AVERAGES_TXT}"
+    artefacts: ClassVar[ArtefactPatterns] = {
+        TRACE_FILE: ArtefactKind.CHROME_TRACE,
+        AVERAGES_CSV: ArtefactKind.KEY_AVERAGES,
+        AVERAGES_TXT: ArtefactKind.PROFILER_TEXT,
+    }
     Options: ClassVar[type[TracerOptions]] = ProfilerOptions
 
     def trace(self, ctx: ExecutionContext) -> Any:

@@ -17,6 +17,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field
 
+from kerneltracer.core.artefacts import (
+    COMPILE_SUMMARY_FILE,
+    TORCH_TRACE_DIR,
+    ArtefactKind,
+    ArtefactPatterns,
+)
 from kerneltracer.jsonio import atomic_write_json
 from kerneltracer.tracers.base import Tracer, TraceResult, TracerOptions
 from kerneltracer.tracers.vllm_profiler import VllmEngineOptions
@@ -25,9 +31,9 @@ if TYPE_CHECKING:
     from kerneltracer.worker.context import ExecutionContext
     from kerneltracer.worker.vllm_engine import EngineSettings
 
-TRACE_DIR = "torch_trace"
+TRACE_DIR = TORCH_TRACE_DIR
 CODE_DIR = "vllm_compile_code"
-SUMMARY_FILE = "compile_summary.json"
+SUMMARY_FILE = COMPILE_SUMMARY_FILE
 
 
 class VllmCompileOptions(VllmEngineOptions):
@@ -47,6 +53,11 @@ class VllmCompileTracer(Tracer):
     phases: ClassVar[frozenset[str]] = frozenset({"prefill", "generate"})
     summary: ClassVar[str] = "vLLM's torch.compile at engine start: TORCH_TRACE logs + its code"
     outputs_doc: ClassVar[str] = f"{TRACE_DIR}/*.log, {CODE_DIR}/**/*.py, {SUMMARY_FILE}"
+    artefacts: ClassVar[ArtefactPatterns] = {
+        f"{TRACE_DIR}/*.log": ArtefactKind.TORCH_TRACE_LOG,
+        f"{CODE_DIR}/*.py": ArtefactKind.COMPILE_CODE,
+        SUMMARY_FILE: ArtefactKind.COMPILE_SUMMARY,
+    }
     Options: ClassVar[type[TracerOptions]] = VllmCompileOptions
 
     @property

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field
 
+from kerneltracer.core.artefacts import OP_TABLE_FILE, ArtefactKind, ArtefactPatterns
 from kerneltracer.jsonio import atomic_write_bytes
 from kerneltracer.tracers import _op_table
 from kerneltracer.tracers.base import Tracer, TraceResult, TracerOptions
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from kerneltracer.worker.vllm_engine import EngineSettings
 
 PROFILE_DIR = "profile"
-OP_TABLE = "op_table.csv"
+OP_TABLE = OP_TABLE_FILE
 # profiler_config arrived in vLLM 0.13; the VLLM_TORCH_PROFILER_* variables left in 0.16.
 PROFILER_CONFIG_SINCE = (0, 13)
 
@@ -108,6 +109,11 @@ class VllmProfilerTracer(Tracer):
         f"{PROFILE_DIR}/*.pt.trace.json.gz (one per rank), {PROFILE_DIR}/*profiler_out*.txt, "
         f"{OP_TABLE}"
     )
+    artefacts: ClassVar[ArtefactPatterns] = {
+        f"{PROFILE_DIR}/*.json*": ArtefactKind.CHROME_TRACE,
+        f"{PROFILE_DIR}/*profiler_out*.txt": ArtefactKind.PROFILER_TEXT,
+        OP_TABLE: ArtefactKind.OP_TABLE,
+    }
     Options: ClassVar[type[TracerOptions]] = VllmProfilerOptions
 
     @property

@@ -97,7 +97,9 @@ def run_job(job: JobSpec, attempt: str, job_dir: Path, phases: PhaseLog) -> Trac
             traced = tracer.trace(ctx)
         with phases.phase("write"):
             result = tracer.write(ctx, traced, job_dir)
-            fields["outputs"] = [describe_output(job_dir, rel) for rel in result.outputs]
+            fields["outputs"] = [
+                describe_output(job_dir, rel, cls.kind_of(rel)) for rel in result.outputs
+            ]
         fields["summary"] = result.summary
         status = JobStatus.OK
     except BaseException as exc:

@@ -78,13 +78,15 @@ def job_view(job_dir: Path, outputs: tuple[str, ...]) -> AnalysisJob:
     return AnalysisJob(job_dir, "print_fx", "redundant", "ok", outputs)
 
 
-def test_registered_and_applies_only_to_print_fx_graphs(tmp_path: Path) -> None:
+def test_registered_and_applies_only_to_fx_graph_artefacts(tmp_path: Path) -> None:
     assert ANALYSES["fx_redundancy"] is FxRedundancyAnalysis
     analysis = FxRedundancyAnalysis()
     assert analysis.applies(job_view(tmp_path, ("graphs/graph_0.json",)))
     assert analysis.applies(job_view(tmp_path, ("graphs",)))
     assert not analysis.applies(job_view(tmp_path, ("trace.json",)))
-    other = AnalysisJob(tmp_path, "torch_profiler", "m", "ok", ("graphs/graph_0.json",))
+    # print_aten records its node tables as aten_graph: same file name, not this analysis's
+    aten = ("aten_graph",)
+    other = AnalysisJob(tmp_path, "print_aten", "m", "ok", ("graphs/graph_0.json",), aten)
     assert not analysis.applies(other)
 
 

@@ -108,7 +108,10 @@ def test_per_job_analysis_applies_to_torch_compile_traces(
     )
     job = AnalysisJob(job_dir, "torch_compile", "m", "ok", ("torch_trace/rank0.log", "worker.log"))
     assert analysis.applies(job)
-    assert not analysis.applies(AnalysisJob(job_dir, "torch_dispatch", "m", "ok", job.outputs))
+    # Selected on the artefact kind, recorded or derived from the name, not on the tracer.
+    assert analysis.applies(AnalysisJob(job_dir, "new_compiler", "m", "ok", job.outputs))
+    recorded_other = ("compile_code", "profiler_text")
+    assert not analysis.applies(AnalysisJob(job_dir, "m", "m", "ok", job.outputs, recorded_other))
     assert not analysis.applies(AnalysisJob(job_dir, "torch_compile", "m", "ok", ("worker.log",)))
     out = tmp_path / "analysis"
     out.mkdir()

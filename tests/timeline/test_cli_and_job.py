@@ -14,7 +14,8 @@ import pytest
 
 from kerneltracer.analysis.base import AnalysisJob
 from kerneltracer.analysis.registry import ANALYSES
-from kerneltracer.analysis.timeline.job import TimelineAnalysis, is_chrome_trace
+from kerneltracer.analysis.timeline.job import TimelineAnalysis
+from kerneltracer.core.artefacts import ArtefactKind, kind_from_name
 from tests.conftest import REPO_ROOT, require
 from tests.timeline.traces import hta_path, kernel, write_trace, x
 
@@ -164,8 +165,11 @@ def test_registered_job_analysis(cpu_profiler_trace: Path, tmp_path: Path) -> No
     )
     analysis = TimelineAnalysis()
     assert analysis.applies(job)
+    # The artefact's kind decides, not the tracer: any tracer's chrome trace gets a timeline,
+    # and a file recorded as another kind does not, whatever its name.
+    assert analysis.applies(AnalysisJob(job_dir, "any_tracer", "tiny", "ok", ("trace.json.gz",)))
     assert not analysis.applies(
-        AnalysisJob(job_dir, "torch_dispatch", "tiny", "ok", ("trace.json.gz",))
+        AnalysisJob(job_dir, "torch_profiler", "tiny", "ok", ("trace.json.gz",), ("op_table",))
     )
     assert not analysis.applies(
         AnalysisJob(job_dir, "torch_profiler", "tiny", "ok", ("key_averages.csv",))
@@ -174,4 +178,5 @@ def test_registered_job_analysis(cpu_profiler_trace: Path, tmp_path: Path) -> No
     written = analysis.run(job, out)
     assert out / "trace" / "report.html" in written and (out / "summary.json").is_file()
     assert all(p.is_relative_to(out) for p in written)
-    assert is_chrome_trace("profiles/rank0.pt.trace.json") and not is_chrome_trace("ops.json")
+    assert kind_from_name("profiles/rank0.pt.trace.json") == ArtefactKind.CHROME_TRACE
+    assert kind_from_name("ops.json") is None

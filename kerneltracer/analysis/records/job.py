@@ -17,8 +17,8 @@ from kerneltracer.analysis.base import AnalysisJob, JobAnalysis
 from kerneltracer.analysis.records.analyser import Analysis, analyse
 from kerneltracer.analysis.records.files import atomic_text_writer
 from kerneltracer.analysis.records.reporters import run_reporters
+from kerneltracer.jobs import PHASE_LOG
 
-PHASE_LOG = "phases.log"  # kerneltracer.jobs.PHASE_LOG (not imported: it pulls in the config stack)
 PREFIX = "phases"
 
 

@@ -1,16 +1,15 @@
-"""Per-job analysis: torch_compile jobs' TORCH_TRACE logs → tlparse-style reports."""
+"""Per-job analysis: a job's TORCH_TRACE logs (torch_trace_log artefacts) → tlparse reports."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from kerneltracer.analysis.base import AnalysisJob, JobAnalysis
-
-TRACE_DIR = "torch_trace"
+from kerneltracer.core.artefacts import ArtefactKind
 
 
 def _trace_logs(job: AnalysisJob) -> list[str]:
-    return [o for o in job.outputs if o.startswith(f"{TRACE_DIR}/") and o.endswith(".log")]
+    return job.artefact_names(ArtefactKind.TORCH_TRACE_LOG)
 
 
 class StructuredLogsAnalysis(JobAnalysis):
@@ -21,7 +20,7 @@ class StructuredLogsAnalysis(JobAnalysis):
     )
 
     def applies(self, job: AnalysisJob) -> bool:
-        return job.tracer in ("torch_compile", "vllm_compile") and bool(_trace_logs(job))
+        return ArtefactKind.TORCH_TRACE_LOG in job.kinds
 
     def run(self, job: AnalysisJob, out_dir: Path) -> list[Path]:
         from kerneltracer.analysis.structured_logs.api import NoRecordsError, run

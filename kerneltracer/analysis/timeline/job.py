@@ -1,18 +1,11 @@
-"""The per-job ``timeline`` analysis for torch_profiler and vllm_profiler jobs."""
+"""The per-job ``timeline`` analysis, for every job with a chrome trace artefact."""
 
 from __future__ import annotations
 
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from kerneltracer.analysis.base import AnalysisJob, JobAnalysis
-
-TRACERS = frozenset({"torch_profiler", "vllm_profiler"})
-
-
-def is_chrome_trace(output: str) -> bool:
-    """``*.json.gz``, or ``*.json`` with "trace" in its name (profiler exports)."""
-    name = PurePosixPath(output).name.lower()
-    return name.endswith(".json.gz") or (name.endswith(".json") and "trace" in name)
+from kerneltracer.core.artefacts import ArtefactKind
 
 
 class TimelineAnalysis(JobAnalysis):
@@ -23,10 +16,10 @@ class TimelineAnalysis(JobAnalysis):
     )
 
     def applies(self, job: AnalysisJob) -> bool:
-        return job.tracer in TRACERS and any(is_chrome_trace(o) for o in job.outputs)
+        return ArtefactKind.CHROME_TRACE in job.kinds
 
     def run(self, job: AnalysisJob, out_dir: Path) -> list[Path]:
         from kerneltracer.analysis.timeline.writer import run_timeline
 
-        traces = [job.job_dir / o for o in job.outputs if is_chrome_trace(o)]
+        traces = job.artefacts(ArtefactKind.CHROME_TRACE)
         return run_timeline([t for t in traces if t.is_file()], out_dir)
