@@ -108,3 +108,16 @@ def test_cli_stops_before_the_run_dir_and_any_download(
     assert "frameworks.vllm.python is not set" in lines[0] and str(venv) in lines[0]
     assert not (tmp_path / "run").exists()  # no lock, no downloads/, no job dir
     assert not (Path(kt_env["HF_HOME"]) / "hub").exists()
+
+
+def test_config_validate_checks_and_names_the_interpreters(
+    tmp_path: Path, kt_env: dict[str, str]
+) -> None:
+    good = _fake_python(tmp_path / "vllm-env" / "python", ["vllm"])
+    cfg = write_config(tmp_path / "c.yaml", [VLLM_JOB], frameworks=_vllm(str(good)))
+    res = kt("config", "validate", str(cfg), env=kt_env, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert f"vllm workers run in {good}" in res.stdout
+    bad = write_config(tmp_path / "bad.yaml", [VLLM_JOB])
+    res = kt("config", "validate", str(bad), env=kt_env, timeout=120, cwd=tmp_path)
+    assert res.returncode == 2 and "frameworks.vllm.python is not set" in res.stderr
