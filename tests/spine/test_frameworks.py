@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import typing
 from pathlib import Path
 
@@ -77,3 +78,35 @@ def test_no_framework_branch_in_the_worker_outside_its_loaders() -> None:
     ]
     assert hits == []
 
+
+# Outside worker/ and tracers/, only code whose subject is torch itself may import it: the
+# torch.fx optimiser and the ATen replay (its isolated worker, the inputs it builds, and the
+# dispatcher query behind `readiness --dispatch-key`). None of them may import transformers
+# or vLLM: loading models is the huggingface framework's (worker/frameworks/huggingface/).
+TORCH_SUBJECT = ("kerneltracer/fx/", "kerneltracer/corpus/replay_worker.py",
+                 "kerneltracer/corpus/inputs.py", "kerneltracer/corpus/support.py")
+FRAMEWORK_HOMES = ("kerneltracer/worker/", "kerneltracer/tracers/")
+
+
+def _framework_imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), str(path))
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names & {"torch", "transformers", "vllm"}
+
+
+def test_no_module_outside_the_worker_and_tracers_imports_a_framework() -> None:
+    found = {}
+    for path in sorted((REPO / "kerneltracer").rglob("*.py")):
+        rel = path.relative_to(REPO).as_posix()
+        if rel.startswith(FRAMEWORK_HOMES):
+            continue
+        allowed = {"torch"} if rel.startswith(TORCH_SUBJECT) else set()
+        extra = _framework_imports(path) - allowed
+        if extra:
+            found[rel] = sorted(extra)
+    assert found == {}
