@@ -45,7 +45,7 @@ $(VLLM_STAMP): pyproject.toml $(VLLM_CONSTRAINTS)
 
 vllm: $(VLLM_STAMP)
 
-$(MODELS)/.built: $(STAMP) kerneltracer/tinymodels.py
+$(MODELS)/.built: $(STAMP) kerneltracer/worker/frameworks/huggingface/tiny.py
 	$(KT) models build-tiny $(MODELS)
 	touch $@
 

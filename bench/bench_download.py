@@ -109,7 +109,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--latency-ms", default="0,50")
     args = ap.parse_args()
-    from kerneltracer.tinymodels import build_tiny_models
+    from kerneltracer.worker.frameworks.huggingface.tiny import build_tiny_models
 
     with tempfile.TemporaryDirectory(prefix="kt-bench-models-") as tmp:
         models = {n: p for n, (p, _) in build_tiny_models(Path(tmp)).items()}

@@ -35,13 +35,13 @@ from kerneltracer.fx.models import (
     MiniResNet,
     RedundantModel,
     SimpleMLP,
-    build_tiny_llama,
     load_model,
 )
 from kerneltracer.fx.optimizer import GraphOptimizer, clone_module
 from kerneltracer.fx.passes.redundant_ops import RedundantOpElimination
 from kerneltracer.fx.tracing import trace
 from kerneltracer.fx.verify import compare
+from kerneltracer.worker.frameworks.huggingface.causal_lm import build_tiny_llama
 
 Case = tuple[str, torch.nn.Module, tuple[Any, ...]]
 

@@ -119,7 +119,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--skip-run", action="store_true", help="only (b), input overhead")
     args = parser.parse_args()
-    from kerneltracer.tinyzoo import ZOO, build_zoo
+    from kerneltracer.worker.frameworks.huggingface.zoo import ZOO, build_zoo
 
     names = [n for n in args.only.split(",") if n] or [e.name for e in ZOO]
     out: dict[str, Any] = {}

@@ -35,7 +35,7 @@ def testdata_dir() -> Path:
 @pytest.fixture(scope="session")
 def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The tiny Llama, GPT-2 and BERT, built once per test session (offline, deterministic)."""
-    from kerneltracer.tinymodels import build_tiny_models
+    from kerneltracer.worker.frameworks.huggingface.tiny import build_tiny_models
 
     root = tmp_path_factory.mktemp("tiny-models")
     return {name: path for name, (path, _) in build_tiny_models(root).items()}

@@ -24,14 +24,18 @@ def schema() -> None:
 @config.command()
 @click.argument("path", type=click.Path(path_type=Path, dir_okay=False))
 def validate(path: Path) -> None:
-    """Validate CONFIG and list the jobs it plans (nothing runs)."""
+    """Validate CONFIG, its worker interpreters, and list the jobs it plans (nothing runs)."""
     from kerneltracer.config import load_config
     from kerneltracer.jobs import plan_jobs
+    from kerneltracer.orchestrator.interpreters import worker_interpreters
 
     cfg, base_dir = load_config(path)
     jobs = plan_jobs(cfg, base_dir)
+    interpreters = worker_interpreters(cfg, path, base_dir, {j.framework for j in jobs})
     for job in jobs:
         click.echo(
             f"{job.key}  ({job.framework}, {job.mode}, device={job.device}, dtype={job.dtype})"
         )
+    for framework, python in sorted(interpreters.items()):
+        click.echo(f"{framework} workers run in {python}")
     click.echo(f"{path}: ok, {len(jobs)} job(s)")

@@ -20,7 +20,7 @@ def build_tiny(directory: Path, force: bool) -> None:
 
     Offline and deterministic; loadable with AutoModel*/AutoTokenizer.from_pretrained.
     """
-    from kerneltracer.tinymodels import build_tiny_models
+    from kerneltracer.worker.frameworks.huggingface.tiny import build_tiny_models
 
     for name, (path, built) in build_tiny_models(directory, force=force).items():
         click.echo(f"{'built' if built else 'present'}  {name}  {path}")
@@ -38,7 +38,7 @@ def build_zoo(directory: Path | None, names: tuple[str, ...], list_only: bool) -
     inputs are seeded random ids). Entries already built by this version are kept.
     """
     from kerneltracer.cli.options import split_values
-    from kerneltracer.tinyzoo import ZOO, build_zoo
+    from kerneltracer.worker.frameworks.huggingface.zoo import ZOO, build_zoo
 
     if list_only:
         for entry in ZOO:

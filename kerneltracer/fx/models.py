@@ -1,7 +1,8 @@
-"""Built-in test models, a tiny Llama builder, and ``MODEL_SPEC`` → (model, inputs).
+"""Built-in test models and ``MODEL_SPEC`` → (model, inputs).
 
 Built-in specs are small on purpose (CPU tests and benchmarks on shared cores). A spec that is
-a directory is loaded as a local Hugging Face model (``config.json`` + safetensors, no hub).
+a directory is loaded as a local Hugging Face model (``config.json`` + safetensors, no hub) by
+the huggingface framework's loader.
 """
 
 from __future__ import annotations
@@ -199,40 +200,6 @@ BUILTIN: dict[str, ModelSpec] = {
 }
 
 
-def build_tiny_llama(directory: Path, seed: int = 0) -> Path:
-    """Write a random-weight tiny Llama (hidden 128, 4 heads, 2 layers, vocab 512)."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(seed)
-    config = LlamaConfig(
-        hidden_size=128,
-        intermediate_size=256,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        num_hidden_layers=2,
-        vocab_size=512,
-        max_position_embeddings=256,
-        use_cache=False,
-    )
-    LlamaForCausalLM(config).save_pretrained(directory, safe_serialization=True)
-    return directory
-
-
-def _load_hf(directory: Path, seq_len: int) -> tuple[nn.Module, tuple[Any, ...]]:
-    from transformers import AutoConfig, AutoModelForCausalLM
-
-    try:
-        config = AutoConfig.from_pretrained(directory, local_files_only=True)
-        config.use_cache = False
-        model = AutoModelForCausalLM.from_pretrained(
-            directory, config=config, local_files_only=True
-        )
-    except (OSError, ValueError, KeyError) as exc:
-        raise UsageError(f"{directory}: cannot load as a Hugging Face causal LM: {exc}") from exc
-    vocab = int(getattr(config, "vocab_size", 0)) or 2
-    return model, (torch.randint(0, vocab, (1, seq_len)),)
-
-
 def load_model(spec: str, seq_len: int = 32, seed: int = 0) -> tuple[nn.Module, tuple[Any, ...]]:
     """``spec`` is a built-in model name or a local HF model directory."""
     torch.manual_seed(seed)
@@ -242,7 +209,9 @@ def load_model(spec: str, seq_len: int = 32, seed: int = 0) -> tuple[nn.Module, 
         return model, entry.inputs()
     path = Path(spec)
     if (path / "config.json").is_file():
-        model, inputs = _load_hf(path, seq_len)
+        from kerneltracer.worker.frameworks.huggingface.causal_lm import load_causal_lm
+
+        model, inputs = load_causal_lm(path, seq_len)
         return model.train(), inputs
     raise UsageError(
         f"unknown model {spec!r}: not a directory with config.json, nor a "

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import shutil
 import socket
 import sys
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from kerneltracer.jobs import JobSpec, plan_jobs
 from kerneltracer.jsonio import atomic_write_json
 from kerneltracer.orchestrator.download import DownloadObserver
 from kerneltracer.orchestrator.events import NullObserver, RunObserver
+from kerneltracer.orchestrator.interpreters import worker_interpreters
 from kerneltracer.orchestrator.lock import RunDirLock
 from kerneltracer.orchestrator.models import DOWNLOADS_DIR, resolve_models
 from kerneltracer.orchestrator.planner import RunPlan, plan_run
@@ -66,20 +66,17 @@ class RunSession:
     plan: RunPlan
     model_failures: dict[str, str] = field(default_factory=dict)
     lock: RunDirLock | None = None
+    # framework → worker interpreter, checked by open_run (absent: the orchestrator's own).
+    interpreters: dict[str, str] = field(default_factory=dict)
 
     def execute(self, observer: RunObserver | None = None) -> RunResult:
         observer = observer or NullObserver()
-        interpreters: dict[str, str] = {
-            fw: _interpreter(s.python, self.base_dir, fw)
-            for fw, s in self.config.frameworks.items()
-            if s.python
-        }
         started = now_iso()
         self._write_manifest(started, None, None)
         failed_early = self._fail_unresolved(observer)
         options = RunOptions(
             max_parallel=max(1, self.request.jobs),
-            interpreters=interpreters,
+            interpreters=self.interpreters,
             kill_grace_s=self.request.kill_grace_s,
             share_gpus=self.request.share_gpus,
         )
@@ -139,22 +136,6 @@ class RunSession:
         self.close()
 
 
-def _interpreter(python: str, base_dir: Path, framework: str) -> str:
-    """A bare name (``python3``) is looked up on PATH; a path is relative to the config."""
-    found = (
-        shutil.which(python)
-        if "/" not in python
-        else os.path.abspath(os.path.join(base_dir, os.path.expanduser(python)))
-    )
-    if found is None or not os.access(found, os.X_OK) or os.path.isdir(found):
-        hint = " (`make vllm` builds .venv-vllm)" if framework == "vllm" else ""
-        raise UsageError(
-            f"frameworks.{framework}.python: {found or python} is not an executable "
-            f"interpreter{hint}"
-        )
-    return found
-
-
 def run_dir_for(cfg: RunConfig, base_dir: Path, config_path: Path, override: Path | None) -> Path:
     if override is not None:
         return override.resolve()
@@ -197,6 +178,10 @@ def open_run(request: RunRequest, downloads: DownloadObserver | None = None) -> 
     run_dir = run_dir_for(cfg, base_dir, request.config_path, request.output_dir)
     jobs = select_jobs(plan_jobs(cfg, base_dir), request.only, request.models)
     jobs = select_shard(jobs, request.shard)
+    # Before the lock and any download: a wrong interpreter is a one-line fix for the user.
+    interpreters = worker_interpreters(
+        cfg, request.config_path, base_dir, {j.framework for j in jobs}
+    )
     lock = RunDirLock(run_dir, name=lock_name(request.shard))
     lock.acquire()
     try:
@@ -208,4 +193,4 @@ def open_run(request: RunRequest, downloads: DownloadObserver | None = None) -> 
     except BaseException:
         lock.release()
         raise
-    return RunSession(request, cfg, base_dir, run_dir, jobs, plan, failures, lock)
+    return RunSession(request, cfg, base_dir, run_dir, jobs, plan, failures, lock, interpreters)

@@ -1,7 +1,7 @@
 """Is a model whole on disk? Checks that read the disk only, never the network.
 
 A hub model is whole when every file of its cached repo tree (``trees/<commit>.json``,
-written by huggingface_hub when it lists the repo) that the download patterns select is in
+written by huggingface_hub ≥ 1.22 when it lists the repo) that the download patterns select is in
 the snapshot with the tree's size; a dangling symlink (deleted blob) counts as missing. Both
 a hub snapshot and a local ``path:`` model must also hold a readable ``config.json`` and
 weights whose safetensors headers agree with their file sizes.
@@ -48,6 +48,10 @@ class SnapshotCheck:
         return "; ".join(self.problems[:3]) + more
 
 
+# huggingface_hub's tree cache format (its _tree_cache.TREE_CACHE_FORMAT_VERSION).
+TREE_FORMAT_VERSION = 1
+
+
 def hub_cache_dir(env: Mapping[str, str] | None = None) -> Path:
     """The hub cache the way huggingface_hub finds it, read from ``env`` now, not at import."""
     env = os.environ if env is None else env
@@ -82,12 +86,19 @@ def cached_commit(cache_dir: Path, repo_id: str, revision: str | None) -> str | 
 
 
 def cached_tree(cache_dir: Path, repo_id: str, commit: str) -> dict[str, int] | None:
-    """path → size from the tree listing huggingface_hub cached for ``commit``."""
+    """path → size from the tree listing huggingface_hub cached for ``commit``.
+
+    The layout is huggingface_hub's (≥ 1.22, which pyproject requires); read here rather than
+    through its ``get_cached_repo_tree`` to keep the hub import out of the orchestrator's
+    hot path. A format this code does not know is ignored, as the hub itself does.
+    """
     path = repo_storage(cache_dir, repo_id) / "trees" / f"{commit}.json"
     try:
         data = orjson.loads(path.read_bytes())
+        if data.get("format_version") != TREE_FORMAT_VERSION:
+            return None
         return {p: int(info["size"]) for p, info in data["files"].items()}
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
 

@@ -5,15 +5,17 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
 from kerneltracer.core.artefacts import ArtefactKind, ArtefactPatterns, kind_from_name, match_kind
 
 if TYPE_CHECKING:
-    from kerneltracer.worker.context import ExecutionContext
-    from kerneltracer.worker.vllm_engine import EngineSettings
+    from kerneltracer.worker.frameworks.base import RunContext
+
+# The context type of the framework a tracer runs under (HFContext, VLLMContext).
+Ctx = TypeVar("Ctx", bound="RunContext")
 
 
 class TracerOptions(BaseModel):
@@ -30,8 +32,11 @@ class TraceResult:
     summary: dict[str, Any] = field(default_factory=dict)
 
 
-class Tracer(ABC):
-    """One way of looking at a model. Class attributes are the static description."""
+class Tracer(ABC, Generic[Ctx]):
+    """One way of looking at a model. Class attributes are the static description.
+
+    ``Ctx`` is the context its framework's loader gives it; ``frameworks`` names them.
+    """
 
     name: ClassVar[str]
     version: ClassVar[str]
@@ -54,23 +59,19 @@ class Tracer(ABC):
         """Environment the worker needs before any framework import (e.g. TORCH_TRACE)."""
         return {}
 
-    def engine_settings(self, job_dir: Path) -> EngineSettings | None:
-        """What an engine-driven tracer (vLLM) asks of the engine it is loaded with."""
-        return None
-
     @classmethod
     def kind_of(cls, output: str) -> ArtefactKind | None:
         """The kind the worker records for ``output`` (a path relative to the job dir)."""
         return match_kind(output, cls.artefacts) or kind_from_name(output)
 
-    def warmup(self, ctx: ExecutionContext) -> None:
+    def warmup(self, ctx: Ctx) -> None:
         """Run untraced steps so lazy initialisation does not pollute the trace."""
         ctx.step()
 
     @abstractmethod
-    def trace(self, ctx: ExecutionContext) -> Any:
+    def trace(self, ctx: Ctx) -> Any:
         """Run the model under this tracer; keep what was seen in memory and return it."""
 
     @abstractmethod
-    def write(self, ctx: ExecutionContext, traced: Any, job_dir: Path) -> TraceResult:
+    def write(self, ctx: Ctx, traced: Any, job_dir: Path) -> TraceResult:
         """Serialise what ``trace`` returned into files under ``job_dir``."""

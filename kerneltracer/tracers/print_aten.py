@@ -36,7 +36,7 @@ from kerneltracer.tracers._graphs import (
 from kerneltracer.tracers.base import Tracer, TraceResult, TracerOptions
 
 if TYPE_CHECKING:
-    from kerneltracer.worker.context import ExecutionContext
+    from kerneltracer.worker.frameworks.huggingface import HFContext
 
 AtenMethod = Literal["aot", "export", "make_fx"]
 
@@ -63,7 +63,7 @@ class PrintAtenMakeFxOptions(PrintAtenOptions):
     methods: tuple[AtenMethod, ...] = Field(("make_fx",), min_length=1)
 
 
-class PrintAtenTracer(Tracer):
+class PrintAtenTracer(Tracer["HFContext"]):
     name: ClassVar[str] = "print_aten"
     version: ClassVar[str] = "1"
     frameworks: ClassVar[frozenset[str]] = frozenset({"huggingface"})
@@ -77,9 +77,9 @@ class PrintAtenTracer(Tracer):
     artefacts: ClassVar[ArtefactPatterns] = graph_artefacts(ArtefactKind.ATEN_GRAPH)
     Options: ClassVar[type[TracerOptions]] = PrintAtenOptions
 
-    def trace(self, ctx: ExecutionContext) -> Capture:
+    def trace(self, ctx: HFContext) -> Capture:
         assert isinstance(self.options, PrintAtenOptions)
-        runners: dict[str, Callable[[ExecutionContext], list[CapturedGraph]]] = {
+        runners: dict[str, Callable[[HFContext], list[CapturedGraph]]] = {
             "aot": _aot_graphs,
             "export": _export_graphs,
             "make_fx": _make_fx_graphs,
@@ -91,7 +91,7 @@ class PrintAtenTracer(Tracer):
         capture.extra["aten_ops"] = aten_ops(capture.graphs)
         return capture
 
-    def write(self, ctx: ExecutionContext, traced: Any, job_dir: Path) -> TraceResult:
+    def write(self, ctx: HFContext, traced: Any, job_dir: Path) -> TraceResult:
         outputs, summary = write_capture(traced, job_dir, METHODS_DOC)
         summary["aten_op_count"] = len(summary.pop("aten_ops"))
         return TraceResult(outputs=outputs, summary=summary)
@@ -109,11 +109,11 @@ class PrintAtenMakeFxTracer(PrintAtenTracer):
     Options: ClassVar[type[TracerOptions]] = PrintAtenMakeFxOptions
 
 
-def _bind(fn: Callable[[ExecutionContext], list[CapturedGraph]], ctx: ExecutionContext) -> Any:
+def _bind(fn: Callable[[HFContext], list[CapturedGraph]], ctx: HFContext) -> Any:
     return lambda: fn(ctx)
 
 
-def _aot_graphs(ctx: ExecutionContext) -> list[CapturedGraph]:
+def _aot_graphs(ctx: HFContext) -> list[CapturedGraph]:
     import torch
     from functorch.compile import make_boxed_func
     from torch._functorch.aot_autograd import aot_module_simplified
@@ -149,7 +149,7 @@ def _aot_graphs(ctx: ExecutionContext) -> list[CapturedGraph]:
     return graphs
 
 
-def _export_graphs(ctx: ExecutionContext) -> list[CapturedGraph]:
+def _export_graphs(ctx: HFContext) -> list[CapturedGraph]:
     import torch
 
     grad = torch.enable_grad() if ctx.mode == "train" else torch.no_grad()
@@ -159,12 +159,12 @@ def _export_graphs(ctx: ExecutionContext) -> list[CapturedGraph]:
     return [capture_graph(program.graph_module, "forward", "graph_0")]
 
 
-def _make_fx_graphs(ctx: ExecutionContext) -> list[CapturedGraph]:
+def _make_fx_graphs(ctx: HFContext) -> list[CapturedGraph]:
     import torch
     from torch.func import functional_call
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    from kerneltracer.worker.context import loss_of
+    from kerneltracer.worker.frameworks.huggingface import loss_of
 
     model, keys = ctx.model, list(ctx.example_inputs)
     values = [ctx.example_inputs[k] for k in keys]

@@ -25,7 +25,7 @@ from kerneltracer.tracers._graphs import (
 from kerneltracer.tracers.base import Tracer, TraceResult, TracerOptions
 
 if TYPE_CHECKING:
-    from kerneltracer.worker.context import ExecutionContext
+    from kerneltracer.worker.frameworks.huggingface import HFContext
 
 FxMethod = Literal["dynamo", "export"]
 
@@ -43,7 +43,7 @@ class PrintFxOptions(TracerOptions):
     )
 
 
-class PrintFxTracer(Tracer):
+class PrintFxTracer(Tracer["HFContext"]):
     name: ClassVar[str] = "print_fx"
     version: ClassVar[str] = "1"
     frameworks: ClassVar[frozenset[str]] = frozenset({"huggingface"})
@@ -54,7 +54,7 @@ class PrintFxTracer(Tracer):
     artefacts: ClassVar[ArtefactPatterns] = graph_artefacts(ArtefactKind.FX_GRAPH)
     Options: ClassVar[type[TracerOptions]] = PrintFxOptions
 
-    def trace(self, ctx: ExecutionContext) -> Capture:
+    def trace(self, ctx: HFContext) -> Capture:
         assert isinstance(self.options, PrintFxOptions)
         runners = {"dynamo": _dynamo_graphs, "export": _export_graphs}
         holder: dict[str, Any] = {}
@@ -67,22 +67,22 @@ class PrintFxTracer(Tracer):
         )
         return capture
 
-    def write(self, ctx: ExecutionContext, traced: Any, job_dir: Path) -> TraceResult:
+    def write(self, ctx: HFContext, traced: Any, job_dir: Path) -> TraceResult:
         outputs, summary = write_capture(traced, job_dir, METHODS_DOC)
         return TraceResult(outputs=outputs, summary=summary)
 
 
-def _bind(fn: Any, ctx: ExecutionContext, holder: dict[str, Any]) -> Any:
+def _bind(fn: Any, ctx: HFContext, holder: dict[str, Any]) -> Any:
     return lambda: fn(ctx, holder)
 
 
-def _grad_mode(ctx: ExecutionContext) -> Any:
+def _grad_mode(ctx: HFContext) -> Any:
     import torch
 
     return torch.enable_grad() if ctx.mode == "train" else torch.no_grad()
 
 
-def _dynamo_graphs(ctx: ExecutionContext, extra: dict[str, Any]) -> list[CapturedGraph]:
+def _dynamo_graphs(ctx: HFContext, extra: dict[str, Any]) -> list[CapturedGraph]:
     import torch
     from torch._dynamo.utils import counters
 
@@ -117,7 +117,7 @@ def _first_line(text: str) -> str:
     return graph_break_line(text)
 
 
-def _export_graphs(ctx: ExecutionContext, extra: dict[str, Any]) -> list[CapturedGraph]:
+def _export_graphs(ctx: HFContext, extra: dict[str, Any]) -> list[CapturedGraph]:
     import torch
 
     with _grad_mode(ctx):

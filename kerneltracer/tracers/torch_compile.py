@@ -28,7 +28,7 @@ from kerneltracer.tracers._compiler_errors import graph_break_line, reraise_as_c
 from kerneltracer.tracers.base import Tracer, TraceResult, TracerOptions
 
 if TYPE_CHECKING:
-    from kerneltracer.worker.context import ExecutionContext
+    from kerneltracer.worker.frameworks.huggingface import HFContext
 
 TRACE_DIR = TORCH_TRACE_DIR
 CODE_DIR = "inductor_code"
@@ -65,7 +65,7 @@ class CompileOptions(TracerOptions):
     )
 
 
-class TorchCompileTracer(Tracer):
+class TorchCompileTracer(Tracer["HFContext"]):
     name: ClassVar[str] = "torch_compile"
     version: ClassVar[str] = "1"
     frameworks: ClassVar[frozenset[str]] = frozenset({"huggingface"})
@@ -90,7 +90,7 @@ class TorchCompileTracer(Tracer):
             env["TORCHINDUCTOR_CACHE_DIR"] = str(Path(options.cache_dir).expanduser().resolve())
         return env
 
-    def trace(self, ctx: ExecutionContext) -> dict[str, Any]:
+    def trace(self, ctx: HFContext) -> dict[str, Any]:
         import torch
         from torch._dynamo.utils import counters
 
@@ -128,7 +128,7 @@ class TorchCompileTracer(Tracer):
             "code_files": _output_code_files(),
         }
 
-    def write(self, ctx: ExecutionContext, traced: Any, job_dir: Path) -> TraceResult:
+    def write(self, ctx: HFContext, traced: Any, job_dir: Path) -> TraceResult:
         code = _copy_code(traced["code_files"], job_dir / CODE_DIR)
         logs = sorted(p for p in (job_dir / TRACE_DIR).glob("*.log") if p.stat().st_size > 0)
         counters = traced["counters"]
@@ -166,7 +166,7 @@ class TorchCompileTracer(Tracer):
         return TraceResult(outputs=outputs, summary=summary)
 
 
-def _sync(ctx: ExecutionContext) -> None:
+def _sync(ctx: HFContext) -> None:
     if ctx.device.startswith("cuda"):
         import torch
 

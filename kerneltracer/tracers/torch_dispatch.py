@@ -22,7 +22,7 @@ from kerneltracer.jsonio import atomic_write_bytes, atomic_write_json, atomic_wr
 from kerneltracer.tracers.base import Tracer, TraceResult, TracerOptions
 
 if TYPE_CHECKING:
-    from kerneltracer.worker.context import ExecutionContext
+    from kerneltracer.worker.frameworks.huggingface import HFContext
 
 OPS_FILE = DISPATCH_OPS_FILE
 SUMMARY_FILE = DISPATCH_SUMMARY_FILE
@@ -33,7 +33,7 @@ class DispatchOptions(TracerOptions):
     record_strides: bool = True
 
 
-class TorchDispatchTracer(Tracer):
+class TorchDispatchTracer(Tracer["HFContext"]):
     name: ClassVar[str] = "torch_dispatch"
     version: ClassVar[str] = "2"  # 2: integer ranges, tagged scalars, module paths
     frameworks: ClassVar[frozenset[str]] = frozenset({"huggingface"})
@@ -49,7 +49,7 @@ class TorchDispatchTracer(Tracer):
     }
     Options: ClassVar[type[TracerOptions]] = DispatchOptions
 
-    def trace(self, ctx: ExecutionContext) -> dict[Any, list[Any]]:
+    def trace(self, ctx: HFContext) -> dict[Any, list[Any]]:
         from kerneltracer.tracers._dispatch_recorder import DispatchRecorder, ModulePaths
 
         assert isinstance(self.options, DispatchOptions)
@@ -59,7 +59,7 @@ class TorchDispatchTracer(Tracer):
             ctx.step(before_backward=recorder.enter_backward)
         return recorder.table
 
-    def write(self, ctx: ExecutionContext, traced: Any, job_dir: Path) -> TraceResult:
+    def write(self, ctx: HFContext, traced: Any, job_dir: Path) -> TraceResult:
         from kerneltracer.tracers._dispatch_recorder import rows_of
 
         rows = rows_of(traced)

@@ -26,7 +26,7 @@ from kerneltracer.jsonio import atomic_write_bytes
 from kerneltracer.tracers.base import Tracer, TraceResult, TracerOptions
 
 if TYPE_CHECKING:
-    from kerneltracer.worker.context import ExecutionContext
+    from kerneltracer.worker.frameworks.huggingface import HFContext
 
 TRACE_FILE = PROFILER_TRACE_FILE
 AVERAGES_CSV = KEY_AVERAGES_CSV
@@ -56,7 +56,7 @@ class ProfilerOptions(TracerOptions):
     gzip_level: int = Field(5, ge=1, le=9)
 
 
-class TorchProfilerTracer(Tracer):
+class TorchProfilerTracer(Tracer["HFContext"]):
     name: ClassVar[str] = "torch_profiler"
     version: ClassVar[str] = "1"
     frameworks: ClassVar[frozenset[str]] = frozenset({"huggingface"})
@@ -69,7 +69,7 @@ class TorchProfilerTracer(Tracer):
     }
     Options: ClassVar[type[TracerOptions]] = ProfilerOptions
 
-    def trace(self, ctx: ExecutionContext) -> Any:
+    def trace(self, ctx: HFContext) -> Any:
         import torch
         from torch.profiler import ProfilerActivity, profile, schedule
 
@@ -94,7 +94,7 @@ class TorchProfilerTracer(Tracer):
                 prof.step()
         return prof
 
-    def write(self, ctx: ExecutionContext, traced: Any, job_dir: Path) -> TraceResult:
+    def write(self, ctx: HFContext, traced: Any, job_dir: Path) -> TraceResult:
         opts = self.options
         assert isinstance(opts, ProfilerOptions)
         raw = job_dir / "tmp" / "trace.json"

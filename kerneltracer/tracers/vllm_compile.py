@@ -28,8 +28,7 @@ from kerneltracer.tracers.base import Tracer, TraceResult, TracerOptions
 from kerneltracer.tracers.vllm_profiler import VllmEngineOptions
 
 if TYPE_CHECKING:
-    from kerneltracer.worker.context import ExecutionContext
-    from kerneltracer.worker.vllm_engine import EngineSettings
+    from kerneltracer.worker.frameworks.vllm import EngineSettings, VLLMContext
 
 TRACE_DIR = TORCH_TRACE_DIR
 CODE_DIR = "vllm_compile_code"
@@ -45,7 +44,7 @@ def _cache_root(job_dir: Path) -> Path:
     return job_dir / "tmp" / "vllm_cache"
 
 
-class VllmCompileTracer(Tracer):
+class VllmCompileTracer(Tracer["VLLMContext"]):
     name: ClassVar[str] = "vllm_compile"
     version: ClassVar[str] = "1"
     frameworks: ClassVar[frozenset[str]] = frozenset({"vllm"})
@@ -73,16 +72,16 @@ class VllmCompileTracer(Tracer):
         }
 
     def engine_settings(self, job_dir: Path) -> EngineSettings:
-        from kerneltracer.worker.vllm_engine import require_vllm
+        from kerneltracer.worker.frameworks.vllm.engine import require_vllm
 
         require_vllm()
         return self.opts.engine()
 
-    def warmup(self, ctx: ExecutionContext) -> None:
+    def warmup(self, ctx: VLLMContext) -> None:
         for _ in range(self.opts.warmup_requests):
             ctx.step()
 
-    def trace(self, ctx: ExecutionContext) -> Any:
+    def trace(self, ctx: VLLMContext) -> Any:
         times = []
         for _ in range(self.opts.steps):
             t0 = time.perf_counter()
@@ -90,7 +89,7 @@ class VllmCompileTracer(Tracer):
             times.append(time.perf_counter() - t0)
         return times
 
-    def write(self, ctx: ExecutionContext, traced: Any, job_dir: Path) -> TraceResult:
+    def write(self, ctx: VLLMContext, traced: Any, job_dir: Path) -> TraceResult:
         from kerneltracer.errors import TracerError
 
         logs = sorted((job_dir / TRACE_DIR).glob("*.log"))

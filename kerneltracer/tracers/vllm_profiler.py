@@ -19,8 +19,7 @@ from kerneltracer.tracers import _op_table
 from kerneltracer.tracers.base import Tracer, TraceResult, TracerOptions
 
 if TYPE_CHECKING:
-    from kerneltracer.worker.context import ExecutionContext
-    from kerneltracer.worker.vllm_engine import EngineSettings
+    from kerneltracer.worker.frameworks.vllm import EngineSettings, VLLMContext
 
 PROFILE_DIR = "profile"
 OP_TABLE = OP_TABLE_FILE
@@ -43,7 +42,7 @@ class VllmEngineOptions(TracerOptions):
 
     def engine(self, **extra: Any) -> EngineSettings:
         """What the worker builds the engine with; ``extra`` goes to ``vllm.LLM`` as is."""
-        from kerneltracer.worker.vllm_engine import EngineSettings
+        from kerneltracer.worker.frameworks.vllm.context import EngineSettings
 
         return EngineSettings(
             kv_cache_bytes=int(self.kv_cache_gb * (1 << 30)),
@@ -98,7 +97,7 @@ def profiler_setup(
     return {}, env
 
 
-class VllmProfilerTracer(Tracer):
+class VllmProfilerTracer(Tracer["VLLMContext"]):
     name: ClassVar[str] = "vllm_profiler"
     version: ClassVar[str] = "1"
     frameworks: ClassVar[frozenset[str]] = frozenset({"vllm"})
@@ -124,19 +123,19 @@ class VllmProfilerTracer(Tracer):
     def engine_settings(self, job_dir: Path) -> EngineSettings:
         import os
 
-        from kerneltracer.worker.vllm_engine import require_vllm, version_tuple
+        from kerneltracer.worker.frameworks.vllm.engine import require_vllm, version_tuple
 
         version = require_vllm()
         kwargs, env = profiler_setup(version_tuple(version), job_dir / PROFILE_DIR, self.opts)
         os.environ.update(env)  # before vllm is imported: it reads them at import
         return self.opts.engine(**kwargs)
 
-    def warmup(self, ctx: ExecutionContext) -> None:
+    def warmup(self, ctx: VLLMContext) -> None:
         for _ in range(self.opts.warmup_requests):
             ctx.step()
 
-    def trace(self, ctx: ExecutionContext) -> Any:
-        engine = ctx.engine
+    def trace(self, ctx: VLLMContext) -> Any:
+        engine = ctx.llm
         engine.start_profile()
         try:
             outputs = [ctx.step() for _ in range(self.opts.steps)]
@@ -144,7 +143,7 @@ class VllmProfilerTracer(Tracer):
             engine.stop_profile()
         return sum(len(o.outputs[0].token_ids) for batch in outputs for o in batch)
 
-    def write(self, ctx: ExecutionContext, traced: Any, job_dir: Path) -> TraceResult:
+    def write(self, ctx: VLLMContext, traced: Any, job_dir: Path) -> TraceResult:
         from kerneltracer.errors import TracerError
 
         folder = job_dir / PROFILE_DIR

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import traceback
 
@@ -10,7 +9,7 @@ from kerneltracer.errors import UnsupportedError
 from kerneltracer.status import ErrorInfo, JobStatus
 
 # Allocator failures that surface as RuntimeError rather than MemoryError.
-_ALLOCATOR = re.compile(
+ALLOCATOR_ERROR = re.compile(
     r"DefaultCPUAllocator: can't allocate memory|CUDA out of memory|out of memory|"
     r"OutOfMemoryError|HIP out of memory|Cannot allocate memory|std::bad_alloc",
     re.IGNORECASE,
@@ -49,7 +48,7 @@ def classify_exception(exc: BaseException, phase: str | None) -> tuple[JobStatus
     elif any(
         isinstance(e, MemoryError)
         or type(e).__name__ == "OutOfMemoryError"
-        or _ALLOCATOR.search(_first_line(e))
+        or ALLOCATOR_ERROR.search(_first_line(e))
         for e in chain
     ):
         status = JobStatus.OOM
@@ -64,46 +63,3 @@ def classify_exception(exc: BaseException, phase: str | None) -> tuple[JobStatus
         phase=phase,
     )
     return status, info
-
-
-# A line vLLM's child processes print: "(EngineCore pid=12) ERROR 11-22 07:49:32 [core.py:1510] msg"
-_ENGINE_LINE = re.compile(
-    r"^\((?P<proc>[A-Za-z_:-]*(?:EngineCore|Worker)[^)]*?)(?: pid=\d+)?\) "
-    r"(?:ERROR|CRITICAL) \S+ \S+ \[[^\]]*\] ?(?P<msg>.*)$"
-)
-_EXCEPTION_LINE = re.compile(
-    r"^(?:[A-Za-z_][\w.]*\.)?[A-Za-z_]\w*(?:Error|Exception|Exit|Fault)\b.*"
-)
-
-
-def engine_root_cause(log_text: str) -> tuple[str, str] | None:
-    """The last exception an engine process logged, and which process: vLLM's own error
-    in the worker is only "see root cause above", the cause is in the children's stderr."""
-    found = None
-    for line in log_text.splitlines():
-        m = _ENGINE_LINE.match(line)
-        if m is None:
-            continue
-        msg = m.group("msg").strip()
-        if _EXCEPTION_LINE.match(msg):
-            found = (msg[:400], m.group("proc"))
-    return found
-
-
-def with_engine_cause(
-    status: JobStatus, info: ErrorInfo, log_text: str
-) -> tuple[JobStatus, ErrorInfo]:
-    """Prefer the engine's own exception over the generic one vLLM's client raised.
-
-    Only when the exception was raised inside vLLM: a failure of ours (a tracer's check, a
-    missing file) keeps its own cause even if an engine process logged an error earlier.
-    """
-    if f"{os.sep}vllm{os.sep}" not in (info.location or ""):
-        return status, info
-    cause = engine_root_cause(log_text)
-    if cause is None:
-        return status, info
-    line, proc = cause
-    if status == JobStatus.FAILED and _ALLOCATOR.search(line):
-        status = JobStatus.OOM
-    return status, info.model_copy(update={"root_cause": f"{line} (in {proc})"})

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kerneltracer.errors import UnsupportedError
-from kerneltracer.jobs import ENV_ORCHESTRATOR_PID, PHASE_LOG, WORKER_LOG, JobSpec
+from kerneltracer.jobs import ENV_ORCHESTRATOR_PID, PHASE_LOG, JobSpec
 from kerneltracer.jsonio import read_json
 from kerneltracer.status import (
     JobStatus,
@@ -28,12 +28,13 @@ from kerneltracer.status import (
 )
 from kerneltracer.tracers.registry import get_tracer
 from kerneltracer.worker import lifeline
-from kerneltracer.worker.failure import classify_exception, with_engine_cause
+from kerneltracer.worker.failure import classify_exception
+from kerneltracer.worker.frameworks.registry import get_loader, version_modules
 from kerneltracer.worker.phases import PhaseLog
 
 if TYPE_CHECKING:
     from kerneltracer.tracers.base import Tracer
-    from kerneltracer.worker.context import ExecutionContext
+    from kerneltracer.worker.frameworks.base import FrameworkLoader, RunContext
 
 log = logging.getLogger("kerneltracer.worker")
 
@@ -77,20 +78,19 @@ def main(argv: list[str]) -> int:
 def run_job(job: JobSpec, attempt: str, job_dir: Path, phases: PhaseLog) -> TraceStatus:
     started, t0 = now_iso(), time.monotonic()
     fields: dict[str, Any] = {"started_at": started, "pid": os.getpid()}
-    ctx = None
+    ctx: RunContext | None = None
+    loader: FrameworkLoader | None = None
     try:
         cls = get_tracer(job.tracer)
         tracer = cls(cls.Options.model_validate(job.options))
-        _check_phase(cls, job)
-        from kerneltracer.worker.context import load_context
-
+        _check_tracer(cls, job)
+        loader = get_loader(job.framework)
         with phases.phase("load"):
-            ctx = load_context(job, job_dir, tracer.engine_settings(job_dir))
+            ctx = loader.load(job, job_dir, tracer)
         log.info("loaded %s on %s (%s)", job.model.display, ctx.device, ctx.dtype)
-        if ctx.workload is not None:
-            from kerneltracer.worker.inputs import describe
-
-            fields["inputs"] = describe(ctx.workload)
+        inputs = ctx.describe_inputs()
+        if inputs is not None:
+            fields["inputs"] = inputs
         with phases.phase("warmup"):
             tracer.warmup(ctx)
         with phases.phase("trace"):
@@ -106,8 +106,8 @@ def run_job(job: JobSpec, attempt: str, job_dir: Path, phases: PhaseLog) -> Trac
         phase = phases.failed or phases.current
         log.exception("job %s failed in phase %s", job.key, phase)
         status, error = classify_exception(exc, phase)
-        if job.framework == "vllm":
-            status, error = with_engine_cause(status, error, _log_text(job_dir))
+        if loader is not None:
+            status, error = loader.refine_failure(status, error, job_dir)
         fields["error"] = error
         fields["reason"] = error.root_cause + (f" (during {error.phase})" if error.phase else "")
     _close(ctx, job, phases)
@@ -121,31 +121,28 @@ def run_job(job: JobSpec, attempt: str, job_dir: Path, phases: PhaseLog) -> Trac
     return base_status(job, attempt, status, **fields)
 
 
-def _check_phase(cls: type[Tracer], job: JobSpec) -> None:
+def _check_tracer(cls: type[Tracer], job: JobSpec) -> None:
+    """What the config checks too; a JOB.json written by hand must not get further."""
+    if job.framework not in cls.frameworks:
+        raise UnsupportedError(
+            f"{cls.name} does not trace framework {job.framework} "
+            f"(it traces: {', '.join(sorted(cls.frameworks))})"
+        )
     if job.phase not in cls.phases:
         raise UnsupportedError(
             f"{cls.name} cannot trace phase {job.phase} (it can: {', '.join(sorted(cls.phases))})"
         )
 
 
-def _close(ctx: ExecutionContext | None, job: JobSpec, phases: PhaseLog) -> None:
+def _close(ctx: RunContext | None, job: JobSpec, phases: PhaseLog) -> None:
     """Stop what the loader started (a loader that fails cleans up after itself)."""
-    if ctx is None or ctx.close is None:
+    if ctx is None or not ctx.needs_shutdown:
         return
     try:
         with phases.phase("shutdown"):
             ctx.close()
     except Exception:
         log.exception("stopping the engine of %s failed", job.key)
-
-
-def _log_text(job_dir: Path) -> str:
-    try:
-        with open(job_dir / WORKER_LOG, "rb") as fh:
-            fh.seek(max(0, os.fstat(fh.fileno()).st_size - (4 << 20)))
-            return fh.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
 
 
 def _peak_rss() -> int:
@@ -157,7 +154,7 @@ def _versions() -> dict[str, str | None]:
     from kerneltracer import __version__
 
     out: dict[str, str | None] = {"kerneltracer": __version__, "python": sys.version.split()[0]}
-    for name in ("torch", "transformers", "vllm"):
+    for name in version_modules():
         mod = sys.modules.get(name)
         out[name] = getattr(mod, "__version__", None) if mod else None
     torch = sys.modules.get("torch")

@@ -37,7 +37,7 @@ class HubRepos:
 
 @pytest.fixture(scope="session")
 def tiny_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    from kerneltracer.tinymodels import build_tiny_models
+    from kerneltracer.worker.frameworks.huggingface.tiny import build_tiny_models
 
     root = tmp_path_factory.mktemp("hub-tiny-models")
     dirs = {name: path for name, (path, _) in build_tiny_models(root).items()}

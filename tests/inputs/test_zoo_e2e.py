@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kerneltracer.tinyzoo import ZOO, build_zoo
+from kerneltracer.worker.frameworks.huggingface.zoo import ZOO, build_zoo
 from tests.helpers import kt, status_of, write_config
 
 # 72 worker processes: ~3 min on an idle 2-core machine, far longer on a busy one.

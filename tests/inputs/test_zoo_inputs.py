@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from kerneltracer.errors import UnsupportedError
-from kerneltracer.tinyzoo import ZOO, ZooEntry, build_zoo
+from kerneltracer.worker.frameworks.huggingface.zoo import ZOO, ZooEntry, build_zoo
 from kerneltracer.worker.inputs import InputSpec, build_inputs, build_workload, describe
 from kerneltracer.worker.inputs.labels import head_of
 

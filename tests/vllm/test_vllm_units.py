@@ -17,14 +17,14 @@ from kerneltracer.status import ErrorInfo, JobStatus
 from kerneltracer.tracers import _op_table
 from kerneltracer.tracers.vllm_profiler import VllmProfilerOptions, profiler_setup
 from kerneltracer.worker import shm
-from kerneltracer.worker.failure import engine_root_cause, with_engine_cause
-from kerneltracer.worker.vllm_engine import (
+from kerneltracer.worker.frameworks.vllm.engine import (
     ModelFilesError,
     prevalidate,
     prompt_token_ids,
     version_tuple,
 )
-from tests.helpers import kt, status_of, write_config
+from kerneltracer.worker.frameworks.vllm.failure import engine_root_cause, with_engine_cause
+from tests.helpers import kt, write_config
 
 
 @pytest.mark.parametrize(
@@ -166,22 +166,23 @@ def test_orphan_segment_is_removed_only_once_nobody_maps_it() -> None:
     assert shm.remove_orphans({"/dev/shm/../etc/passwd"}) == []
 
 
-def test_vllm_job_in_an_interpreter_without_vllm_is_unsupported(
+def test_vllm_job_without_a_vllm_interpreter_stops_the_run_first(
     tiny_models: dict[str, Path], tmp_path: Path, kt_env: dict[str, str]
 ) -> None:
-    """No frameworks.vllm.python: the job runs in this venv, which has no vLLM."""
+    """No frameworks.vllm.python and no vLLM in this venv: one line before any job runs.
+
+    (It used to run the job and end it unsupported, after downloading every model.)
+    """
     model = {
         "path": str(tiny_models["tiny-llama"]),
         "framework": "vllm",
         "tracers": ["vllm_profiler"],
     }
     cfg = write_config(tmp_path / "cfg.yaml", [model])
-    res = kt("run", str(cfg), env=kt_env, timeout=120)
-    assert res.returncode == 0, res.stderr  # unsupported is not a failure of the run
-    st = status_of(tmp_path / "run", "tiny-llama/vllm_profiler")
-    assert st["status"] == "unsupported"
-    assert "vLLM is not installed in this interpreter" in st["reason"]
-    assert "frameworks.vllm.python" in st["reason"]
+    res = kt("run", str(cfg), env=kt_env, timeout=120, cwd=tmp_path)
+    assert res.returncode == 2, res.stderr
+    assert "frameworks.vllm.python is not set" in res.stderr and "make vllm" in res.stderr
+    assert not (tmp_path / "run").exists()
 
 
 def test_missing_vllm_interpreter_is_one_line(

