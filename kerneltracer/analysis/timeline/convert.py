@@ -14,9 +14,11 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
+import orjson
 
 from kerneltracer.analysis.timeline.categories import (
     CPU_BUSY,
@@ -26,6 +28,7 @@ from kerneltracer.analysis.timeline.categories import (
 )
 from kerneltracer.analysis.timeline.cpu_calls import CpuCallBuilder
 from kerneltracer.analysis.timeline.loader import PH_COMPLETE, ChromeTrace
+from kerneltracer.analysis.timeline.validate import EventColumns
 
 # The InferScope file format written here (schema.py models it; kept out of that module so
 # that converting does not import pydantic).
@@ -126,6 +129,47 @@ class InferScopeConverter:
                 r = int(rows[i])
                 out[i] = _event(self.trace, cols, i, r, f"e{start + i}", self.plan, self.scope_ids)
             yield out
+
+    def encoded_chunks(self, size: int = 20_000) -> Iterator[tuple[bytes, EventColumns]]:
+        """``event_chunks`` as JSON text (the events comma-separated) with what the validator
+        checks of them; host calls, most of a trace, are formatted without dicts."""
+        for start in range(0, self.event_count, size):
+            yield self._encode_chunk(start, self.plan.events[start : start + size])
+
+    def _encode_chunk(self, start: int, rows: np.ndarray) -> tuple[bytes, EventColumns]:
+        t = self.trace
+        is_cpu = self.is_cpu_call[rows]
+        cpu, other = np.flatnonzero(is_cpu), np.flatnonzero(~is_cpu)
+        texts: list[str] = [""] * rows.size
+        encoded = self._encode_cpu_calls(rows[cpu], cpu + start)
+        for i, text in zip(cpu.tolist(), encoded, strict=True):
+            texts[i] = text
+        cols = _Lists.of(t, rows[other], self.wall)
+        spans = is_cpu.copy()
+        others = []
+        for k, (i, r) in enumerate(zip(other.tolist(), rows[other].tolist(), strict=True)):
+            event = _event(t, cols, k, r, f"e{start + i}", self.plan, self.scope_ids)
+            texts[i] = orjson.dumps(event).decode()
+            spans[i] = event["type"] != "instant"
+            others.append(event)
+        ts = t.ts[rows]
+        names = self.cpu_calls.names[t.name[rows]]
+        columns = EventColumns(start, spans, ts, ts + t.dur[rows], names, others)
+        return ",".join(texts).encode(), columns
+
+    def _encode_cpu_calls(self, rows: np.ndarray, positions: np.ndarray) -> list[str]:
+        ts = self.trace.ts[rows]
+        end = ts + self.trace.dur[rows]
+        if not np.isfinite(end).all():  # repr would write inf; orjson writes null, as before
+            starts, ends = _iso_column(self.wall, ts), _iso_column(self.wall, end)
+            built = self.cpu_calls.build(rows, positions, starts, ends)
+            return [orjson.dumps(e).decode() for e in built]
+        if self.wall is None:
+            return self.cpu_calls.encode(rows, positions, None)
+        wall = self.wall
+        return self.cpu_calls.encode(
+            rows, positions, (*_iso_parts(wall, ts), *_iso_parts(wall, end))
+        )
 
     def relationships(self) -> dict[str, Any]:
         return {
@@ -289,7 +333,7 @@ def _kernel_meta(c: _Lists, r: int, name: str, args: dict[str, Any]) -> dict[str
     return {
         **_stream_meta(c, r),
         "operation": "kernel",
-        "kernel_type": kernel_type(name).value,
+        "kernel_type": _kernel_type(name),
         "grid_dim": args.get("grid"),
         "block_dim": args.get("block"),
         "shared_memory_bytes": args.get("shared memory"),
@@ -298,6 +342,13 @@ def _kernel_meta(c: _Lists, r: int, name: str, args: dict[str, Any]) -> dict[str
         "warps_per_sm": args.get("warps per SM"),
         "occupancy": occupancy / 100.0 if isinstance(occupancy, int | float) else None,
     }
+
+
+@lru_cache(maxsize=4096)
+def _kernel_type(name: str) -> str:
+    # Traces launch the same few hundred kernels thousands of times; names run to hundreds
+    # of characters, which each of kernel_type's patterns scans.
+    return kernel_type(name).value
 
 
 def _copy(c: _Lists, r: int, name: str, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -391,8 +442,27 @@ def _iso_column(base: float | None, ts_us: np.ndarray) -> list[str | None]:
     objects cost more than the rest of the conversion together."""
     if base is None:
         return [None] * ts_us.size
-    us = np.round(base + ts_us).astype(np.int64).astype("datetime64[us]")
-    return [s + "Z" for s in np.datetime_as_string(us, unit="us").tolist()]
+    return list(_iso(base, ts_us))
+
+
+def _iso(base: float, ts_us: np.ndarray) -> list[str]:
+    """``_iso_column`` with a known base."""
+    return [p + d + "Z" for p, d in zip(*_iso_parts(base, ts_us), strict=True)]
+
+
+def _iso_parts(base: float, ts_us: np.ndarray) -> tuple[list[str], list[str]]:
+    """The ISO wall clocks without their ``Z`` in two parts: up to the second's ``.``, and
+    the microsecond digits. A trace spans a few seconds: each distinct second is formatted
+    once, and the digits come from one orjson dump, zero-padded by adding 10**6 and split
+    on ``,1``."""
+    if not ts_us.size:
+        return [], []
+    us = np.round(base + ts_us).astype(np.int64)
+    sec, micro = np.divmod(us, 1_000_000)
+    seconds, which = np.unique(sec, return_inverse=True)
+    prefix = np.datetime_as_string(seconds.astype("datetime64[s]"), unit="s").astype(object)
+    digits = orjson.dumps(micro + 1_000_000, option=orjson.OPT_SERIALIZE_NUMPY)
+    return (prefix + ".")[which].tolist(), digits[2:-1].decode().split(",1")
 
 
 def _trace_metadata(trace: ChromeTrace, created: datetime | None) -> dict[str, Any]:

@@ -31,7 +31,7 @@ _QUEUED_PIECES = 4  # bounds the bytes waiting for the compressor
 
 
 def write_inferscope(
-    trace: ChromeTrace, path: Path, created: datetime | None = None
+    trace: ChromeTrace, path: Path, created: datetime | None = None, chunk_size: int = 20_000
 ) -> ValidationReport:
     """Write ``path`` (gzipped JSON) and return the constraint check of what was written."""
     conv = InferScopeConverter(trace, created)
@@ -39,10 +39,10 @@ def write_inferscope(
     with _no_cyclic_gc(), atomic_writer(path) as raw, _background_gzip(raw) as put:
         put(orjson.dumps(conv.header())[:-1] + b',"events":[')
         sep = b""
-        for chunk in conv.event_chunks():
-            validator.feed(chunk)
-            if chunk:
-                put(sep + orjson.dumps(chunk)[1:-1])
+        for text, columns in conv.encoded_chunks(chunk_size):
+            validator.feed_columns(columns)
+            if text:
+                put(sep + text)
                 sep = b","
         relationships = conv.relationships()
         put(b'],"relationships":' + orjson.dumps(relationships) + b"}")
