@@ -140,7 +140,7 @@ class InferScopeConverter:
         t = self.trace
         is_cpu = self.is_cpu_call[rows]
         cpu, other = np.flatnonzero(is_cpu), np.flatnonzero(~is_cpu)
-        texts: list[str] = [""] * rows.size
+        texts: list[bytes] = [b""] * rows.size
         encoded = self._encode_cpu_calls(rows[cpu], cpu + start)
         for i, text in zip(cpu.tolist(), encoded, strict=True):
             texts[i] = text
@@ -149,21 +149,21 @@ class InferScopeConverter:
         others = []
         for k, (i, r) in enumerate(zip(other.tolist(), rows[other].tolist(), strict=True)):
             event = _event(t, cols, k, r, f"e{start + i}", self.plan, self.scope_ids)
-            texts[i] = orjson.dumps(event).decode()
+            texts[i] = orjson.dumps(event)
             spans[i] = event["type"] != "instant"
             others.append(event)
         ts = t.ts[rows]
         names = self.cpu_calls.names[t.name[rows]]
         columns = EventColumns(start, spans, ts, ts + t.dur[rows], names, others)
-        return ",".join(texts).encode(), columns
+        return b",".join(texts), columns
 
-    def _encode_cpu_calls(self, rows: np.ndarray, positions: np.ndarray) -> list[str]:
+    def _encode_cpu_calls(self, rows: np.ndarray, positions: np.ndarray) -> list[bytes]:
         ts = self.trace.ts[rows]
         end = ts + self.trace.dur[rows]
         if not np.isfinite(end).all():  # repr would write inf; orjson writes null, as before
             starts, ends = _iso_column(self.wall, ts), _iso_column(self.wall, end)
             built = self.cpu_calls.build(rows, positions, starts, ends)
-            return [orjson.dumps(e).decode() for e in built]
+            return [orjson.dumps(e) for e in built]
         if self.wall is None:
             return self.cpu_calls.encode(rows, positions, None)
         wall = self.wall
@@ -414,17 +414,22 @@ def _scopes(trace: ChromeTrace, plan: _Plan, scope_ids: dict[int, str]) -> list[
 
 
 def _launches(trace: ChromeTrace, position: np.ndarray) -> list[list[str]]:
+    """[host call id, GPU op id] by correlation id, in GPU-row order; where several host
+    calls share a correlation id the last row wins."""
     rows = np.flatnonzero(position >= 0)
     has_corr = rows[trace.correlation[rows] >= 0]
-    gpu = trace.category_mask({"kernel", "gpu_memcpy", "gpu_memset"})
-    api = trace.category_mask({"cuda_runtime", "cuda_driver"})
-    launchers = {int(trace.correlation[r]): int(r) for r in has_corr[api[has_corr]].tolist()}
-    out = []
-    for r in has_corr[gpu[has_corr]].tolist():
-        host = launchers.get(int(trace.correlation[r]))
-        if host is not None:
-            out.append([f"e{position[host]}", f"e{position[r]}"])
-    return out
+    gpu = has_corr[trace.category_mask({"kernel", "gpu_memcpy", "gpu_memset"})[has_corr]]
+    api = has_corr[trace.category_mask({"cuda_runtime", "cuda_driver"})[has_corr]]
+    backwards = api[::-1]  # np.unique keeps the first of equal keys: the last row
+    keys, first = np.unique(trace.correlation[backwards], return_index=True)
+    if not keys.size:
+        return []
+    wanted = trace.correlation[gpu]
+    at = np.minimum(np.searchsorted(keys, wanted), keys.size - 1)
+    found = keys[at] == wanted
+    hosts = position[backwards[first[at[found]]]].tolist()
+    ops = position[gpu[found]].tolist()
+    return [[f"e{h}", f"e{g}"] for h, g in zip(hosts, ops, strict=True)]
 
 
 def _wall_clock_base(trace: ChromeTrace) -> float | None:
@@ -447,22 +452,31 @@ def _iso_column(base: float | None, ts_us: np.ndarray) -> list[str | None]:
 
 def _iso(base: float, ts_us: np.ndarray) -> list[str]:
     """``_iso_column`` with a known base."""
-    return [p + d + "Z" for p, d in zip(*_iso_parts(base, ts_us), strict=True)]
+    seconds, which, digits = _iso_split(base, ts_us)
+    prefix = (seconds + ".")[which].tolist()
+    return [p + d + "Z" for p, d in zip(prefix, digits.decode().split(",1"), strict=True)]
 
 
-def _iso_parts(base: float, ts_us: np.ndarray) -> tuple[list[str], list[str]]:
-    """The ISO wall clocks without their ``Z`` in two parts: up to the second's ``.``, and
-    the microsecond digits. A trace spans a few seconds: each distinct second is formatted
-    once, and the digits come from one orjson dump, zero-padded by adding 10**6 and split
-    on ``,1``."""
+def _iso_parts(base: float, ts_us: np.ndarray) -> tuple[list[bytes], list[bytes]]:
+    """The ISO wall clocks as UTF-8 without their ``Z``, in two parts: up to the second's
+    ``.``, and the microsecond digits."""
+    seconds, which, digits = _iso_split(base, ts_us)
+    prefix = np.array([s.encode() + b"." for s in seconds.tolist()], dtype=object)
+    return prefix[which].tolist(), digits.split(b",1")
+
+
+def _iso_split(base: float, ts_us: np.ndarray) -> tuple[np.ndarray, np.ndarray, bytes]:
+    """(each distinct second's ISO text, which one each timestamp falls in, the digits of
+    the microseconds). A trace spans a few seconds: each is formatted once, and the
+    digits come from one orjson dump, zero-padded by adding 10**6 (split them on ``,1``)."""
     if not ts_us.size:
-        return [], []
+        return np.array([], dtype=object), np.zeros(0, dtype=np.int64), b""
     us = np.round(base + ts_us).astype(np.int64)
     sec, micro = np.divmod(us, 1_000_000)
     seconds, which = np.unique(sec, return_inverse=True)
-    prefix = np.datetime_as_string(seconds.astype("datetime64[s]"), unit="s").astype(object)
+    text = np.datetime_as_string(seconds.astype("datetime64[s]"), unit="s").astype(object)
     digits = orjson.dumps(micro + 1_000_000, option=orjson.OPT_SERIALIZE_NUMPY)
-    return (prefix + ".")[which].tolist(), digits[2:-1].decode().split(",1")
+    return text, which, digits[2:-1]
 
 
 def _trace_metadata(trace: ChromeTrace, created: datetime | None) -> dict[str, Any]:

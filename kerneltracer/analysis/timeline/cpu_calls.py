@@ -37,10 +37,10 @@ class CpuCallBuilder:
         self.depth = np.asarray(depth, dtype=np.int64)
         self.parent = np.asarray(parent_scope, dtype=np.int64)
         sid = np.full(len(trace) + 1, None, dtype=object)  # [-1] -> None
-        sid_json = np.full(len(trace) + 1, "null", dtype=object)
+        sid_json = np.full(len(trace) + 1, b"null", dtype=object)
         for row, s in scope_ids.items():
             sid[row] = s
-            sid_json[row] = f'"{s}"'
+            sid_json[row] = f'"{s}"'.encode()
         self.scope_id = sid
         # The same tables with every entry already JSON text (None -> null), for encode.
         self.names_json = _as_json(self.names)
@@ -106,8 +106,8 @@ class CpuCallBuilder:
         self,
         rows: np.ndarray,
         positions: np.ndarray,
-        wall_clocks: tuple[list[str], list[str], list[str], list[str]] | None,
-    ) -> list[str]:
+        wall_clocks: tuple[list[bytes], list[bytes], list[bytes], list[bytes]] | None,
+    ) -> list[bytes]:
         """The events ``build`` makes, as JSON text. ``wall_clocks``: the start's and the
         end's ISO text, each in two parts (see convert._iso_parts); None: no base time.
 
@@ -119,7 +119,9 @@ class CpuCallBuilder:
         end = ts + t.dur[rows]
         parent = self.parent[rows]
         parent_name_idx = np.where(parent >= 0, t.name[np.maximum(parent, 0)], -1)
-        corr = [f',"correlation_id":{c}' if c >= 0 else "" for c in t.correlation[rows].tolist()]
+        corr = [
+            b',"correlation_id":%d' % c if c >= 0 else b"" for c in t.correlation[rows].tolist()
+        ]
         template, walls = (
             (_CPU_CALL_NO_WALL, ()) if wall_clocks is None else (_CPU_CALL, wall_clocks)
         )
@@ -145,24 +147,24 @@ class CpuCallBuilder:
 
 
 _CPU_CALL_NO_WALL = (
-    '{"id":"e%s","type":"cpu_call","name":%s,"timestamp_start_us":%s,"timestamp_end_us":%s,'
-    '"duration_us":%s,"metadata":{"category":%s,"process_id":%s,"thread_id":%s,'
-    '"call_depth":%s,"parent_scope":%s,"parent_scope_id":%s%s},'
-    '"wall_clock_start":null,"wall_clock_end":null}'
+    b'{"id":"e%s","type":"cpu_call","name":%s,"timestamp_start_us":%s,"timestamp_end_us":%s,'
+    b'"duration_us":%s,"metadata":{"category":%s,"process_id":%s,"thread_id":%s,'
+    b'"call_depth":%s,"parent_scope":%s,"parent_scope_id":%s%s},'
+    b'"wall_clock_start":null,"wall_clock_end":null}'
 )
 _CPU_CALL = _CPU_CALL_NO_WALL.replace(
-    '"wall_clock_start":null,"wall_clock_end":null',
-    '"wall_clock_start":"%s%sZ","wall_clock_end":"%s%sZ"',
+    b'"wall_clock_start":null,"wall_clock_end":null',
+    b'"wall_clock_start":"%s%sZ","wall_clock_end":"%s%sZ"',
 )
 
 
-def _json_column(values: np.ndarray) -> list[str]:
+def _json_column(values: np.ndarray) -> list[bytes]:
     """Each number's JSON text (numbers hold no commas, so one dump splits cleanly)."""
     if not values.size:
         return []
     text = orjson.dumps(np.ascontiguousarray(values), option=orjson.OPT_SERIALIZE_NUMPY)
-    return text[1:-1].decode().split(",")
+    return text[1:-1].split(b",")
 
 
 def _as_json(table: np.ndarray) -> np.ndarray:
-    return np.array([orjson.dumps(v).decode() for v in table.tolist()], dtype=object)
+    return np.array([orjson.dumps(v) for v in table.tolist()], dtype=object)
