@@ -1,16 +1,16 @@
 """Write the InferScope trace file chunk by chunk, validating as it goes.
 
 A million-event trace is over a gigabyte as Python dicts; streamed, only one chunk of
-event dicts exists at a time. Compression runs in a second thread: zlib releases the GIL,
-so the deflate of one chunk overlaps with building the next (level 1: measured in
-bench/bench_timeline.py, it costs ~8% more bytes than level 3 for the same speed and far
-less time than 6). The file appears atomically (temp file, fsync, rename).
+events exists at a time. Compression runs in a second thread (the codec releases the GIL),
+so the deflate of one chunk overlaps with encoding the next. The codec is ISA-L's igzip
+(the isal package), level 1: on the 30 MB of JSON of rank0.json.gz it takes 0.026 s of CPU
+where zlib level 1 took 0.10 s, for 1% more bytes (zlib level 6 takes several times as
+long). Its output is ordinary gzip. The file appears atomically (temp file, fsync, rename).
 """
 
 from __future__ import annotations
 
 import gc
-import gzip
 import queue
 import threading
 from collections.abc import Callable, Iterator
@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import IO
 
 import orjson
+from isal import igzip
 
 from kerneltracer.analysis.timeline.convert import InferScopeConverter
 from kerneltracer.analysis.timeline.loader import ChromeTrace
@@ -71,7 +72,9 @@ def _background_gzip(raw: IO[bytes]) -> Iterator[Callable[[bytes], None]]:
 
     def work() -> None:
         try:
-            with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=COMPRESS_LEVEL, mtime=0) as gz:
+            with igzip.IGzipFile(
+                fileobj=raw, mode="wb", compresslevel=COMPRESS_LEVEL, mtime=0
+            ) as gz:
                 while (piece := pieces.get()) is not None:
                     gz.write(piece)
         except BaseException as exc:  # handed to the producer, which re-raises it
