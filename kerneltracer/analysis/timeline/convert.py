@@ -204,32 +204,39 @@ def _nesting(
     depth = [0] * len(trace)
     parent_scope = [-1] * len(trace)
     scope_parent: dict[int, int] = {}
-    # Stack entries: (end, row, host ops open up to and including it, innermost scope row);
-    # the running counts make depth and enclosing scope O(1) instead of a stack walk.
-    stacks: dict[tuple[int, int], list[tuple[float, int, int, int]]] = defaultdict(list)
     rows = order[host[order]]
+    # One thread after another (a stable sort keeps start order within each), so that the
+    # stack is a local list instead of a per-row lookup of the thread's stack.
+    thread = (trace.pid[rows].astype(np.int64) << 32) | trace.tid[rows]
+    by_thread = np.argsort(thread, kind="stable")
+    rows, thread = rows[by_thread], thread[by_thread]
+    new_thread = np.ones(rows.size, dtype=bool)
+    new_thread[1:] = thread[1:] != thread[:-1]
+    # Stack entries: (end, host ops open up to and including it, innermost scope row); the
+    # running counts make depth and enclosing scope O(1) instead of a stack walk.
+    stack: list[tuple[float, int, int]] = []
     columns = zip(
         rows.tolist(),
-        trace.pid[rows].tolist(),
-        trace.tid[rows].tolist(),
         trace.ts[rows].tolist(),
         trace.end[rows].tolist(),
         is_scope[rows].tolist(),
+        new_thread.tolist(),
         strict=True,
     )
-    for r, pid, tid, ts, end, scope in columns:
-        stack = stacks[(pid, tid)]
+    for r, ts, end, scope, new in columns:
+        if new:
+            stack = []
         while stack and stack[-1][0] <= ts:
             stack.pop()
-        ops, enclosing = (stack[-1][2], stack[-1][3]) if stack else (0, -1)
+        ops, enclosing = (stack[-1][1], stack[-1][2]) if stack else (0, -1)
         if scope:
             if enclosing >= 0:
                 scope_parent[r] = enclosing
-            stack.append((end, r, ops, r))
+            stack.append((end, ops, r))
         else:
             depth[r] = ops
             parent_scope[r] = enclosing
-            stack.append((end, r, ops + 1, enclosing))
+            stack.append((end, ops + 1, enclosing))
     return depth, parent_scope, scope_parent
 
 
