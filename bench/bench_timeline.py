@@ -2,7 +2,9 @@
 
 Each measurement runs in its own subprocess (fresh interpreter, imports included) so that
 peak memory is clean; the parent samples the RSS of the worker's whole process tree (HTA
-parses in a forked pool worker) with psutil. Three sides, interleaved (order rotated every
+parses in a forked pool worker) with psutil, and takes the tree's CPU time (user + sys of
+every process the worker reaped) from getrusage: on a shared, loaded machine wall times
+swing with what else runs, CPU time much less. Three sides, interleaved (order rotated every
 run), medians of several runs reported with their ratios to HTA:
 
 - ``ours``: our load + temporal and kernel breakdowns (what HTA computes);
@@ -20,6 +22,7 @@ import argparse
 import gzip
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -100,7 +103,13 @@ def measure(side: str, trace: Path) -> dict[str, Any]:
         return _run([sys.executable, __file__, "--worker", side, str(trace)], side, trace)
 
 
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _run(cmd: list[str], side: str, trace: Path) -> dict[str, Any]:
+    cpu0 = _children_cpu()
     start = time.perf_counter()
     proc = psutil.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=REPO)
     peak = 0
@@ -113,12 +122,19 @@ def _run(cmd: list[str], side: str, trace: Path) -> dict[str, Any]:
         time.sleep(0.01)
     wall = time.perf_counter() - start
     out = proc.stdout.read() if proc.stdout else b""
+    cpu = _children_cpu() - cpu0  # poll() reaped it: its whole tree is counted
     if proc.returncode != 0:
         raise SystemExit(f"{side} worker failed on {trace} (exit {proc.returncode})")
     if side == "cli":  # no inner timings: the whole command is the measurement
-        return {"wall_s": wall, "peak_rss_mb": peak / 2**20, "analysis_s": wall, "import_s": 0.0}
+        return {
+            "wall_s": wall,
+            "cpu_s": cpu,
+            "peak_rss_mb": peak / 2**20,
+            "analysis_s": wall,
+            "import_s": 0.0,
+        }
     result = json.loads(out.decode().strip().splitlines()[-1])
-    return {"wall_s": wall, "peak_rss_mb": peak / 2**20, **result}
+    return {"wall_s": wall, "cpu_s": cpu, "peak_rss_mb": peak / 2**20, **result}
 
 
 def make_repeated(src: Path, target_events: int, dest: Path) -> Path:
@@ -174,6 +190,7 @@ def bench(trace: Path, runs: int) -> dict[str, Any]:
             rows[side].append(measure(side, trace))
             print(
                 f"  run {i + 1} {side:4s} wall {rows[side][-1]['wall_s']:.2f}s "
+                f"cpu {rows[side][-1]['cpu_s']:.2f}s "
                 f"peak {rows[side][-1]['peak_rss_mb']:.0f} MB",
                 file=sys.stderr,
             )
@@ -190,10 +207,12 @@ def bench(trace: Path, runs: int) -> dict[str, Any]:
     }
     for side in rows:
         summary[side] = {
-            k: med(side, k) for k in ("wall_s", "analysis_s", "import_s", "peak_rss_mb")
+            k: med(side, k) for k in ("wall_s", "cpu_s", "analysis_s", "import_s", "peak_rss_mb")
         }
     summary["speedup_wall"] = summary["hta"]["wall_s"] / summary["ours"]["wall_s"]
     summary["cli_ratio"] = summary["cli"]["wall_s"] / summary["hta"]["wall_s"]
+    summary["cli_cpu_ratio"] = summary["cli"]["cpu_s"] / summary["hta"]["cpu_s"]
+    summary["load_avg_1m"] = os.getloadavg()[0]
     summary["speedup_analysis"] = summary["hta"]["analysis_s"] / summary["ours"]["analysis_s"]
     summary["rss_ratio"] = summary["ours"]["peak_rss_mb"] / summary["hta"]["peak_rss_mb"]
     o, h = rows["ours"][0], rows["hta"][0]
@@ -229,20 +248,22 @@ def main() -> None:
             results.append(bench(trace, args.runs))
     print(
         f"{'trace':24s} {'events':>9s} {'ours s':>8s} {'HTA s':>8s} {'speedup':>8s} "
-        f"{'cli s':>7s} {'cli/HTA':>7s} "
+        f"{'cli s':>7s} {'cli/HTA':>7s} {'CPU c/H':>7s} "
         f"{'ours MB':>8s} {'HTA MB':>8s} {'mem ratio':>9s} {'max Δpp':>8s}"
     )
     for r in results:
         print(
             f"{r['trace'][:24]:24s} {r['events']:9d} "
             f"{r['ours']['wall_s']:8.2f} {r['hta']['wall_s']:8.2f} {r['speedup_wall']:7.1f}x "
-            f"{r['cli']['wall_s']:7.2f} {r['cli_ratio']:7.2f} "
+            f"{r['cli']['wall_s']:7.2f} {r['cli_ratio']:7.2f} {r['cli_cpu_ratio']:7.2f} "
             f"{r['ours']['peak_rss_mb']:8.0f} {r['hta']['peak_rss_mb']:8.0f} "
             f"{r['rss_ratio']:9.2f} {r['max_pct_diff']:8.2f}"
         )
     print(
         "(wall includes interpreter start and imports; speedup excluding them: "
         + ", ".join(f"{r['trace'][:20]} {r['speedup_analysis']:.1f}x" for r in results)
+        + "; CPU c/H: the CLI's CPU time over HTA's; 1-min load average at the end: "
+        + ", ".join(f"{r['load_avg_1m']:.1f}" for r in results)
         + ")"
     )
     if args.json:

@@ -6,6 +6,7 @@ anything else prints one line too, plus the traceback only with ``--debug`` / ``
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import traceback
@@ -18,6 +19,19 @@ from kerneltracer.errors import KernelTracerError
 
 
 class _Root(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        spec = _COMMANDS.get(cmd_name)
+        if spec is None:
+            return super().get_command(ctx, cmd_name)
+        module, attr = spec.split(":")
+        command: click.Command = getattr(
+            importlib.import_module(f"kerneltracer.cli.{module}"), attr
+        )
+        return command
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -60,61 +74,30 @@ def root(ctx: click.Context, debug: bool) -> None:
     ctx.obj = {"debug": debug}
 
 
-def _register() -> None:
-    # Explicit registry of sub-commands: one line per command module.
-    from kerneltracer.cli import (
-        analyze_cmd,
-        config_cmd,
-        models_cmd,
-        run_cmd,
-        status_cmd,
-        tracers_cmd,
-    )
-
-    root.add_command(run_cmd.run)
-    root.add_command(status_cmd.status)
-    root.add_command(tracers_cmd.tracers)
-    root.add_command(config_cmd.config)
-    root.add_command(models_cmd.models)
-    root.add_command(analyze_cmd.analyze)
-    from kerneltracer.cli.download_cmd import download
-
-    root.add_command(download)
-    from kerneltracer.cli.slurm_cmd import slurm
-
-    root.add_command(slurm)
+# Sub-commands: name -> "module:attribute" under kerneltracer.cli, one line per command.
+# A command's module is imported only when that command runs (or help lists it): importing
+# them all cost every command ~0.1 s of start-up (rich for status, the replay machinery…).
+_COMMANDS = {
+    "run": "run_cmd:run",
+    "status": "status_cmd:status",
+    "tracers": "tracers_cmd:tracers",
+    "config": "config_cmd:config",
+    "models": "models_cmd:models",
+    "analyze": "analyze_cmd:analyze",
+    "download": "download_cmd:download",
+    "slurm": "slurm_cmd:slurm",
     # Analysis commands (each module defines one click command or group).
-    from kerneltracer.cli.report_cmd import report
-
-    root.add_command(report)
-    from kerneltracer.cli.logs_cmd import logs
-
-    root.add_command(logs)
-    from kerneltracer.cli.records_cmd import records
-
-    root.add_command(records)
-    from kerneltracer.cli.fx_cmd import fx
-
-    root.add_command(fx)
-    from kerneltracer.cli.timeline_cmd import timeline
-
-    root.add_command(timeline)
-    from kerneltracer.cli.coverage_cmd import coverage
-
-    root.add_command(coverage)
-    from kerneltracer.cli.diff_cmd import diff
-
-    root.add_command(diff)
-    from kerneltracer.cli.corpus_cmd import corpus
-    from kerneltracer.cli.readiness_cmd import readiness
-    from kerneltracer.cli.replay_cmd import replay
-
-    root.add_command(corpus)
-    root.add_command(replay)
-    root.add_command(readiness)
-
-
-_register()
+    "report": "report_cmd:report",
+    "logs": "logs_cmd:logs",
+    "records": "records_cmd:records",
+    "fx": "fx_cmd:fx",
+    "timeline": "timeline_cmd:timeline",
+    "coverage": "coverage_cmd:coverage",
+    "diff": "diff_cmd:diff",
+    "corpus": "corpus_cmd:corpus",
+    "replay": "replay_cmd:replay",
+    "readiness": "readiness_cmd:readiness",
+}
 
 
 def main() -> None:

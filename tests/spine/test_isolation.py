@@ -17,7 +17,12 @@ def test_orchestrator_and_cli_never_import_frameworks(tmp_path: Path) -> None:
     code = f"""
 import sys
 from pathlib import Path
+import click
 import kerneltracer.cli.main, kerneltracer.orchestrator
+# Sub-commands load lazily: import every one, as `kerneltracer --help` does.
+ctx = click.Context(kerneltracer.cli.main.root)
+for name in kerneltracer.cli.main.root.list_commands(ctx):
+    assert kerneltracer.cli.main.root.get_command(ctx, name) is not None
 from kerneltracer.orchestrator import RunRequest, open_run
 with open_run(RunRequest(config_path=Path({str(cfg)!r}))) as session:
     assert session.plan.to_run and not session.model_failures

@@ -184,28 +184,48 @@ def test_index_by_type_time_range_and_scope(tmp_path: Path) -> None:
         idx.in_scope("nope")
 
 
-def test_streamed_file_equals_the_in_memory_document(
-    testdata_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_streamed_file_equals_the_in_memory_document(testdata_dir: Path, tmp_path: Path) -> None:
     import gzip
     from datetime import UTC, datetime
 
-    from kerneltracer.analysis.timeline import convert
     from kerneltracer.analysis.timeline.inferscope_file import write_inferscope
 
     trace = load_chrome_trace(hta_path(testdata_dir, "nccl"))
     created = datetime(2026, 1, 2, tzinfo=UTC)
     path = tmp_path / "t.json.gz"
-    original = convert.InferScopeConverter.event_chunks
-
-    def small_chunks(self: convert.InferScopeConverter, size: int = 20_000) -> Any:
-        return original(self, 1000)  # many chunks, so that the seams are exercised
-
-    monkeypatch.setattr(convert.InferScopeConverter, "event_chunks", small_chunks)
-    report = write_inferscope(trace, path, created)
-    monkeypatch.undo()
+    # Many chunks, so that the seams are exercised.
+    report = write_inferscope(trace, path, created, chunk_size=1000)
     doc = to_inferscope(trace, created)
     assert json.loads(gzip.decompress(path.read_bytes())) == json.loads(json.dumps(doc))
     assert report.to_dict() == validate(doc).to_dict()
     assert report.checked_events == len(doc["events"]) > 20_000
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_streamed_file_without_wall_clock_and_with_violations(tmp_path: Path) -> None:
+    """Relative timestamps (no wall clock), odd names, violations: the formatted text and
+    the column checks agree with the dicts and the dict checks."""
+    import gzip
+
+    from kerneltracer.analysis.timeline.inferscope_file import write_inferscope
+
+    events = [
+        x("outer", "user_annotation", 0, 100),
+        x('quote " back\\slash \u00e9 \n', "cpu_op", 1, 20, correlation=7),
+        x("zero", "cpu_op", 50, 0),
+        x("child", "python_function", 2.5, 0.125, tid=2),
+        kernel("a", 0, 10),
+        kernel("b", 5, 10),
+        x("crossing", "user_annotation", 90, 50),
+    ]
+    trace = load_chrome_trace(write_trace(tmp_path / "w.json", events))
+    path = tmp_path / "w.json.gz"
+    report = write_inferscope(trace, path, chunk_size=8)
+    doc = to_inferscope(trace)
+    written = json.loads(gzip.decompress(path.read_bytes()))
+    written["trace_metadata"].pop("timestamp_created")
+    doc["trace_metadata"].pop("timestamp_created")
+    assert written == json.loads(json.dumps(doc))
+    assert all(e.get("wall_clock_start", None) is None for e in written["events"])
+    assert report.to_dict() == validate(doc).to_dict()
+    assert report.counts["zero_duration"] == 1 and report.counts["stream_overlap"] == 1

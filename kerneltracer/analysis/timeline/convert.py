@@ -14,9 +14,11 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
+import orjson
 
 from kerneltracer.analysis.timeline.categories import (
     CPU_BUSY,
@@ -26,6 +28,7 @@ from kerneltracer.analysis.timeline.categories import (
 )
 from kerneltracer.analysis.timeline.cpu_calls import CpuCallBuilder
 from kerneltracer.analysis.timeline.loader import PH_COMPLETE, ChromeTrace
+from kerneltracer.analysis.timeline.validate import EventColumns
 
 # The InferScope file format written here (schema.py models it; kept out of that module so
 # that converting does not import pydantic).
@@ -127,6 +130,47 @@ class InferScopeConverter:
                 out[i] = _event(self.trace, cols, i, r, f"e{start + i}", self.plan, self.scope_ids)
             yield out
 
+    def encoded_chunks(self, size: int = 20_000) -> Iterator[tuple[bytes, EventColumns]]:
+        """``event_chunks`` as JSON text (the events comma-separated) with what the validator
+        checks of them; host calls, most of a trace, are formatted without dicts."""
+        for start in range(0, self.event_count, size):
+            yield self._encode_chunk(start, self.plan.events[start : start + size])
+
+    def _encode_chunk(self, start: int, rows: np.ndarray) -> tuple[bytes, EventColumns]:
+        t = self.trace
+        is_cpu = self.is_cpu_call[rows]
+        cpu, other = np.flatnonzero(is_cpu), np.flatnonzero(~is_cpu)
+        texts: list[bytes] = [b""] * rows.size
+        encoded = self._encode_cpu_calls(rows[cpu], cpu + start)
+        for i, text in zip(cpu.tolist(), encoded, strict=True):
+            texts[i] = text
+        cols = _Lists.of(t, rows[other], self.wall)
+        spans = is_cpu.copy()
+        others = []
+        for k, (i, r) in enumerate(zip(other.tolist(), rows[other].tolist(), strict=True)):
+            event = _event(t, cols, k, r, f"e{start + i}", self.plan, self.scope_ids)
+            texts[i] = orjson.dumps(event)
+            spans[i] = event["type"] != "instant"
+            others.append(event)
+        ts = t.ts[rows]
+        names = self.cpu_calls.names[t.name[rows]]
+        columns = EventColumns(start, spans, ts, ts + t.dur[rows], names, others)
+        return b",".join(texts), columns
+
+    def _encode_cpu_calls(self, rows: np.ndarray, positions: np.ndarray) -> list[bytes]:
+        ts = self.trace.ts[rows]
+        end = ts + self.trace.dur[rows]
+        if not np.isfinite(end).all():  # repr would write inf; orjson writes null, as before
+            starts, ends = _iso_column(self.wall, ts), _iso_column(self.wall, end)
+            built = self.cpu_calls.build(rows, positions, starts, ends)
+            return [orjson.dumps(e) for e in built]
+        if self.wall is None:
+            return self.cpu_calls.encode(rows, positions, None)
+        wall = self.wall
+        return self.cpu_calls.encode(
+            rows, positions, (*_iso_parts(wall, ts), *_iso_parts(wall, end))
+        )
+
     def relationships(self) -> dict[str, Any]:
         return {
             "scopes": _scopes(self.trace, self.plan, self.scope_ids),
@@ -160,32 +204,39 @@ def _nesting(
     depth = [0] * len(trace)
     parent_scope = [-1] * len(trace)
     scope_parent: dict[int, int] = {}
-    # Stack entries: (end, row, host ops open up to and including it, innermost scope row);
-    # the running counts make depth and enclosing scope O(1) instead of a stack walk.
-    stacks: dict[tuple[int, int], list[tuple[float, int, int, int]]] = defaultdict(list)
     rows = order[host[order]]
+    # One thread after another (a stable sort keeps start order within each), so that the
+    # stack is a local list instead of a per-row lookup of the thread's stack.
+    thread = (trace.pid[rows].astype(np.int64) << 32) | trace.tid[rows]
+    by_thread = np.argsort(thread, kind="stable")
+    rows, thread = rows[by_thread], thread[by_thread]
+    new_thread = np.ones(rows.size, dtype=bool)
+    new_thread[1:] = thread[1:] != thread[:-1]
+    # Stack entries: (end, host ops open up to and including it, innermost scope row); the
+    # running counts make depth and enclosing scope O(1) instead of a stack walk.
+    stack: list[tuple[float, int, int]] = []
     columns = zip(
         rows.tolist(),
-        trace.pid[rows].tolist(),
-        trace.tid[rows].tolist(),
         trace.ts[rows].tolist(),
         trace.end[rows].tolist(),
         is_scope[rows].tolist(),
+        new_thread.tolist(),
         strict=True,
     )
-    for r, pid, tid, ts, end, scope in columns:
-        stack = stacks[(pid, tid)]
+    for r, ts, end, scope, new in columns:
+        if new:
+            stack = []
         while stack and stack[-1][0] <= ts:
             stack.pop()
-        ops, enclosing = (stack[-1][2], stack[-1][3]) if stack else (0, -1)
+        ops, enclosing = (stack[-1][1], stack[-1][2]) if stack else (0, -1)
         if scope:
             if enclosing >= 0:
                 scope_parent[r] = enclosing
-            stack.append((end, r, ops, r))
+            stack.append((end, ops, r))
         else:
             depth[r] = ops
             parent_scope[r] = enclosing
-            stack.append((end, r, ops + 1, enclosing))
+            stack.append((end, ops + 1, enclosing))
     return depth, parent_scope, scope_parent
 
 
@@ -289,7 +340,7 @@ def _kernel_meta(c: _Lists, r: int, name: str, args: dict[str, Any]) -> dict[str
     return {
         **_stream_meta(c, r),
         "operation": "kernel",
-        "kernel_type": kernel_type(name).value,
+        "kernel_type": _kernel_type(name),
         "grid_dim": args.get("grid"),
         "block_dim": args.get("block"),
         "shared_memory_bytes": args.get("shared memory"),
@@ -298,6 +349,13 @@ def _kernel_meta(c: _Lists, r: int, name: str, args: dict[str, Any]) -> dict[str
         "warps_per_sm": args.get("warps per SM"),
         "occupancy": occupancy / 100.0 if isinstance(occupancy, int | float) else None,
     }
+
+
+@lru_cache(maxsize=4096)
+def _kernel_type(name: str) -> str:
+    # Traces launch the same few hundred kernels thousands of times; names run to hundreds
+    # of characters, which each of kernel_type's patterns scans.
+    return kernel_type(name).value
 
 
 def _copy(c: _Lists, r: int, name: str, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -363,17 +421,22 @@ def _scopes(trace: ChromeTrace, plan: _Plan, scope_ids: dict[int, str]) -> list[
 
 
 def _launches(trace: ChromeTrace, position: np.ndarray) -> list[list[str]]:
+    """[host call id, GPU op id] by correlation id, in GPU-row order; where several host
+    calls share a correlation id the last row wins."""
     rows = np.flatnonzero(position >= 0)
     has_corr = rows[trace.correlation[rows] >= 0]
-    gpu = trace.category_mask({"kernel", "gpu_memcpy", "gpu_memset"})
-    api = trace.category_mask({"cuda_runtime", "cuda_driver"})
-    launchers = {int(trace.correlation[r]): int(r) for r in has_corr[api[has_corr]].tolist()}
-    out = []
-    for r in has_corr[gpu[has_corr]].tolist():
-        host = launchers.get(int(trace.correlation[r]))
-        if host is not None:
-            out.append([f"e{position[host]}", f"e{position[r]}"])
-    return out
+    gpu = has_corr[trace.category_mask({"kernel", "gpu_memcpy", "gpu_memset"})[has_corr]]
+    api = has_corr[trace.category_mask({"cuda_runtime", "cuda_driver"})[has_corr]]
+    backwards = api[::-1]  # np.unique keeps the first of equal keys: the last row
+    keys, first = np.unique(trace.correlation[backwards], return_index=True)
+    if not keys.size:
+        return []
+    wanted = trace.correlation[gpu]
+    at = np.minimum(np.searchsorted(keys, wanted), keys.size - 1)
+    found = keys[at] == wanted
+    hosts = position[backwards[first[at[found]]]].tolist()
+    ops = position[gpu[found]].tolist()
+    return [[f"e{h}", f"e{g}"] for h, g in zip(hosts, ops, strict=True)]
 
 
 def _wall_clock_base(trace: ChromeTrace) -> float | None:
@@ -391,8 +454,36 @@ def _iso_column(base: float | None, ts_us: np.ndarray) -> list[str | None]:
     objects cost more than the rest of the conversion together."""
     if base is None:
         return [None] * ts_us.size
-    us = np.round(base + ts_us).astype(np.int64).astype("datetime64[us]")
-    return [s + "Z" for s in np.datetime_as_string(us, unit="us").tolist()]
+    return list(_iso(base, ts_us))
+
+
+def _iso(base: float, ts_us: np.ndarray) -> list[str]:
+    """``_iso_column`` with a known base."""
+    seconds, which, digits = _iso_split(base, ts_us)
+    prefix = (seconds + ".")[which].tolist()
+    return [p + d + "Z" for p, d in zip(prefix, digits.decode().split(",1"), strict=True)]
+
+
+def _iso_parts(base: float, ts_us: np.ndarray) -> tuple[list[bytes], list[bytes]]:
+    """The ISO wall clocks as UTF-8 without their ``Z``, in two parts: up to the second's
+    ``.``, and the microsecond digits."""
+    seconds, which, digits = _iso_split(base, ts_us)
+    prefix = np.array([s.encode() + b"." for s in seconds.tolist()], dtype=object)
+    return prefix[which].tolist(), digits.split(b",1")
+
+
+def _iso_split(base: float, ts_us: np.ndarray) -> tuple[np.ndarray, np.ndarray, bytes]:
+    """(each distinct second's ISO text, which one each timestamp falls in, the digits of
+    the microseconds). A trace spans a few seconds: each is formatted once, and the
+    digits come from one orjson dump, zero-padded by adding 10**6 (split them on ``,1``)."""
+    if not ts_us.size:
+        return np.array([], dtype=object), np.zeros(0, dtype=np.int64), b""
+    us = np.round(base + ts_us).astype(np.int64)
+    sec, micro = np.divmod(us, 1_000_000)
+    seconds, which = np.unique(sec, return_inverse=True)
+    text = np.datetime_as_string(seconds.astype("datetime64[s]"), unit="s").astype(object)
+    digits = orjson.dumps(micro + 1_000_000, option=orjson.OPT_SERIALIZE_NUMPY)
+    return text, which, digits[2:-1]
 
 
 def _trace_metadata(trace: ChromeTrace, created: datetime | None) -> dict[str, Any]:

@@ -79,11 +79,18 @@ def _lane(trace: ChromeTrace, sel: np.ndarray, label: str, kind: str, lo: float,
     return Lane(label, kind, round(100.0 * busy / span, 2), rects)
 
 
-def render_html(doc: dict[str, Any], lanes: list[Lane]) -> str:
+def load_template() -> jinja2.Template:
+    """The report's compiled template (compiling it is most of rendering a report)."""
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("kerneltracer.analysis.timeline", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
     )
-    template = env.get_template("report.html.j2")
+    return env.get_template("report.html.j2")
+
+
+def render_html(
+    doc: dict[str, Any], lanes: list[Lane], template: jinja2.Template | None = None
+) -> str:
+    template = template or load_template()
     return template.render(doc=doc, lanes=lanes, colors=COLORS)

@@ -1,16 +1,16 @@
 """Write the InferScope trace file chunk by chunk, validating as it goes.
 
 A million-event trace is over a gigabyte as Python dicts; streamed, only one chunk of
-event dicts exists at a time. Compression runs in a second thread: zlib releases the GIL,
-so the deflate of one chunk overlaps with building the next (level 1: measured in
-bench/bench_timeline.py, it costs ~8% more bytes than level 3 for the same speed and far
-less time than 6). The file appears atomically (temp file, fsync, rename).
+events exists at a time. Compression runs in a second thread (the codec releases the GIL),
+so the deflate of one chunk overlaps with encoding the next. The codec is ISA-L's igzip
+(the isal package), level 1: on the 30 MB of JSON of rank0.json.gz it takes 0.026 s of CPU
+where zlib level 1 took 0.10 s, for 1% more bytes (zlib level 6 takes several times as
+long). Its output is ordinary gzip. The file appears atomically (temp file, fsync, rename).
 """
 
 from __future__ import annotations
 
 import gc
-import gzip
 import queue
 import threading
 from collections.abc import Callable, Iterator
@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import IO
 
 import orjson
+from isal import igzip
 
 from kerneltracer.analysis.timeline.convert import InferScopeConverter
 from kerneltracer.analysis.timeline.loader import ChromeTrace
@@ -31,7 +32,7 @@ _QUEUED_PIECES = 4  # bounds the bytes waiting for the compressor
 
 
 def write_inferscope(
-    trace: ChromeTrace, path: Path, created: datetime | None = None
+    trace: ChromeTrace, path: Path, created: datetime | None = None, chunk_size: int = 20_000
 ) -> ValidationReport:
     """Write ``path`` (gzipped JSON) and return the constraint check of what was written."""
     conv = InferScopeConverter(trace, created)
@@ -39,10 +40,10 @@ def write_inferscope(
     with _no_cyclic_gc(), atomic_writer(path) as raw, _background_gzip(raw) as put:
         put(orjson.dumps(conv.header())[:-1] + b',"events":[')
         sep = b""
-        for chunk in conv.event_chunks():
-            validator.feed(chunk)
-            if chunk:
-                put(sep + orjson.dumps(chunk)[1:-1])
+        for text, columns in conv.encoded_chunks(chunk_size):
+            validator.feed_columns(columns)
+            if text:
+                put(sep + text)
                 sep = b","
         relationships = conv.relationships()
         put(b'],"relationships":' + orjson.dumps(relationships) + b"}")
@@ -71,7 +72,9 @@ def _background_gzip(raw: IO[bytes]) -> Iterator[Callable[[bytes], None]]:
 
     def work() -> None:
         try:
-            with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=COMPRESS_LEVEL, mtime=0) as gz:
+            with igzip.IGzipFile(
+                fileobj=raw, mode="wb", compresslevel=COMPRESS_LEVEL, mtime=0
+            ) as gz:
                 while (piece := pieces.get()) is not None:
                     gz.write(piece)
         except BaseException as exc:  # handed to the producer, which re-raises it

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -40,11 +41,14 @@ def analyze_file(
     inferscope_file: Path | None = None,
     include_last_step: bool = False,
     strict: bool = False,
+    while_writing: Callable[[], object] | None = None,
 ) -> TraceAnalysis:
     """Everything the reports need for one trace; ``rank`` defaults to the trace's own.
 
     With ``inferscope_file`` the InferScope trace is written there and validated; with
     ``strict`` any malformed event is an error instead of a counted, dropped event.
+    ``while_writing`` runs once the analyses are done, before waiting for the file: the
+    writing takes longer, so work the caller needs next (loading templates) is free there.
     """
     trace = load_chrome_trace(path, strict=strict)
     writer: ForkedCall[ValidationReport] | None = None
@@ -77,6 +81,8 @@ def analyze_file(
         inferscope_file=inferscope_file,
         validation=None,
     )
+    if while_writing is not None:
+        while_writing()
     if writer is not None:
         analysis.validation = writer.result()
     return analysis

@@ -12,6 +12,7 @@ the ids involved and nothing is fatal: the caller decides what to do with the li
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -68,8 +69,23 @@ class _Collector:
             self.listed.append(Violation(constraint, severity, ids, detail))
 
 
+@dataclass
+class EventColumns:
+    """A run of the converter's events ``e<first>, e<first+1>, …`` as columns: what the checks
+    read of them, without a dict per event. ``others`` holds the dicts of the events that
+    are not host calls (the only ones that can run on a stream)."""
+
+    first: int
+    spans: np.ndarray  # bool: has a start and an end (not an instant)
+    start: np.ndarray  # float64 µs
+    end: np.ndarray  # float64 µs
+    names: np.ndarray  # object: the event names
+    others: list[dict[str, Any]]
+
+
 class Validator:
-    """Checks events as they stream past (``feed``), then the scopes (``finish``)."""
+    """Checks events as they stream past (``feed`` or ``feed_columns``), then the scopes
+    (``finish``); both feeds give the same report for the same events."""
 
     def __init__(self) -> None:
         self.out = _Collector()
@@ -82,6 +98,23 @@ class Validator:
         _unique_ids(events, self.seen, self.out)
         _timestamps(events, self.out)
         _collect_lanes(events, self.lanes)
+
+    def feed_columns(self, c: EventColumns) -> None:
+        n = int(c.start.size)
+        self.n_events += n
+        if not self.seen.add_range(c.first, n):
+            _unique_ids([{"id": f"e{k}"} for k in range(c.first, c.first + n)], self.seen, self.out)
+
+        def event(i: int) -> dict[str, Any]:
+            return {
+                "id": f"e{c.first + i}",
+                "name": c.names[i],
+                "timestamp_start_us": float(c.start[i]),
+                "timestamp_end_us": float(c.end[i]),
+            }
+
+        _span_checks(c.spans, c.start, c.end, event, self.out)
+        _collect_lanes(c.others, self.lanes)
 
     def finish(self, scopes: list[dict[str, Any]]) -> ValidationReport:
         _unique_ids(scopes, self.seen, self.out)
@@ -117,7 +150,15 @@ class _IdSet:
         hi = lo + len(items)
         if [item.get("id") for item in items] != [f"e{n}" for n in range(lo, hi)]:
             return False
+        return self.add_range(lo, len(items))
+
+    def add_range(self, lo: int, count: int) -> bool:
+        """Record ``e<lo>`` … ``e<lo+count-1>`` if that run starts where the seen bits end
+        (so none of them was seen); False (nothing recorded) otherwise."""
         bits = self.bits["e"]
+        if lo & 7 or lo >> 3 != len(bits):
+            return False
+        hi = lo + count
         bits.extend(b"\xff" * ((hi - lo) >> 3))
         for n in range(hi & ~7, hi):
             self._set(bits, n)
@@ -163,12 +204,23 @@ def _timestamps(events: list[dict[str, Any]], out: _Collector) -> None:
     except (TypeError, ValueError):
         return _timestamp_loop(events, out)
     spans = np.array([e.get("type") != "instant" for e in events], dtype=bool)
+    _span_checks(spans, start, end, events.__getitem__, out)
+
+
+def _span_checks(
+    spans: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    event: Callable[[int], dict[str, Any]],
+    out: _Collector,
+) -> None:
+    """Order and zero-length checks on columns; ``event(i)`` is only built for violations."""
     broken = np.flatnonzero(spans & ~(end >= start))  # ends first, or NaN
-    _timestamp_loop([events[i] for i in broken.tolist()], out)
+    _timestamp_loop([event(i) for i in broken.tolist()], out)
     # Zero-length ops are common (tens of thousands in a trace): list a few, count the rest.
     zero = np.flatnonzero(spans & (end == start))
     room = max(0, _MAX_LISTED_PER_CONSTRAINT - out.counts["zero_duration"])
-    _timestamp_loop([events[i] for i in zero[:room].tolist()], out)
+    _timestamp_loop([event(i) for i in zero[:room].tolist()], out)
     if zero.size > room:
         out.counts["zero_duration"] += zero.size - room
 
