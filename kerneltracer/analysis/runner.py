@@ -15,12 +15,12 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-from kerneltracer.analysis.base import AnalysisJob, JobAnalysis
-from kerneltracer.jobs import JOBS_DIR, STATUS_FILE
+from kerneltracer.analysis.base import AnalysisJob, JobAnalysis, analysis_job
+from kerneltracer.core.layout import ANALYSIS_MARKER, STATUS_FILE
+from kerneltracer.core.rundir import RunDir
 from kerneltracer.jsonio import atomic_write_json, read_json, sha256_file
-from kerneltracer.status import read_status
 
-MARKER = "_ANALYSIS.json"
+MARKER = ANALYSIS_MARKER
 
 
 @dataclass(frozen=True)
@@ -32,26 +32,9 @@ class AnalysisOutcome:
 
 
 def iter_jobs(run_dir: Path) -> list[tuple[str, AnalysisJob]]:
-    jobs = []
-    root = run_dir / JOBS_DIR
-    for status_path in sorted(root.glob(f"*/*/{STATUS_FILE}")):
-        st = read_status(status_path.parent)
-        if st is None:
-            continue
-        key = str(status_path.parent.relative_to(root))
-        jobs.append(
-            (
-                key,
-                AnalysisJob(
-                    job_dir=status_path.parent,
-                    tracer=st.tracer,
-                    model=str(st.model.get("display", "")),
-                    status=st.status.value,
-                    outputs=tuple(o.path for o in st.outputs),
-                ),
-            )
-        )
-    return jobs
+    run = RunDir(run_dir)
+    found = ((key, analysis_job(run.record(key))) for key in run.job_dirs())
+    return [(key, job) for key, job in found if job is not None]
 
 
 def analyze_run(
