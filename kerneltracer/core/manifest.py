@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from kerneltracer.core import layout
 from kerneltracer.jsonio import atomic_write_json
@@ -52,24 +52,6 @@ class RunManifest(BaseModel):
     wall_s: float | None = None
     jobs: list[ManifestJob] = []
 
-    @model_validator(mode="before")
-    @classmethod
-    def _lenient(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        out = dict(data)
-        for name, check in _FIELD_CHECKS.items():
-            if name in out and out[name] is not None and not check(out[name]):
-                del out[name]
-        jobs = out.get("jobs")
-        if "jobs" in out:
-            out["jobs"] = [
-                j
-                for j in (jobs if isinstance(jobs, list) else [])
-                if isinstance(j, dict) and isinstance(j.get("key"), str)
-            ]
-        return out
-
     @property
     def open(self) -> bool:
         """Not finished: in progress, or its orchestrator died before writing the end."""
@@ -97,6 +79,18 @@ _FIELD_CHECKS = {
 }
 
 
+def _lenient(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` without the fields a reader cannot use (so the rest of the file still counts)."""
+    out = dict(data)
+    for name, check in _FIELD_CHECKS.items():
+        if name in out and out[name] is not None and not check(out[name]):
+            del out[name]
+    if "jobs" in out:
+        jobs = out["jobs"] if isinstance(out["jobs"], list) else []
+        out["jobs"] = [j for j in jobs if isinstance(j, dict) and isinstance(j.get("key"), str)]
+    return out
+
+
 def read_manifest(path: Path) -> RunManifest | None:
     """The manifest at ``path``, or None if it is missing, not JSON or not an object."""
     try:
@@ -106,7 +100,7 @@ def read_manifest(path: Path) -> RunManifest | None:
     if not isinstance(data, dict):
         return None
     try:
-        return RunManifest.model_validate(data)
+        return RunManifest.model_validate(_lenient(data))
     except ValidationError:
         return None
 

@@ -11,7 +11,14 @@ from pathlib import Path
 import pytest
 
 from kerneltracer.core.layout import JobKey, manifest_name
-from kerneltracer.core.manifest import RunManifest, manifest_paths, read_manifest
+from kerneltracer.core.manifest import (
+    ManifestJob,
+    OrchestratorInfo,
+    RunManifest,
+    manifest_paths,
+    read_manifest,
+    write_manifest,
+)
 from kerneltracer.core.rundir import RunDir, StatusProblem
 from kerneltracer.core.state import job_state
 from kerneltracer.core.status import JobStatus, base_status, describe_output, write_status
@@ -145,3 +152,14 @@ def test_stop_reason_parses_the_legacy_form_once() -> None:
     assert StopKind.MEMORY.status == JobStatus.OOM
     with pytest.raises(ValueError, match="valid: timeout, memory, interrupt"):
         StopReason.parse("tired: of it")
+
+
+def test_manifest_round_trips_through_the_writer(tmp_path: Path) -> None:
+    manifest = RunManifest(
+        shard="1/2",
+        orchestrator=OrchestratorInfo(pid=7, host="h"),
+        jobs=[ManifestJob(key="m/t", model="org/m", tracer="t", mode="eval", phase="prefill")],
+    )
+    path = write_manifest(tmp_path, manifest, "shard-1-of-2")
+    assert path.name == "run.shard-1-of-2.json"
+    assert read_manifest(path) == manifest
