@@ -1,118 +1,46 @@
-"""Jobs: one (model, tracer, mode) to run in one worker, and how a config expands into them.
+"""How a config expands into jobs (:class:`~kerneltracer.core.jobspec.JobSpec`).
 
-A :class:`JobSpec` is written to ``JOB.json`` in the job dir and is all the worker knows.
-Its :attr:`JobSpec.request` is what a finished job must match to be bypassed: the same
-tracer and version, model and revision, framework, device, mode, dtype and options.
+The spec and the run-dir names live in :mod:`kerneltracer.core`; they are re-exported here
+for the modules that import them from this one.
 """
 
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Mapping
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from kerneltracer.config import RunConfig, planned_tracers, settings_for
+from kerneltracer.core.jobspec import JobSpec, ModelRef, slugify
+from kerneltracer.core.layout import (
+    JOB_FILE,
+    JOBS_DIR,
+    PHASE_LOG,
+    STATUS_FILE,
+    WORKER_LOG,
+    job_key,
+)
 from kerneltracer.errors import ConfigError
 from kerneltracer.jsonio import stable_hash
 from kerneltracer.tracers.registry import TRACERS, TracerRegistry
 
-JOB_FILE = "JOB.json"
-STATUS_FILE = "_TRACE_STATUS.json"
-WORKER_LOG = "worker.log"
-PHASE_LOG = "phases.log"
-JOBS_DIR = "jobs"
+__all__ = [
+    "ENV_GPU_SLOT",
+    "ENV_ORCHESTRATOR_PID",
+    "JOBS_DIR",
+    "JOB_FILE",
+    "PHASE_LOG",
+    "STATUS_FILE",
+    "WORKER_LOG",
+    "JobSpec",
+    "ModelRef",
+    "plan_jobs",
+    "slugify",
+]
+
 # Environment the orchestrator sets for every worker (the rest of the contract is JOB.json).
 ENV_ORCHESTRATOR_PID = "KT_ORCHESTRATOR_PID"
 ENV_GPU_SLOT = "KT_GPU_SLOT"
-
-
-class ModelRef(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    display: str
-    slug: str
-    id: str | None = None
-    path: str | None = None  # absolute local directory, for `path:` models
-    local_dir: str | None = None  # where the worker loads from, set before the run starts
-    revision: str | None = None
-    resolved_revision: str | None = None
-    trust_remote_code: bool = False
-
-
-class JobSpec(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    # "<model slug>/<tracer>[.train][.decode|.generate]": unique in a run, the job dir too.
-    key: str
-    model: ModelRef
-    tracer: str
-    tracer_version: str
-    exclusive_group: str | None
-    framework: str
-    mode: str
-    device: str
-    dtype: str
-    batch_size: int
-    seq_len: int
-    options: dict[str, Any]
-    timeout_s: float
-    max_rss_gb: float | None
-    phase: str = "prefill"
-    new_tokens: int = 8
-
-    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> JobSpec:
-        # A copy must not inherit hashes cached from the fields it changes.
-        copy = super().model_copy(update=update, deep=deep)
-        for name in _CACHED:
-            copy.__dict__.pop(name, None)
-        return copy
-
-    @cached_property
-    def options_hash(self) -> str:
-        return stable_hash(self.options)
-
-    @cached_property
-    def request(self) -> dict[str, Any]:
-        """The fields a finished job must match to count as complete for this request."""
-        return {
-            "tracer": self.tracer,
-            "tracer_version": self.tracer_version,
-            "model_id": self.model.id,
-            "model_path": self.model.path,
-            "revision": self.model.resolved_revision or self.model.revision,
-            "trust_remote_code": self.model.trust_remote_code,
-            "framework": self.framework,
-            "device": self.device,
-            "mode": self.mode,
-            "dtype": self.dtype,
-            "batch_size": self.batch_size,
-            "seq_len": self.seq_len,
-            "options_hash": self.options_hash,
-            # Only when not the default, so runs from before phases existed stay complete.
-            **({"phase": self.phase} if self.phase != "prefill" else {}),
-            **({"new_tokens": self.new_tokens} if self.phase == "generate" else {}),
-        }
-
-    @cached_property
-    def request_hash(self) -> str:
-        return stable_hash(self.request)
-
-    def job_dir(self, run_dir: Path) -> Path:
-        return Path(f"{run_dir}/{JOBS_DIR}/{self.key}")
-
-
-_CACHED = ("options_hash", "request", "request_hash")
-
-
-def slugify(text: str) -> str:
-    """A single safe path component: hub ``org/name`` becomes ``org--name``."""
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", text.replace("/", "--")).strip(".-")
-    return slug or "model"
 
 
 def plan_jobs(
@@ -150,11 +78,7 @@ def plan_jobs(
             if cache_key not in validated:
                 validated[cache_key] = cls.Options.model_validate(raw).model_dump(mode="json")
             options = validated[cache_key]
-            key = (
-                f"{model.slug}/{tracer}"
-                + ("" if settings.mode == "eval" else f".{settings.mode}")
-                + ("" if settings.phase == "prefill" else f".{settings.phase}")
-            )
+            key = job_key(model.slug, tracer, settings.mode, settings.phase)
             if key in seen:
                 raise ConfigError(
                     f"models[{index}] and models[{seen[key]}] both plan job {key!r}; "

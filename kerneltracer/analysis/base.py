@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from kerneltracer.core.artefacts import ArtefactKind, output_kinds, select
+from kerneltracer.core.rundir import JobRecord
 
 
 @dataclass(frozen=True)
@@ -61,3 +62,18 @@ class JobAnalysis(ABC):
     @abstractmethod
     def run(self, job: AnalysisJob, out_dir: Path) -> list[Path]:
         """Write reports into ``out_dir`` (created by the caller); return the files written."""
+
+
+def analysis_job(record: JobRecord) -> AnalysisJob | None:
+    """The analyses' view of a job record; None without a valid status (nothing to analyse)."""
+    st = record.status
+    if st is None:
+        return None
+    return AnalysisJob(
+        job_dir=record.job_dir,
+        tracer=st.tracer,
+        model=str(st.model.get("display", "")),
+        status=st.status.value,
+        outputs=tuple(o.path for o in st.outputs),
+        recorded_kinds=tuple(o.kind for o in st.outputs),
+    )

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kerneltracer.analysis.base import AnalysisJob, JobAnalysis
+from kerneltracer.analysis.base import AnalysisJob, JobAnalysis, analysis_job
 from kerneltracer.analysis.isolation import (
     NO_LIMITS,
     Died,
@@ -25,11 +25,11 @@ from kerneltracer.analysis.isolation import (
     output_to,
     run_isolated,
 )
-from kerneltracer.jobs import JOBS_DIR, STATUS_FILE
+from kerneltracer.core.layout import ANALYSIS_DIR, ANALYSIS_MARKER, STATUS_FILE
+from kerneltracer.core.rundir import RunDir
 from kerneltracer.jsonio import atomic_write_json, read_json, sha256_file
-from kerneltracer.status import read_status
 
-MARKER = "_ANALYSIS.json"
+MARKER = ANALYSIS_MARKER
 LOG = "_ANALYSIS.log"  # the analysis's stdout/stderr, its traceback or crash dump
 FAILED_STATES = ("failed", "timeout", "crashed")
 
@@ -44,27 +44,9 @@ class AnalysisOutcome:
 
 
 def iter_jobs(run_dir: Path) -> list[tuple[str, AnalysisJob]]:
-    jobs = []
-    root = run_dir / JOBS_DIR
-    for status_path in sorted(root.glob(f"*/*/{STATUS_FILE}")):
-        st = read_status(status_path.parent)
-        if st is None:
-            continue
-        key = str(status_path.parent.relative_to(root))
-        jobs.append(
-            (
-                key,
-                AnalysisJob(
-                    job_dir=status_path.parent,
-                    tracer=st.tracer,
-                    model=str(st.model.get("display", "")),
-                    status=st.status.value,
-                    outputs=tuple(o.path for o in st.outputs),
-                    recorded_kinds=tuple(o.kind for o in st.outputs),
-                ),
-            )
-        )
-    return jobs
+    run = RunDir(run_dir)
+    found = ((key, analysis_job(run.record(key))) for key in run.job_dirs())
+    return [(key, job) for key, job in found if job is not None]
 
 
 def analyze_run(
@@ -113,7 +95,7 @@ class _Task:
 
     @property
     def out_dir(self) -> Path:
-        return self.job.job_dir / "analysis" / self.name
+        return self.job.job_dir / ANALYSIS_DIR / self.name
 
 
 def _plan(
@@ -208,7 +190,7 @@ def _stamp(name: str, analysis: JobAnalysis, status_sha: str) -> dict[str, str]:
 def _unchanged(job: AnalysisJob, name: str, analysis: JobAnalysis, status_sha: str) -> bool:
     stamp = _stamp(name, analysis, status_sha)
     try:
-        previous = read_json(job.job_dir / "analysis" / name / MARKER)
+        previous = read_json(job.job_dir / ANALYSIS_DIR / name / MARKER)
         return {k: previous.get(k) for k in stamp} == stamp and previous.get("state") == "done"
     except (OSError, ValueError, AttributeError):
         return False

@@ -7,16 +7,15 @@ read is not skipped silently: it comes back as an :class:`InputProblem`.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kerneltracer.core.artefacts import ArtefactKind, output_kinds, select
+from kerneltracer.core.layout import JOBS_DIR, STATUS_FILE
+from kerneltracer.core.rundir import JobRecord, RunDir, StatusProblem
 from kerneltracer.errors import RunDirError
-from kerneltracer.jobs import JOBS_DIR, STATUS_FILE
-from kerneltracer.status import read_raw_status
 
 
 @dataclass(frozen=True)
@@ -59,23 +58,18 @@ def model_label(raw: dict[str, Any]) -> str:
 
 def iter_job_refs(run_dir: Path) -> Iterator[JobRef | InputProblem]:
     """Every job dir under RUN_DIR/jobs, in a stable order: a JobRef, or why it is unusable."""
-    root = Path(run_dir) / JOBS_DIR
-    if not root.is_dir():
+    run = RunDir(Path(run_dir))
+    if not run.jobs_root.is_dir():
         raise RunDirError(f"{run_dir} is not a run dir (no {JOBS_DIR}/ directory)")
-    for model_entry in sorted(os.scandir(root), key=lambda e: e.name):
-        if not model_entry.is_dir():
-            continue
-        for job_entry in sorted(os.scandir(model_entry.path), key=lambda e: e.name):
-            if job_entry.is_dir():
-                yield _job_ref(root, Path(job_entry.path))
+    for key in run.job_dirs():
+        yield _job_ref(run.record(key))
 
 
-def _job_ref(root: Path, job_dir: Path) -> JobRef | InputProblem:
-    key = f"{job_dir.parent.name}/{job_dir.name}"
+def _job_ref(record: JobRecord) -> JobRef | InputProblem:
+    key, raw = record.key, record.raw
     rel = f"{JOBS_DIR}/{key}/{STATUS_FILE}"
-    if not (job_dir / STATUS_FILE).exists():
+    if record.read_problem == StatusProblem.MISSING:
         return InputProblem(key, rel, "no status file (job never finished)")
-    raw = read_raw_status(job_dir)
     if raw is None:
         return InputProblem(key, rel, "status file is corrupt or of another schema")
     try:
@@ -91,7 +85,7 @@ def _job_ref(root: Path, job_dir: Path) -> JobRef | InputProblem:
             tracer=str(raw["tracer"]),
             status=str(raw["status"]),
             reason=None if reason is None else str(reason),
-            job_dir=job_dir,
+            job_dir=record.job_dir,
             outputs=outputs,
             recorded_kinds=kinds,
         )

@@ -12,7 +12,8 @@ import signal
 from dataclasses import dataclass
 from pathlib import Path
 
-from kerneltracer.status import JobStatus
+from kerneltracer.core.status import JobStatus
+from kerneltracer.core.stop import StopReason
 
 # A Python exception line as printed at the end of a traceback: "pkg.Error: message".
 _EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Failure|Fault))\b:?(.*)$")
@@ -37,19 +38,14 @@ def signal_name(returncode: int) -> str | None:
 
 
 def classify_exit(
-    returncode: int, stop_reason: str | None, log_path: Path, phase: str | None
+    returncode: int, stop_reason: StopReason | str | None, log_path: Path, phase: str | None
 ) -> Outcome:
     """Classify a worker that left no usable status of its own."""
     sig = signal_name(returncode)
     where = f" during {phase}" if phase else ""
     if stop_reason is not None:
-        kind, _, detail = stop_reason.partition(":")
-        status = {
-            "timeout": JobStatus.TIMEOUT,
-            "memory": JobStatus.OOM,
-            "interrupt": JobStatus.INTERRUPTED,
-        }[kind]
-        return Outcome(status, f"{detail.strip()}{where}", sig)
+        stop = StopReason.parse(stop_reason) if isinstance(stop_reason, str) else stop_reason
+        return Outcome(stop.kind.status, f"{stop.detail}{where}", sig)
     tail = read_tail(log_path)
     if returncode < 0 and -returncode == signal.SIGKILL:
         return Outcome(

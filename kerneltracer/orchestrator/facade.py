@@ -16,21 +16,20 @@ from types import TracebackType
 
 from kerneltracer import __version__
 from kerneltracer.config import RunConfig, load_config
+from kerneltracer.core import layout
+from kerneltracer.core.manifest import ManifestJob, OrchestratorInfo, RunManifest, write_manifest
 from kerneltracer.errors import UsageError, choices
 from kerneltracer.jobs import JobSpec, plan_jobs
-from kerneltracer.jsonio import atomic_write_json
 from kerneltracer.orchestrator.download import DownloadObserver
 from kerneltracer.orchestrator.events import NullObserver, RunObserver
 from kerneltracer.orchestrator.interpreters import worker_interpreters
 from kerneltracer.orchestrator.lock import RunDirLock
-from kerneltracer.orchestrator.models import DOWNLOADS_DIR, resolve_models
+from kerneltracer.orchestrator.models import resolve_models
 from kerneltracer.orchestrator.planner import RunPlan, plan_run
 from kerneltracer.orchestrator.runner import RunOptions, RunResult, execute
 from kerneltracer.orchestrator.shard import Shard, select_shard
 from kerneltracer.status import JobStatus, TraceStatus, base_status, now_iso, write_status
 from kerneltracer.tracers.registry import TRACERS
-
-RUN_MANIFEST = "run.json"
 
 
 @dataclass(frozen=True)
@@ -49,11 +48,11 @@ class RunRequest:
 
 def manifest_name(shard: Shard | None) -> str:
     """Each shard writes its own manifest, so concurrent shards never clobber each other's."""
-    return RUN_MANIFEST if shard is None else f"run.{shard.tag}.json"
+    return layout.manifest_name(shard.tag if shard else None)
 
 
 def lock_name(shard: Shard | None) -> str:
-    return ".kerneltracer.lock" if shard is None else f".kerneltracer.{shard.tag}.lock"
+    return layout.lock_name(shard.tag if shard else None)
 
 
 @dataclass
@@ -101,26 +100,25 @@ class RunSession:
         return out
 
     def _write_manifest(self, started: str, finished: str | None, result: RunResult | None) -> None:
-        atomic_write_json(
-            self.run_dir / manifest_name(self.request.shard),
-            {
-                "kerneltracer_version": __version__,
-                "shard": str(self.request.shard) if self.request.shard else None,
-                "config": str(self.request.config_path.resolve()),
-                "argv": sys.argv,
-                # Lets a reader tell a run in progress from one whose orchestrator was killed.
-                "orchestrator": {"pid": os.getpid(), "host": socket.gethostname()},
-                "started_at": started,
-                "finished_at": finished,
-                "interrupted": result.interrupted if result else None,
-                "wall_s": round(result.wall_s, 3) if result else None,
-                "jobs": [
-                    {"key": j.key, "model": j.model.display, "tracer": j.tracer, "mode": j.mode,
-                     "phase": j.phase}
-                    for j in self.jobs
-                ],
-            },
+        shard = self.request.shard
+        manifest = RunManifest(
+            kerneltracer_version=__version__,
+            shard=str(shard) if shard else None,
+            config=str(self.request.config_path.resolve()),
+            argv=sys.argv,
+            orchestrator=OrchestratorInfo(pid=os.getpid(), host=socket.gethostname()),
+            started_at=started,
+            finished_at=finished,
+            interrupted=result.interrupted if result else None,
+            wall_s=round(result.wall_s, 3) if result else None,
+            jobs=[
+                ManifestJob(
+                    key=j.key, model=j.model.display, tracer=j.tracer, mode=j.mode, phase=j.phase
+                )
+                for j in self.jobs
+            ],
         )
+        write_manifest(self.run_dir, manifest, shard.tag if shard else None)
 
     def close(self) -> None:
         if self.lock is not None:
@@ -186,7 +184,7 @@ def open_run(request: RunRequest, downloads: DownloadObserver | None = None) -> 
     lock.acquire()
     try:
         jobs, failures = resolve_models(
-            jobs, cfg.download, log_dir=run_dir / DOWNLOADS_DIR, observer=downloads
+            jobs, cfg.download, log_dir=run_dir / layout.DOWNLOADS_DIR, observer=downloads
         )
         runnable = [j for j in jobs if j.model.slug not in failures]
         plan = plan_run(run_dir, runnable, force=request.force, verify=request.verify)

@@ -19,8 +19,8 @@ from kerneltracer.orchestrator.download import (
     ModelDownload,
     ensure_models_downloaded,
 )
+from kerneltracer.orchestrator.snapshot import cached_commit, hub_cache_dir
 
-DOWNLOADS_DIR = "downloads"
 RESULTS_FILE = "results.json"
 
 
@@ -60,6 +60,24 @@ def resolve_models(
         for job in jobs
     ]
     return out, failures
+
+
+def resolve_cached(jobs: list[JobSpec], cache_dir: Path | None = None) -> list[JobSpec]:
+    """Jobs with hub revisions resolved from the local cache alone, as a rerun resolves a
+    model whose snapshot is complete: no download, no network (status views use this)."""
+    cache = cache_dir or hub_cache_dir()
+    commits: dict[str, ModelRef] = {}
+    out = []
+    for job in jobs:
+        ref = job.model
+        if ref.id is None or ref.resolved_revision is not None:
+            out.append(job)
+            continue
+        if ref.slug not in commits:
+            commit = cached_commit(cache, ref.id, ref.revision)
+            commits[ref.slug] = ref.model_copy(update={"resolved_revision": commit})
+        out.append(job.model_copy(update={"model": commits[ref.slug]}))
+    return out
 
 
 def _resolved(ref: ModelRef, result: ModelDownload) -> ModelRef:

@@ -1,7 +1,8 @@
 """Decide, for every planned job, whether it must run, is complete, or is bypassed.
 
 Reading status files is the whole cost of planning a finished run, so it is done once per
-job with pydantic's JSON parser and a stat per output (see :mod:`kerneltracer.status`).
+job with orjson and a stat per output. "Complete" is :func:`kerneltracer.core.state.job_state`,
+the same definition Slurm status and resubmit use.
 """
 
 from __future__ import annotations
@@ -10,8 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kerneltracer.jobs import JOBS_DIR, JobSpec
-from kerneltracer.status import incomplete_reason, read_raw_status
+from kerneltracer.core.jobspec import JobSpec
+from kerneltracer.core.layout import job_dir as job_dir_of
+from kerneltracer.core.rundir import JobRecord
+from kerneltracer.core.state import group_of, group_winners, job_state
 
 
 @dataclass
@@ -48,35 +51,28 @@ def plan_run(
     run_dir: Path, jobs: list[JobSpec], force: bool = False, verify: bool = False
 ) -> RunPlan:
     planned = []
-    jobs_root = f"{run_dir}/{JOBS_DIR}"
     for job in jobs:
-        job_path = f"{jobs_root}/{job.key}"  # plain strings: Path objects cost 5x more here
-        job_dir = Path(job_path)
-        status = read_raw_status(job_path)
+        record = JobRecord.read(job_dir_of(run_dir, job.key), job.key)
         if force:
-            planned.append(PlannedJob(job, job_dir, status, True, "--force"))
+            planned.append(PlannedJob(job, record.job_dir, record.raw, True, "--force"))
             continue
-        why = incomplete_reason(status, job, job_path, verify=verify)
-        planned.append(PlannedJob(job, job_dir, status, why is not None, why or "complete"))
+        state = job_state(record, job, verify=verify)
+        planned.append(PlannedJob(job, record.job_dir, record.raw, not state.done, state.reason))
     plan = RunPlan(run_dir=run_dir, jobs=planned)
     _build_chains(plan)
     return plan
 
 
 def _build_chains(plan: RunPlan) -> None:
+    done = {p.job.key for p in plan.jobs if not p.run}
+    plan.satisfied_by = group_winners([p.job for p in plan.jobs], done)
     groups: dict[tuple[str, str, str], list[PlannedJob]] = {}
     for p in plan.jobs:
-        if p.job.exclusive_group is None:
+        group = group_of(p.job)
+        if group is None:
             if p.run:
                 plan.chains.append(Chain([p]))
-            continue
-        key = (p.job.model.slug, p.job.mode, p.job.exclusive_group)
-        groups.setdefault(key, []).append(p)
-    for (_, _, group), members in groups.items():
-        done = next((m for m in members if not m.run), None)
-        if done is not None:
-            for m in members:
-                if m is not done:
-                    plan.satisfied_by[m.job.key] = done.job.key
-            continue
-        plan.chains.append(Chain(members, group))
+        elif p.job.key not in plan.satisfied_by and p.job.key not in done:
+            groups.setdefault(group, []).append(p)
+    for (_, _, name), members in groups.items():
+        plan.chains.append(Chain(members, name))

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
+from kerneltracer.core.stop import StopKind, StopReason
 from kerneltracer.jobs import JOB_FILE, PHASE_LOG, WORKER_LOG
 from kerneltracer.jsonio import atomic_write_json
 from kerneltracer.orchestrator import environment as envmod
@@ -56,7 +57,7 @@ class _Active:
     attempt: str
     started_at: str
     gpu: str | None
-    stop_reason: str | None = None
+    stop_reason: StopReason | None = None
     next_sample: float = 0.0
 
 
@@ -230,13 +231,14 @@ def _check(act: _Active, options: RunOptions) -> int | None:
     job = act.planned.job
     now = time.monotonic()
     if now - act.proc.started > job.timeout_s:
-        act.stop_reason = f"timeout: no result after {job.timeout_s:g} s"
+        act.stop_reason = StopReason(StopKind.TIMEOUT, f"no result after {job.timeout_s:g} s")
     elif now >= act.next_sample:
         act.next_sample = now + options.sample_s
         rss = act.proc.sample().rss_bytes
         if job.max_rss_gb is not None and rss > job.max_rss_gb * GiB:
             limit = f"max_rss_gb {job.max_rss_gb:g}"
-            act.stop_reason = f"memory: worker tree RSS {rss / GiB:.2f} GiB exceeded {limit}"
+            why = f"worker tree RSS {rss / GiB:.2f} GiB exceeded {limit}"
+            act.stop_reason = StopReason(StopKind.MEMORY, why)
     if act.stop_reason is None:
         return None
     return -1  # the caller's _finish stops the tree and reads the real exit code
@@ -284,7 +286,7 @@ def _interrupt_all(
     observer: RunObserver,
 ) -> None:
     for act in active:
-        act.stop_reason = f"interrupt: orchestrator received {signame}"
+        act.stop_reason = StopReason(StopKind.INTERRUPT, f"orchestrator received {signame}")
         act.proc.sample()
         act.proc.signal_tree(signal.SIGTERM)
     deadline = time.monotonic() + options.kill_grace_s

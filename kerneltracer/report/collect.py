@@ -16,20 +16,25 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import orjson
-from pydantic import ValidationError
 
-from kerneltracer.analysis.runner import MARKER
 from kerneltracer.core.artefacts import ArtefactKind, output_kind
-from kerneltracer.errors import RunDirError
-from kerneltracer.jobs import JOB_FILE, JOBS_DIR, STATUS_FILE, WORKER_LOG
-from kerneltracer.status import FAILURE_STATUSES, TraceStatus
+from kerneltracer.core.layout import (
+    ANALYSIS_DIR,
+    ANALYSIS_MARKER,
+    JOB_FILE,
+    PHASE_LOG,
+    STATUS_FILE,
+    WORKER_LOG,
+)
+from kerneltracer.core.manifest import RunManifest
+from kerneltracer.core.rundir import JobRecord, RunDir, StatusProblem
+from kerneltracer.core.status import FAILURE_STATUSES, TraceStatus
 
 # States beyond the orchestrator's JobStatus values that only the report knows.
 PENDING = "pending"  # planned, no status file yet (run in progress, or never reached)
 UNREADABLE = "unreadable"  # a status file exists but cannot be parsed / validated
 # The worker's phases in order; "shutdown" is an engine's stop (vLLM).
 PHASES = ("load", "warmup", "trace", "write", "shutdown")
-MANIFEST_GLOB = "run*.json"
 # Outputs the model page lists under "graphs": graphs and generated code, not their index.
 GRAPH_KINDS = frozenset(
     {
@@ -197,102 +202,49 @@ class RunData:
 
 def collect_run(run_dir: Path) -> RunData:
     """Everything the report shows about ``run_dir``; raises RunDirError if it is not a run."""
-    if not run_dir.is_dir():
-        raise RunDirError(f"run dir {run_dir} does not exist")
-    manifests = _read_manifests(run_dir)
-    planned: dict[str, dict[str, Any]] = {}
-    for manifest in manifests:
-        entries = manifest.get("jobs")
-        for entry in entries if isinstance(entries, list) else []:
-            if isinstance(entry, dict) and isinstance(entry.get("key"), str):
-                planned.setdefault(entry["key"], entry)
-    jobs_root = run_dir / JOBS_DIR
-    found = _job_keys_on_disk(jobs_root)
-    if not manifests and not found:
-        raise RunDirError(f"{run_dir} is not a kerneltracer run dir (no run.json, no jobs/)")
-    keys = list(planned) + sorted(found - set(planned))
-    jobs = [_read_job(jobs_root, key, planned.get(key, {})) for key in keys if _safe_key(key)]
-    first = manifests[0] if manifests else {}
-    open_ = _any_open(manifests)
-    abandoned = open_ and all(_orchestrator_gone(m) for m in manifests if _open(m))
+    run = RunDir.open(run_dir)
+    manifests = run.manifests()
+    jobs = [_read_job(record) for record in run.records(manifests=manifests)]
+    first = manifests[0] if manifests else RunManifest()
+    open_ = any(m.open for m in manifests)
+    abandoned = open_ and all(_orchestrator_gone(m) for m in manifests if m.open)
     return RunData(
         run_dir=run_dir,
-        started_at=_min_str(m.get("started_at") for m in manifests),
-        finished_at=None if open_ else _max_str(m.get("finished_at") for m in manifests),
-        wall_s=_wall(manifests),
-        interrupted=any(bool(m.get("interrupted")) for m in manifests) if manifests else None,
+        started_at=_min_str(m.started_at for m in manifests),
+        finished_at=None if open_ else _max_str(m.finished_at for m in manifests),
+        wall_s=max((m.wall_s for m in manifests if m.wall_s is not None), default=None),
+        interrupted=any(bool(m.interrupted) for m in manifests) if manifests else None,
         in_progress=(open_ and not abandoned) or not manifests,
         abandoned=abandoned,
-        kerneltracer_version=_str_or_none(first.get("kerneltracer_version")),
-        config=_str_or_none(first.get("config")),
+        kerneltracer_version=first.kerneltracer_version,
+        config=first.config,
         columns=_columns(jobs),
         models=_rows(jobs),
         jobs=jobs,
     )
 
 
-def _read_manifests(run_dir: Path) -> list[dict[str, Any]]:
-    out = []
-    for path in sorted(run_dir.glob(MANIFEST_GLOB)):
-        try:
-            data = orjson.loads(path.read_bytes())
-        except (OSError, orjson.JSONDecodeError):
-            continue
-        if isinstance(data, dict):
-            out.append(data)
-    return out
-
-
-def _job_keys_on_disk(jobs_root: Path) -> set[str]:
-    if not jobs_root.is_dir():
-        return set()
-    # A job dir is one holding a JOB.json or a status file (a crash may leave only one).
-    keys = set()
-    for name in (STATUS_FILE, JOB_FILE):
-        keys |= {str(p.parent.relative_to(jobs_root)) for p in jobs_root.glob(f"*/*/{name}")}
-    return keys
-
-
-def _safe_key(key: str) -> bool:
-    parts = PurePosixPath(key).parts
-    return len(parts) == 2 and not key.startswith("/") and ".." not in parts
-
-
-def _read_job(jobs_root: Path, key: str, planned: dict[str, Any]) -> Job:
-    slug, column = key.split("/", 1)
-    job_dir = jobs_root / key
-    # "<tracer>[.train][.decode|.generate]"
-    tracer, *suffixes = column.split(".")
-    mode = "train" if "train" in suffixes else "eval"
-    phase = next((s for s in suffixes if s in ("decode", "generate")), "prefill")
+def _read_job(record: JobRecord) -> Job:
+    parts, planned = record.parts, record.planned
     stub = Job(
-        key=key,
-        slug=slug,
-        column=column,
-        model=str(planned.get("model") or slug),
-        tracer=str(planned.get("tracer") or tracer),
-        mode=str(planned.get("mode") or mode),
-        phase=str(planned.get("phase") or phase),
+        key=record.key,
+        slug=parts.slug,
+        column=parts.column,
+        model=(planned and planned.model) or parts.slug,
+        tracer=(planned and planned.tracer) or parts.tracer,
+        mode=(planned and planned.mode) or parts.mode,
+        phase=(planned and planned.phase) or parts.phase,
         status=PENDING,
-        has_dir=job_dir.is_dir(),
-        extras=_extras(job_dir),
+        has_dir=record.job_dir.is_dir(),
+        extras=_extras(record.job_dir),
     )
-    try:
-        raw = (job_dir / STATUS_FILE).read_bytes()
-    except FileNotFoundError:
+    problem = record.problem
+    if problem == StatusProblem.MISSING:
         return stub
-    except OSError as exc:
-        return replace(stub, status=UNREADABLE, reason=f"status file unreadable: {exc}")
-    try:
-        st = TraceStatus.model_validate_json(raw)
-    except ValidationError as exc:
-        why = "is not valid JSON" if _is_json_error(exc) else "does not match the status schema"
-        return replace(stub, status=UNREADABLE, reason=f"status file {why}")
-    return _job_from_status(st, job_dir, stub)
-
-
-def _is_json_error(exc: ValidationError) -> bool:
-    return any(e.get("type") == "json_invalid" for e in exc.errors())
+    st = record.status
+    if st is None:
+        return replace(stub, status=UNREADABLE, reason=record.problem_text)
+    return _job_from_status(st, record.job_dir, stub)
 
 
 def _job_from_status(st: TraceStatus, job_dir: Path, stub: Job) -> Job:
@@ -325,12 +277,12 @@ def _job_from_status(st: TraceStatus, job_dir: Path, stub: Job) -> Job:
 
 
 def _extras(job_dir: Path) -> tuple[str, ...]:
-    names = (WORKER_LOG, "phases.log", JOB_FILE, STATUS_FILE)
+    names = (WORKER_LOG, PHASE_LOG, JOB_FILE, STATUS_FILE)
     return tuple(n for n in names if os.path.isfile(job_dir / n))
 
 
 def _read_analyses(job_dir: Path) -> tuple[AnalysisResult, ...]:
-    root = job_dir / "analysis"
+    root = job_dir / ANALYSIS_DIR
     if not root.is_dir():
         return ()
     results = []
@@ -342,7 +294,7 @@ def _read_analyses(job_dir: Path) -> tuple[AnalysisResult, ...]:
 def _read_marker(out_dir: Path) -> AnalysisResult:
     name = out_dir.name
     try:
-        marker = orjson.loads((out_dir / MARKER).read_bytes())
+        marker = orjson.loads((out_dir / ANALYSIS_MARKER).read_bytes())
         if not isinstance(marker, dict):
             raise ValueError("not an object")
     except (OSError, ValueError):
@@ -366,7 +318,7 @@ def _marker_file(out_dir: Path, name: str, listed: str) -> str | None:
     rel: tuple[str, ...] = parts
     if listed.startswith("/") or not os.path.isfile(out_dir.joinpath(*parts)):
         for i in range(len(parts) - 1):
-            if parts[i] == "analysis" and parts[i + 1] == name:
+            if parts[i] == ANALYSIS_DIR and parts[i + 1] == name:
                 rel = parts[i + 2 :]
     candidate = "/".join(rel)
     if not rel or not _safe_rel(candidate) or not os.path.isfile(out_dir.joinpath(*rel)):
@@ -393,22 +345,14 @@ def _rows(jobs: list[Job]) -> list[ModelRow]:
     return list(rows.values())
 
 
-def _open(manifest: dict[str, Any]) -> bool:
-    return manifest.get("finished_at") is None
-
-
-def _any_open(manifests: list[dict[str, Any]]) -> bool:
-    return any(_open(m) for m in manifests)
-
-
-def _orchestrator_gone(manifest: dict[str, Any]) -> bool:
+def _orchestrator_gone(manifest: RunManifest) -> bool:
     """True only when provably gone: same host, and no process with its pid. A pid reused
     by another process, or another host, reads as still running."""
-    who = manifest.get("orchestrator")
-    if not isinstance(who, dict) or who.get("host") != socket.gethostname():
+    who = manifest.orchestrator
+    if who is None or who.host != socket.gethostname():
         return False
-    pid = who.get("pid")
-    if not isinstance(pid, int) or pid <= 0:
+    pid = who.pid
+    if pid is None or pid <= 0:
         return False
     try:
         os.kill(pid, 0)
@@ -417,12 +361,6 @@ def _orchestrator_gone(manifest: dict[str, Any]) -> bool:
     except OSError:
         return False
     return False
-
-
-def _wall(manifests: list[dict[str, Any]]) -> float | None:
-    walls = [m.get("wall_s") for m in manifests]
-    nums = [float(w) for w in walls if isinstance(w, int | float)]
-    return max(nums) if nums else None
 
 
 def _str_or_none(value: Any) -> str | None:

@@ -15,8 +15,9 @@ from typing import Any
 
 import orjson
 
+from kerneltracer.core import layout
 from kerneltracer.core.artefacts import ArtefactKind
-from kerneltracer.jobs import JOB_FILE, STATUS_FILE, WORKER_LOG
+from kerneltracer.core.layout import JOB_FILE, RUN_MANIFEST, STATUS_FILE, WORKER_LOG
 from kerneltracer.tracers.synthetic import SIX_TRACERS as STAND_INS
 from kerneltracer.tracers.synthetic import SyntheticTracer
 
@@ -56,7 +57,7 @@ def make_synthetic_run(
             planned.append(
                 {"key": key, "model": _display(i), "tracer": tracer.name, "mode": "eval"}
             )
-            _write_job(run_dir / "jobs" / key, i, tracer, n_models, extra_ops)
+            _write_job(layout.job_dir(run_dir, key), i, tracer, n_models, extra_ops)
     manifest = {
         "kerneltracer_version": "0.1.0",
         "config": "synthetic.yaml",
@@ -66,7 +67,7 @@ def make_synthetic_run(
         "wall_s": 21600.0,
         "jobs": planned,
     }
-    (run_dir / "run.json").write_bytes(orjson.dumps(manifest))
+    (run_dir / RUN_MANIFEST).write_bytes(orjson.dumps(manifest))
     return [job["key"] for job in planned]
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from kerneltracer.slurm import cluster
 from kerneltracer.slurm.status import ShardReport, shard_reports
-from kerneltracer.slurm.submit import DONE_STATUSES, load_record
+from kerneltracer.slurm.submit import load_record
 
 
 @dataclass
@@ -44,8 +44,9 @@ class Snapshot:
         return counts
 
     def jobs_done(self) -> tuple[int, int]:
-        done = sum(n for r in self.reports for s, n in r.statuses.items() if s in DONE_STATUSES)
-        return done, sum(r.jobs for r in self.reports)
+        """Complete jobs (as ``run`` judges them) and all jobs."""
+        total = sum(r.jobs for r in self.reports)
+        return total - sum(len(r.incomplete) for r in self.reports), total
 
 
 def follow(

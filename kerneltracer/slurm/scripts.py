@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kerneltracer.config import SlurmSettings
+from kerneltracer.core.layout import SLURM_DIR
 from kerneltracer.errors import UsageError
 
-SLURM_DIR = "slurm"
 LOGS_DIR = "logs"
 DOWNLOAD_SCRIPT = "download.sbatch"
 ARRAY_SCRIPT = "array.sbatch"

@@ -17,13 +17,14 @@ from kerneltracer.slurm.submit import (
     ArraySubmission,
     SubmissionRecord,
     incomplete_jobs,
+    job_records,
     load_record,
     prepare,
     save_record,
     shard_jobs,
     write_scripts,
 )
-from kerneltracer.status import now_iso, read_raw_status
+from kerneltracer.status import now_iso
 
 LIVE_STATES = frozenset(
     {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED"}
@@ -84,10 +85,8 @@ def shard_reports(run_dir: Path, record: SubmissionRecord | None = None) -> list
     for shard, jobs in shard_jobs(record).items():
         array = owner.get(shard)
         state = states.get((array.job_id, shard)) if array else None
-        counts: Counter[str] = Counter()
-        for job in jobs:
-            raw = read_raw_status(job.job_dir(run_dir))
-            counts[str(raw.get("status")) if raw else "missing"] += 1
+        records = job_records(run_dir, jobs)
+        counts = Counter(r.status_value or "missing" for r in records.values())
         reports.append(
             ShardReport(
                 shard=shard,
@@ -96,7 +95,7 @@ def shard_reports(run_dir: Path, record: SubmissionRecord | None = None) -> list
                 reason=(state.reason or state.exit_code) if state else "",
                 jobs=len(jobs),
                 statuses=counts,
-                incomplete=[j.key for j in incomplete_jobs(run_dir, jobs)],
+                incomplete=[j.key for j in incomplete_jobs(run_dir, jobs, records)],
             )
         )
     _judge_pending(reports, record.download_job)

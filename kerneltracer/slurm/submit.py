@@ -17,10 +17,15 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from kerneltracer.config import RunConfig, load_config
+from kerneltracer.core.jobspec import JobSpec
+from kerneltracer.core.layout import SLURM_DIR
+from kerneltracer.core.rundir import JobRecord, RunDir
+from kerneltracer.core.state import job_state, to_run
 from kerneltracer.errors import RunDirError, UsageError
-from kerneltracer.jobs import JobSpec, plan_jobs, slugify
+from kerneltracer.jobs import plan_jobs, slugify
 from kerneltracer.jsonio import atomic_write_json, atomic_write_text, read_json
 from kerneltracer.orchestrator.facade import run_dir_for
+from kerneltracer.orchestrator.models import resolve_cached
 from kerneltracer.orchestrator.shard import MAX_SHARDS, split_jobs
 from kerneltracer.slurm import cluster
 from kerneltracer.slurm.fit import fit
@@ -35,10 +40,9 @@ from kerneltracer.slurm.scripts import (
     render_download,
     task_seconds,
 )
-from kerneltracer.status import now_iso, read_raw_status
+from kerneltracer.status import now_iso
 
 RECORD_FILE = "submission.json"
-DONE_STATUSES = frozenset({"ok", "skipped", "unsupported"})
 # Looks up a partition's nodes and limits (None: the cluster's default partition).
 PartitionLookup = Callable[[str | None], Partition]
 
@@ -206,7 +210,7 @@ def submit(prepared: Prepared) -> SubmissionRecord:
 
 
 def record_path(run_dir: Path) -> Path:
-    return run_dir / "slurm" / RECORD_FILE
+    return run_dir / SLURM_DIR / RECORD_FILE
 
 
 def save_record(run_dir: Path, record: SubmissionRecord) -> None:
@@ -227,15 +231,37 @@ def load_record(run_dir: Path) -> SubmissionRecord:
 
 
 def shard_jobs(record: SubmissionRecord) -> dict[int, list[JobSpec]]:
+    """Every shard's jobs, with hub revisions resolved as a task's ``run`` would resolve them."""
     cfg, base_dir = load_config(Path(record.config))
-    return split_jobs(plan_jobs(cfg, base_dir), record.shards)
+    return split_jobs(resolve_cached(plan_jobs(cfg, base_dir)), record.shards)
 
 
-def incomplete_jobs(run_dir: Path, jobs: list[JobSpec]) -> list[JobSpec]:
-    """Jobs without a finished status (ok, or skipped/unsupported, which a rerun keeps)."""
-    out = []
-    for job in jobs:
-        raw = read_raw_status(job.job_dir(run_dir))
-        if raw is None or raw.get("status") not in DONE_STATUSES:
-            out.append(job)
-    return out
+def job_records(run_dir: Path, jobs: list[JobSpec]) -> dict[str, JobRecord]:
+    run = RunDir(run_dir)
+    return {job.key: run.record(job.key) for job in jobs}
+
+
+def incomplete_jobs(
+    run_dir: Path, jobs: list[JobSpec], records: dict[str, JobRecord] | None = None
+) -> list[JobSpec]:
+    """The jobs ``run --shard`` would run: the planner's own definition of done."""
+    records = records or job_records(run_dir, jobs)
+    specs = [_as_recorded(job, records[job.key]) for job in jobs]
+    states = {spec.key: job_state(records[spec.key], spec) for spec in specs}
+    return to_run(specs, states)
+
+
+def _as_recorded(job: JobSpec, record: JobRecord) -> JobSpec:
+    """A hub model whose revision is not in this machine's cache (a login node may not see
+    the nodes' HF cache) is taken at the commit its last run resolved the same revision to:
+    the tasks resolve from their cache, which holds that commit, not from the hub."""
+    model = job.model
+    if model.id is None or model.resolved_revision is not None:
+        return job
+    recorded = record.raw.get("model") if record.raw is not None else None
+    if not isinstance(recorded, dict) or recorded.get("revision") != model.revision:
+        return job
+    commit = recorded.get("resolved_revision")
+    if not isinstance(commit, str):
+        return job
+    return job.model_copy(update={"model": model.model_copy(update={"resolved_revision": commit})})

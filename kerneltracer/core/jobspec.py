@@ -1,0 +1,103 @@
+"""A job's spec: one (model, tracer, mode, phase) to run in one worker.
+
+A :class:`JobSpec` is written to ``JOB.json`` in the job dir and is all the worker knows.
+Its :attr:`JobSpec.request` is what a finished job must match to be bypassed: the same
+tracer and version, model and revision, framework, device, mode, dtype and options.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from kerneltracer.core import layout
+from kerneltracer.jsonio import stable_hash
+
+
+class ModelRef(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    display: str
+    slug: str
+    id: str | None = None
+    path: str | None = None  # absolute local directory, for `path:` models
+    local_dir: str | None = None  # where the worker loads from, set before the run starts
+    revision: str | None = None
+    resolved_revision: str | None = None
+    trust_remote_code: bool = False
+
+
+class JobSpec(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    # "<model slug>/<tracer>[.train][.decode|.generate]": unique in a run, the job dir too.
+    key: str
+    model: ModelRef
+    tracer: str
+    tracer_version: str
+    exclusive_group: str | None
+    framework: str
+    mode: str
+    device: str
+    dtype: str
+    batch_size: int
+    seq_len: int
+    options: dict[str, Any]
+    timeout_s: float
+    max_rss_gb: float | None
+    phase: str = "prefill"
+    new_tokens: int = 8
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> JobSpec:
+        # A copy must not inherit hashes cached from the fields it changes.
+        copy = super().model_copy(update=update, deep=deep)
+        for name in _CACHED:
+            copy.__dict__.pop(name, None)
+        return copy
+
+    @cached_property
+    def options_hash(self) -> str:
+        return stable_hash(self.options)
+
+    @cached_property
+    def request(self) -> dict[str, Any]:
+        """The fields a finished job must match to count as complete for this request."""
+        return {
+            "tracer": self.tracer,
+            "tracer_version": self.tracer_version,
+            "model_id": self.model.id,
+            "model_path": self.model.path,
+            "revision": self.model.resolved_revision or self.model.revision,
+            "trust_remote_code": self.model.trust_remote_code,
+            "framework": self.framework,
+            "device": self.device,
+            "mode": self.mode,
+            "dtype": self.dtype,
+            "batch_size": self.batch_size,
+            "seq_len": self.seq_len,
+            "options_hash": self.options_hash,
+            # Only when not the default, so runs from before phases existed stay complete.
+            **({"phase": self.phase} if self.phase != "prefill" else {}),
+            **({"new_tokens": self.new_tokens} if self.phase == "generate" else {}),
+        }
+
+    @cached_property
+    def request_hash(self) -> str:
+        return stable_hash(self.request)
+
+    def job_dir(self, run_dir: Path) -> Path:
+        return layout.job_dir(run_dir, self.key)
+
+
+_CACHED = ("options_hash", "request", "request_hash")
+
+
+def slugify(text: str) -> str:
+    """A single safe path component: hub ``org/name`` becomes ``org--name``."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", text.replace("/", "--")).strip(".-")
+    return slug or "model"

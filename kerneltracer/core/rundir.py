@@ -1,0 +1,261 @@
+"""The one reader of run dirs: :class:`RunDir` (manifests, job dirs) and :class:`JobRecord`.
+
+Every command that looks at a finished or running run (status, analyze, report, coverage,
+diff, slurm) reads jobs through here, so they agree on which job dirs exist and on what a
+missing, truncated or foreign status file means. A record parses its status file once with
+orjson (cheap: a run of thousands of jobs is read on every ``status``) and validates it
+with pydantic only when a view asks for the typed :attr:`JobRecord.status`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+
+from kerneltracer.core import layout
+from kerneltracer.core.manifest import ManifestJob, RunManifest, manifest_paths, read_manifest
+from kerneltracer.core.status import SCHEMA_VERSION, TraceStatus
+from kerneltracer.errors import RunDirError
+
+
+class StatusProblem(StrEnum):
+    """Why a job has no usable status."""
+
+    MISSING = "missing"  # no status file: never ran, or still running
+    UNREADABLE = "unreadable"  # the file exists but cannot be read (I/O, permissions)
+    NOT_JSON = "not_json"  # truncated or corrupt
+    OTHER_SCHEMA = "other_schema"  # not an object, or another schema_version
+    INVALID = "invalid"  # this schema, but fields missing or of the wrong type
+
+    @property
+    def text(self) -> str:
+        return _PROBLEM_TEXT[self]
+
+
+_PROBLEM_TEXT = {
+    StatusProblem.MISSING: "no status file",
+    StatusProblem.UNREADABLE: "status file unreadable",
+    StatusProblem.NOT_JSON: "status file is not valid JSON",
+    StatusProblem.OTHER_SCHEMA: "status file is of another schema",
+    StatusProblem.INVALID: "status file does not match the status schema",
+}
+
+
+@dataclass
+class JobRecord:
+    """One job dir as found on disk, with its status file parsed (or why it cannot be)."""
+
+    key: str  # "<model slug>/<column>", the job dir under jobs/
+    job_dir: Path
+    raw: dict[str, Any] | None  # the status file's object, of this schema version
+    read_problem: StatusProblem | None  # set exactly when raw is None
+    detail: str = ""  # the OS error, for UNREADABLE
+    planned: ManifestJob | None = None  # the manifest's entry, if a manifest planned it
+    parts: layout.JobKey = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.parts = layout.JobKey.parse(self.key)
+
+    @classmethod
+    def read(cls, job_dir: Path | str, key: str, planned: ManifestJob | None = None) -> JobRecord:
+        path = os.path.join(job_dir, layout.STATUS_FILE)
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except FileNotFoundError:
+            return cls(key, Path(job_dir), None, StatusProblem.MISSING, planned=planned)
+        except OSError as exc:
+            return cls(key, Path(job_dir), None, StatusProblem.UNREADABLE, str(exc), planned)
+        try:
+            raw = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            return cls(key, Path(job_dir), None, StatusProblem.NOT_JSON, planned=planned)
+        if not isinstance(raw, dict) or raw.get("schema_version") != SCHEMA_VERSION:
+            return cls(key, Path(job_dir), None, StatusProblem.OTHER_SCHEMA, planned=planned)
+        return cls(key, Path(job_dir), raw, None, planned=planned)
+
+    @classmethod
+    def known(
+        cls, job_dir: Path, key: str, raw: dict[str, Any] | None, planned: ManifestJob | None
+    ) -> JobRecord:
+        """A record of a status already in memory (read by the planner, or just written)."""
+        if raw is None:
+            return cls(key, job_dir, None, StatusProblem.MISSING, planned=planned)
+        return cls(key, job_dir, raw, None, planned=planned)
+
+    @cached_property
+    def status(self) -> TraceStatus | None:
+        """The validated status; None when there is none or it does not validate."""
+        if self.raw is None:
+            return None
+        try:
+            return TraceStatus.model_validate(self.raw)
+        except ValidationError:
+            return None
+
+    @property
+    def problem(self) -> StatusProblem | None:
+        """Why :attr:`status` is None (validating it if that is not known yet)."""
+        if self.read_problem is not None:
+            return self.read_problem
+        return StatusProblem.INVALID if self.status is None else None
+
+    @property
+    def problem_text(self) -> str:
+        problem = self.problem
+        if problem is None:
+            return ""
+        return f"{problem.text}: {self.detail}" if self.detail else problem.text
+
+    # What a view shows about the job, from the best source there is: the status file,
+    # else the manifest's entry, else the key itself.
+    @property
+    def tracer(self) -> str:
+        return _first_str(self._raw("tracer"), self.planned and self.planned.tracer) or (
+            self.parts.tracer
+        )
+
+    @property
+    def model(self) -> str:
+        model = self._raw("model")
+        display = model.get("display") if isinstance(model, dict) else None
+        return _first_str(display, self.planned and self.planned.model) or self.parts.slug
+
+    @property
+    def mode(self) -> str:
+        return _first_str(self._raw("mode"), self.planned and self.planned.mode) or self.parts.mode
+
+    @property
+    def phase(self) -> str:
+        found = _first_str(self._raw("phase"), self.planned and self.planned.phase)
+        return found or self.parts.phase
+
+    @property
+    def status_value(self) -> str | None:
+        """The status string as written (not validated), or None without a status."""
+        value = self._raw("status")
+        return value if isinstance(value, str) else None
+
+    @property
+    def reason(self) -> str | None:
+        """The one-line reason: the error's root cause for failures, else the status reason."""
+        error = self._raw("error")
+        cause = error.get("root_cause") if isinstance(error, dict) else None
+        return _first_str(cause, self._raw("reason"))
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        """Output paths as listed (relative to the job dir; unchecked, may be unsafe)."""
+        listed = self._raw("outputs")
+        if not isinstance(listed, list):
+            return ()
+        return tuple(str(o["path"]) for o in listed if isinstance(o, dict) and "path" in o)
+
+    @property
+    def status_path(self) -> Path:
+        return self.job_dir / layout.STATUS_FILE
+
+    @property
+    def analysis_dir(self) -> Path:
+        return self.job_dir / layout.ANALYSIS_DIR
+
+    def _raw(self, name: str) -> Any:
+        return None if self.raw is None else self.raw.get(name)
+
+
+def _first_str(*values: Any) -> str | None:
+    return next((v for v in values if isinstance(v, str) and v), None)
+
+
+class RunDir:
+    """A run dir: its manifests and its job dirs. Opening one checks that it is one."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    @classmethod
+    def open(cls, path: Path) -> RunDir:
+        if not Path(path).is_dir():
+            raise RunDirError(f"run dir {path} does not exist")
+        run = cls(path)
+        if not run.manifest_paths() and not run.jobs_root.is_dir():
+            raise RunDirError(
+                f"{path} is not a kerneltracer run dir "
+                f"(no {layout.RUN_MANIFEST}, no {layout.JOBS_DIR}/)"
+            )
+        return run
+
+    @property
+    def jobs_root(self) -> Path:
+        return self.path / layout.JOBS_DIR
+
+    def job_dir(self, key: str) -> Path:
+        return layout.job_dir(self.path, key)
+
+    def manifest_paths(self) -> list[Path]:
+        return manifest_paths(self.path)
+
+    def manifests(self) -> list[RunManifest]:
+        """Every readable manifest (run.json, shards' run.<tag>.json), by file name."""
+        found = (read_manifest(p) for p in self.manifest_paths())
+        return [m for m in found if m is not None]
+
+    def planned(self, manifests: Iterable[RunManifest] | None = None) -> dict[str, ManifestJob]:
+        """Every job a manifest planned, by key, in plan order (the first entry wins)."""
+        out: dict[str, ManifestJob] = {}
+        for manifest in self.manifests() if manifests is None else manifests:
+            for job in manifest.jobs:
+                out.setdefault(job.key, job)
+        return out
+
+    def job_dirs(self) -> list[str]:
+        """The key of every directory two levels under jobs/, sorted (model, then column)."""
+        keys: list[str] = []
+        for model in _subdirs(self.jobs_root):
+            keys += [f"{model}/{job}" for job in _subdirs(self.jobs_root / model)]
+        return keys
+
+    def started_job_keys(self) -> list[str]:
+        """Job dirs a worker or the orchestrator wrote into (a JOB.json or a status file)."""
+        return [
+            key
+            for key in self.job_dirs()
+            if any(
+                os.path.isfile(f"{self.jobs_root}/{key}/{name}")
+                for name in (layout.STATUS_FILE, layout.JOB_FILE)
+            )
+        ]
+
+    def record(self, key: str, planned: ManifestJob | None = None) -> JobRecord:
+        return JobRecord.read(self.job_dir(key), key, planned)
+
+    def records(
+        self, keys: Iterable[str] | None = None, manifests: Iterable[RunManifest] | None = None
+    ) -> list[JobRecord]:
+        """Planned jobs in plan order, then started ones no manifest lists; unsafe keys
+        (from a tampered manifest) are dropped. Only ``keys`` when given."""
+        planned = self.planned(manifests)
+        started = self.started_job_keys()
+        ordered = list(planned) + sorted(set(started) - set(planned))
+        wanted = None if keys is None else set(keys)
+        return [
+            self.record(key, planned.get(key))
+            for key in ordered
+            if layout.is_safe_key(key) and (wanted is None or key in wanted)
+        ]
+
+
+def _subdirs(path: Path) -> list[str]:
+    try:
+        with os.scandir(path) as entries:
+            return sorted(e.name for e in entries if e.is_dir())
+    except OSError:
+        return []
