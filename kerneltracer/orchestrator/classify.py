@@ -12,11 +12,10 @@ import signal
 from dataclasses import dataclass
 from pathlib import Path
 
+from kerneltracer.core.rootcause import last_exception_line
 from kerneltracer.core.status import JobStatus
 from kerneltracer.core.stop import StopReason
 
-# A Python exception line as printed at the end of a traceback: "pkg.Error: message".
-_EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Failure|Fault))\b:?(.*)$")
 _STDLIB = re.compile(r"/lib/python3\.\d+/(?!site-packages/|dist-packages/)|^<frozen")
 _FAULT_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+) in (\S+)')
 
@@ -57,7 +56,7 @@ def classify_exit(
         frame = fault_frame(tail)
         at = f" at {frame}" if frame else ""
         return Outcome(JobStatus.CRASHED, f"{sig} (exit {returncode}){where}{at}", sig)
-    line = root_cause_line(tail)
+    line = last_exception_line(tail)
     return Outcome(
         JobStatus.FAILED, line or f"worker exited with code {returncode}{where} and no status", sig
     )
@@ -73,17 +72,6 @@ def read_tail(log_path: Path, max_bytes: int = 64 * 1024) -> list[str]:
     except OSError:
         return []
     return data.decode("utf-8", errors="replace").splitlines()
-
-
-def root_cause_line(lines: list[str]) -> str | None:
-    """The last exception line of the log, else its last non-empty line."""
-    for line in reversed(lines):
-        if _EXC_LINE.match(line.strip()):
-            return line.strip()[:500]
-    for line in reversed(lines):
-        if line.strip():
-            return line.strip()[:500]
-    return None
 
 
 def fault_frame(lines: list[str]) -> str | None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from kerneltracer.core.rootcause import Chain, exception_line, root_cause
 from kerneltracer.orchestrator.snapshot import (
     BIN_WEIGHT_PATTERNS,
     cached_commit,
@@ -93,7 +94,7 @@ def classify_error(exc: BaseException, req: FetchRequest) -> FetchResult:
 
     repo, rev = req.repo_id, req.revision or "main"
     out = DownloadOutcome.ERROR
-    why = f"download of {repo}@{rev} failed: {_one_line(exc)}"
+    why = f"download of {repo}@{rev} failed: {exception_line(exc, 300, lines=2)}"
     # GatedRepoError is a RepositoryNotFoundError: the order matters.
     if isinstance(exc, GatedRepoError):
         out, why = (
@@ -108,29 +109,19 @@ def classify_error(exc: BaseException, req: FetchRequest) -> FetchResult:
     elif isinstance(exc, IncompleteSnapshotError):
         out = DownloadOutcome.INCOMPLETE
         why = f"cached snapshot of {repo}@{rev} is incomplete and the hub cannot repair it"
-        why += f" ({_cause(exc)})"
+        why += f" ({_hub_cause(exc)})"
     elif isinstance(exc, LocalEntryNotFoundError) and is_offline():
         out = DownloadOutcome.NOT_FOUND
         why = f"{repo}@{rev} is not in the local cache and HF_HUB_OFFLINE is set"
     elif isinstance(exc, LocalEntryNotFoundError | HfHubHTTPError):
-        why = f"hub error for {repo}@{rev}: {_cause(exc)}"
+        why = f"hub error for {repo}@{rev}: {_hub_cause(exc)}"
     commit = cached_commit(Path(req.cache_dir), repo, req.revision)
     return FetchResult(outcome=out, reason=why, commit=commit)
 
 
-def _cause(exc: BaseException) -> str:
-    """The innermost error's first line: the HTTP status or network failure behind it."""
-    inner: BaseException = exc
-    while inner.__cause__ is not None:
-        inner = inner.__cause__
-    return _one_line(inner)
-
-
-def _one_line(exc: BaseException) -> str:
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    text = " ".join(lines[:2]) if lines else ""
-    text = text if len(text) <= 300 else text[:297] + "..."
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+def _hub_cause(exc: BaseException) -> str:
+    """The HTTP status or network failure the hub chained behind its own error."""
+    return root_cause(exc, Chain.CAUSES, 300, lines=2)
 
 
 def result_path(request: Path) -> Path:

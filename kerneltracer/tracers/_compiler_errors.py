@@ -13,6 +13,8 @@ import logging
 import traceback
 from pathlib import Path
 
+from kerneltracer.core.rootcause import Chain, exception_line, innermost
+
 log = logging.getLogger("kerneltracer.tracers")
 
 _MAX_LINE = 400
@@ -24,26 +26,10 @@ class CompilerError(RuntimeError):
     """torch.compile (or a graph capture) failed; the message is the compiler's root cause."""
 
 
-def innermost(exc: BaseException) -> BaseException:
-    """Follow causes and contexts, suppressed ones too, to the first error raised."""
-    seen = {id(exc)}
-    while True:
-        inner = getattr(exc, "inner_exception", None)
-        nxt = inner if isinstance(inner, BaseException) else exc.__cause__ or exc.__context__
-        if nxt is None or id(nxt) in seen:
-            return exc
-        seen.add(id(nxt))
-        exc = nxt
-
-
 def root_cause_line(exc: BaseException) -> str:
     """``Type: first line`` of the innermost error, with the user frame Dynamo reports."""
-    root = innermost(exc)
-    text = str(root).strip()
-    first = text.splitlines()[0] if text else ""
-    if len(first) > _MAX_MESSAGE:
-        first = first[: _MAX_MESSAGE - 3] + "..."
-    line = f"{type(root).__name__}: {first}".rstrip(": ")
+    root = innermost(exc, Chain.ALL)
+    line = exception_line(root, _MAX_MESSAGE)
     frame = _user_frame(exc)
     if frame:
         line += f" [at {frame}]"

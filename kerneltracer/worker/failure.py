@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-import traceback
 
+from kerneltracer.core.rootcause import exception_line, innermost, location, message
 from kerneltracer.errors import UnsupportedError
 from kerneltracer.status import ErrorInfo, JobStatus
 
@@ -16,50 +16,25 @@ ALLOCATOR_ERROR = re.compile(
 )
 
 
-def root_of(exc: BaseException) -> BaseException:
-    """The innermost exception of a chain: explicit causes first, then implicit context."""
-    seen = {id(exc)}
-    while True:
-        nxt = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
-        if nxt is None or id(nxt) in seen:
-            return exc
-        seen.add(id(nxt))
-        exc = nxt
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0][:400] if text else ""
-
-
-def _location(exc: BaseException) -> str | None:
-    frames = traceback.extract_tb(exc.__traceback__)
-    if not frames:
-        return None
-    f = frames[-1]
-    return f"{f.filename}:{f.lineno} in {f.name}"
-
-
 def classify_exception(exc: BaseException, phase: str | None) -> tuple[JobStatus, ErrorInfo]:
-    root = root_of(exc)
+    root = innermost(exc)
     chain = [exc, root]
     if any(isinstance(e, UnsupportedError) for e in chain):
         status = JobStatus.UNSUPPORTED
     elif any(
         isinstance(e, MemoryError)
         or type(e).__name__ == "OutOfMemoryError"
-        or ALLOCATOR_ERROR.search(_first_line(e))
+        or ALLOCATOR_ERROR.search(message(e))
         for e in chain
     ):
         status = JobStatus.OOM
     else:
         status = JobStatus.FAILED
-    line = f"{type(root).__name__}: {_first_line(root)}".rstrip(": ")
     info = ErrorInfo(
         type=type(exc).__name__,
-        message=_first_line(exc),
-        root_cause=line,
-        location=_location(root) or _location(exc),
+        message=message(exc),
+        root_cause=exception_line(root),
+        location=location(root) or location(exc),
         phase=phase,
     )
     return status, info

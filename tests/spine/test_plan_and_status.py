@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from kerneltracer.config import load_config
+from kerneltracer.core.rootcause import last_exception_line
 from kerneltracer.jobs import JobSpec, plan_jobs
-from kerneltracer.orchestrator.classify import classify_exit, fault_frame, root_cause_line
+from kerneltracer.orchestrator.classify import classify_exit, fault_frame
 from kerneltracer.orchestrator.planner import plan_run
 from kerneltracer.status import (
     JobStatus,
@@ -121,7 +122,7 @@ def test_classify_exit_cases(tmp_path: Path) -> None:
     )
     assert classify_exit(-15, "interrupt: got SIGINT", log, None).status == JobStatus.INTERRUPTED
     assert classify_exit(-9, "memory: too big", log, None).status == JobStatus.OOM
-    assert root_cause_line([]) is None
+    assert last_exception_line([]) is None
 
 
 def test_fault_frame_prefers_the_crashing_threads_code() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 
+from kerneltracer.core.rootcause import is_exception_line
 from kerneltracer.status import ErrorInfo, JobStatus
 from kerneltracer.worker.failure import ALLOCATOR_ERROR
 
@@ -12,9 +13,6 @@ from kerneltracer.worker.failure import ALLOCATOR_ERROR
 _ENGINE_LINE = re.compile(
     r"^\((?P<proc>[A-Za-z_:-]*(?:EngineCore|Worker)[^)]*?)(?: pid=\d+)?\) "
     r"(?:ERROR|CRITICAL) \S+ \S+ \[[^\]]*\] ?(?P<msg>.*)$"
-)
-_EXCEPTION_LINE = re.compile(
-    r"^(?:[A-Za-z_][\w.]*\.)?[A-Za-z_]\w*(?:Error|Exception|Exit|Fault)\b.*"
 )
 
 
@@ -27,7 +25,7 @@ def engine_root_cause(log_text: str) -> tuple[str, str] | None:
         if m is None:
             continue
         msg = m.group("msg").strip()
-        if _EXCEPTION_LINE.match(msg):
+        if is_exception_line(msg):
             found = (msg[:400], m.group("proc"))
     return found
 
