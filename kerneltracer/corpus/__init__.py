@@ -4,9 +4,10 @@
 - ``build``: read every ok torch_dispatch job of a run dir into a :class:`Corpus`;
 - ``export``: write it as Parquet (typed schema in ``schema``) and operator_inp logs;
 - ``operator_inp``: writer and eval-free parser of the operator_inp text format;
-- ``replay`` / ``replay_worker``: run each signature in isolated worker subprocesses;
+- ``replay``: run each signature in isolated worker subprocesses (the torch side is
+  kerneltracer.worker.replay);
 - ``readiness``: which ops a backend lacks, per model, and which ones to add first.
 
-Nothing here imports torch at import time; the replay worker and the dispatch-key support
-check import it lazily.
+Nothing here imports torch: the replay worker and the dispatch-key query live in
+kerneltracer.worker.replay.
 """

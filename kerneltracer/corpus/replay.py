@@ -1,6 +1,6 @@
 """Replay a corpus: run every selected signature on real inputs, in isolated workers.
 
-Signatures go to ``python -m kerneltracer.corpus.replay_worker`` in batches (one process
+Signatures go to ``python -m kerneltracer.worker.replay.main`` in batches (one process
 start per batch, not per op). The worker appends one result line per signature as it
 finishes, so when an op crashes the worker (SIGSEGV, abort, OOM kill) or hangs, the parent
 marks exactly that signature ``crashed`` / ``timeout`` and starts a new worker on the rest
@@ -141,7 +141,7 @@ def _run_worker(
     }
     batch_file.write_bytes(orjson.dumps(payload))
     out.write_bytes(b"")
-    cmd = [options.python, "-m", "kerneltracer.corpus.replay_worker", str(batch_file), str(out)]
+    cmd = [options.python, "-m", "kerneltracer.worker.replay.main", str(batch_file), str(out)]
     log = out.with_suffix(".log")
     with log.open("wb") as err:  # a file, not a pipe: a chatty op must not block on it
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)

@@ -102,21 +102,10 @@ def _csv_entries(path: Path, text: str) -> list[str]:
 
 def support_from_dispatch_key(key: str) -> Support:
     """Ops with a kernel (own or via a composite alias) for ``key`` in this torch."""
-    import torch
+    from kerneltracer.worker.replay.dispatcher import dispatch_keys, kernel_lookup
 
-    valid = sorted(torch._C.DispatchKey.__members__)
+    valid = dispatch_keys()
     if key not in valid:
         raise UsageError(f"unknown dispatch key {key!r}; choose one of: {', '.join(valid)}")
-    has_kernel = torch._C._dispatch_has_computed_kernel_for_dispatch_key
-
-    def supports(op: str) -> bool:
-        parts = op.split(".")
-        if len(parts) != 3:
-            return False
-        name = f"{parts[0]}::{parts[1]}" + ("" if parts[2] == "default" else f".{parts[2]}")
-        try:
-            return bool(has_kernel(name, key))
-        except RuntimeError:  # not an op of this torch
-            return False
-
-    return Support(f"dispatch key {key} (torch {torch.__version__})", supports)
+    version, supports = kernel_lookup(key)
+    return Support(f"dispatch key {key} (torch {version})", supports)

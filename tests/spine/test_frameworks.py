@@ -79,12 +79,10 @@ def test_no_framework_branch_in_the_worker_outside_its_loaders() -> None:
     assert hits == []
 
 
-# Outside worker/ and tracers/, only code whose subject is torch itself may import it: the
-# torch.fx optimiser and the ATen replay (its isolated worker, the inputs it builds, and the
-# dispatcher query behind `readiness --dispatch-key`). None of them may import transformers
-# or vLLM: loading models is the huggingface framework's (worker/frameworks/huggingface/).
-TORCH_SUBJECT = ("kerneltracer/fx/", "kerneltracer/corpus/replay_worker.py",
-                 "kerneltracer/corpus/inputs.py", "kerneltracer/corpus/support.py")
+# Outside worker/ and tracers/, only the torch.fx optimiser may import torch: torch.fx graphs
+# are its subject. It may not import transformers or vLLM: loading models is the huggingface
+# framework's (worker/frameworks/huggingface/).
+TORCH_SUBJECT = ("kerneltracer/fx/",)
 FRAMEWORK_HOMES = ("kerneltracer/worker/", "kerneltracer/tracers/")
 
 

@@ -1,4 +1,4 @@
-"""Build real arguments from recorded values (imports torch: replay worker only).
+"""Build real arguments from recorded values (the replay worker's tensors).
 
 Tensors get random data with the recorded shape, strides and dtype; integer tensors stay
 within the recorded ``min``..``max`` (indices must be in bounds), others are small

@@ -1,4 +1,4 @@
-"""The replay worker: ``python -m kerneltracer.corpus.replay_worker BATCH.json RESULTS.jsonl``.
+"""The replay worker: ``python -m kerneltracer.worker.replay.main BATCH.json RESULTS.jsonl``.
 
 Runs each signature of the batch in order and appends one JSON line per signature to
 RESULTS (flushed before the next one starts), so when an op kills the process the parent
@@ -62,7 +62,7 @@ def _die_with_parent(parent: int | None) -> None:
 def replay_one(item: dict[str, Any], device: Any, repeats: int) -> dict[str, Any]:
     import torch
 
-    from kerneltracer.corpus.inputs import (
+    from kerneltracer.worker.replay.tensors import (
         InputError,
         actual_specs,
         apply_constraints,
