@@ -14,7 +14,6 @@ from kerneltracer.core.status import (
     host_pid,
     incomplete_reason,
     now_iso,
-    read_raw_status,
     read_status,
     write_status,
 )
@@ -31,7 +30,6 @@ __all__ = [
     "host_pid",
     "incomplete_reason",
     "now_iso",
-    "read_raw_status",
     "read_status",
     "write_status",
 ]

@@ -17,7 +17,6 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
-import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from kerneltracer.core.jobspec import JobSpec
@@ -156,22 +155,6 @@ def describe_output(job_dir: Path, rel: str, kind: str | None = None) -> OutputF
     return OutputFile(
         path=rel, size=st.st_size, sha256=sha256_file(path), mtime_ns=st.st_mtime_ns, kind=kind
     )
-
-
-def read_raw_status(job_dir: str | Path) -> dict[str, Any] | None:
-    """The status file as a plain dict, cheaply: what planning a finished run needs.
-
-    Full validation costs ~10x more than orjson alone; the bypass check below reads only a
-    few fields and treats any missing or mistyped one as an invalid status.
-    """
-    try:
-        with open(os.path.join(job_dir, STATUS_FILE), "rb") as fh:
-            data = orjson.loads(fh.read())
-    except (OSError, orjson.JSONDecodeError):
-        return None
-    if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
-        return None
-    return data
 
 
 def incomplete_reason(

@@ -48,6 +48,15 @@ class CpuCallBuilder:
         self.labels_json = _as_json(self.labels)
         self.scope_id_json = sid_json
 
+    def _spans(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Start, end, parent scope row and that scope's name index, for ``rows``."""
+        t = self.trace
+        ts = t.ts[rows]
+        parent = self.parent[rows]
+        # -1 (no scope) indexes the trailing None of both tables.
+        parent_name_idx = np.where(parent >= 0, t.name[np.maximum(parent, 0)], -1)
+        return ts, ts + t.dur[rows], parent, parent_name_idx
+
     def build(
         self,
         rows: np.ndarray,
@@ -56,11 +65,7 @@ class CpuCallBuilder:
         end_iso: list[str | None],
     ) -> list[dict[str, Any]]:
         t = self.trace
-        ts = t.ts[rows]
-        end = ts + t.dur[rows]
-        parent = self.parent[rows]
-        # -1 (no scope) indexes the trailing None of both tables.
-        parent_name_idx = np.where(parent >= 0, t.name[np.maximum(parent, 0)], -1)
+        ts, end, parent, parent_name_idx = self._spans(rows)
         events = [
             {
                 "id": f"e{p}",
@@ -115,10 +120,7 @@ class CpuCallBuilder:
         ``build``'s dicts (per-value ``repr`` would cost more than the dicts did); the
         caller passes only rows with finite timestamps, which JSON can hold."""
         t = self.trace
-        ts = t.ts[rows]
-        end = ts + t.dur[rows]
-        parent = self.parent[rows]
-        parent_name_idx = np.where(parent >= 0, t.name[np.maximum(parent, 0)], -1)
+        ts, end, parent, parent_name_idx = self._spans(rows)
         corr = [
             b',"correlation_id":%d' % c if c >= 0 else b"" for c in t.correlation[rows].tolist()
         ]
