@@ -20,7 +20,6 @@ threads when it forks: ``fork`` copies only the calling thread.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import faulthandler
 import multiprocessing
 import os
@@ -37,9 +36,10 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Generic, Literal, TypeVar
 
+from kerneltracer.worker.lifeline import arm_parent_death
+
 R = TypeVar("R")
 
-_PR_SET_PDEATHSIG = 1
 # A timed-out task is sent this first so that faulthandler writes where it hangs into the
 # task's log, then its process group is killed.
 _DUMP_SIGNAL = signal.SIGUSR1
@@ -218,7 +218,8 @@ class _Pool(Generic[R]):
 def _spawn(task: Callable[[int], R], limits: Limits) -> _Worker:
     context = multiprocessing.get_context("fork")
     ours, theirs = context.Pipe()
-    process = context.Process(target=_serve, args=(theirs, task, limits), name="kt-analysis")
+    args = (theirs, task, limits, os.getpid())
+    process = context.Process(target=_serve, args=args, name="kt-analysis")
     process.start()
     theirs.close()
     with contextlib.suppress(OSError):  # the child does it too; whoever runs first wins
@@ -226,10 +227,13 @@ def _spawn(task: Callable[[int], R], limits: Limits) -> _Worker:
     return _Worker(process, ours)
 
 
-def _serve(conn: Connection, task: Callable[[int], object], limits: Limits) -> None:
+def _serve(
+    conn: Connection, task: Callable[[int], object], limits: Limits, parent: int
+) -> None:
     """The worker's loop: receive a task index, reply (True, result) or (False, Raised)."""
     os.setpgid(0, 0)
-    _die_with_parent()
+    if not arm_parent_death(signal.SIGKILL, parent):
+        os._exit(1)
     if limits.max_memory_bytes:
         ceiling = limits.max_memory_bytes
         resource.setrlimit(resource.RLIMIT_DATA, (ceiling, ceiling))
@@ -263,14 +267,6 @@ def _raised(exc: BaseException) -> Raised:
         "".join(traceback.format_exception(exc)),
         isinstance(exc, MemoryError),
     )
-
-
-def _die_with_parent() -> None:
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() == 1:  # the parent died before prctl took effect
-        os._exit(1)
 
 
 def _death_reason(exitcode: int | None) -> str:

@@ -37,14 +37,20 @@ def install(expected_parent: int | None, last_words: Callable[[str], None] | Non
         _take_tree_down(signum, frame)
 
     signal.signal(signal.SIGTERM, on_term)
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
-    except (OSError, AttributeError):
-        pass  # not Linux: the orchestrator's own group kill still applies
-    # The orchestrator may have died before prctl took effect: then nobody will signal us.
-    if expected_parent is not None and os.getppid() != expected_parent:
+    if not arm_parent_death(signal.SIGTERM, expected_parent):
         on_term(signal.SIGTERM, None)
+
+
+def arm_parent_death(sig: int, expected_parent: int | None) -> bool:
+    """Have the kernel send ``sig`` to this process when its parent dies (even by SIGKILL).
+
+    Returns False when the parent is already gone: it died before the signal was armed, so
+    nobody will send it and the caller must act now. Off Linux nothing is armed (the
+    parent's own group kill still applies) and this returns True.
+    """
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+    return expected_parent is None or os.getppid() == expected_parent
 
 
 def _take_tree_down(signum: int, frame: FrameType | None) -> None:

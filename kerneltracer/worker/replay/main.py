@@ -7,6 +7,7 @@ knows exactly which one did: the first signature without a line.
 
 from __future__ import annotations
 
+import signal
 import statistics
 import sys
 import time
@@ -14,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
+from kerneltracer.worker.lifeline import arm_parent_death
 
 # Enough samples for a stable median, and calls per sample so each one is well above
 # the timer's resolution for ops of a few microseconds.
@@ -28,7 +31,10 @@ def main(argv: list[str]) -> int:
     import torch
 
     batch = orjson.loads(Path(argv[0]).read_bytes())
-    _die_with_parent(batch.get("parent"))
+    # A replay killed hard (SIGKILL) must not leave a worker stuck in a hanging op.
+    parent = batch.get("parent")
+    if parent is not None and not arm_parent_death(signal.SIGKILL, parent):
+        sys.exit(1)
     for module in batch.get("imports") or []:
         importlib.import_module(module)
     device = torch.device(batch["device"])
@@ -43,20 +49,6 @@ def main(argv: list[str]) -> int:
             out.write(orjson.dumps(result) + b"\n")
             out.flush()
     return 0
-
-
-def _die_with_parent(parent: int | None) -> None:
-    """A replay killed hard (SIGKILL) must not leave a worker stuck in a hanging op."""
-    if parent is None or not sys.platform.startswith("linux"):
-        return
-    import ctypes
-    import os
-    import signal
-
-    pr_set_pdeathsig = 1
-    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
-    if os.getppid() != parent:  # the parent died before the signal was armed
-        sys.exit(1)
 
 
 def replay_one(item: dict[str, Any], device: Any, repeats: int) -> dict[str, Any]:
