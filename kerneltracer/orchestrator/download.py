@@ -326,7 +326,7 @@ def _finish(fetch: _Fetch, timed_out: bool, limits: _Limits) -> ModelDownload:
     try:
         answer = FetchResult.model_validate(read_json(result_path(fetch.request)))
     except (OSError, ValueError):
-        rc = fetch.proc.popen.returncode
+        rc = fetch.proc.returncode
         why = f"download of {ref.id} ended (exit {rc}) without a result: {_last_line(fetch.log)}"
         return _result(ref, DownloadOutcome.ERROR, reason=why, fetched=True, duration_s=took)
     if answer.outcome != DownloadOutcome.OK:

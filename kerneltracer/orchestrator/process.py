@@ -15,8 +15,24 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import psutil
+
+
+class ProcessHandle(Protocol):
+    """What the watcher needs of a worker's leader: a Popen, or a forked child whose exit
+    code a preloaded server relays (kerneltracer.orchestrator.forkserver.ForkedChild)."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
 
 
 @dataclass
@@ -27,7 +43,7 @@ class TreeSample:
 
 @dataclass
 class WorkerProcess:
-    popen: subprocess.Popen[bytes]
+    handle: ProcessHandle
     started: float
     known: dict[int, psutil.Process] = field(default_factory=dict)
     peak_rss_bytes: int = 0
@@ -47,17 +63,25 @@ class WorkerProcess:
                 start_new_session=True,
                 close_fds=True,
             )
-        proc = cls(popen=popen, started=time.monotonic())
+        return cls.watch(popen)
+
+    @classmethod
+    def watch(cls, handle: ProcessHandle) -> WorkerProcess:
+        proc = cls(handle=handle, started=time.monotonic())
         with contextlib.suppress(psutil.Error):
-            proc.known[popen.pid] = psutil.Process(popen.pid)
+            proc.known[handle.pid] = psutil.Process(handle.pid)
         return proc
 
     @property
     def pid(self) -> int:
-        return self.popen.pid
+        return self.handle.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.handle.returncode
 
     def poll(self) -> int | None:
-        return self.popen.poll()
+        return self.handle.poll()
 
     def sample(self) -> TreeSample:
         """RSS of the whole tree (worker + every live descendant ever seen)."""
@@ -104,16 +128,16 @@ class WorkerProcess:
         self.sample()
         for _ in range(50):
             self.signal_tree(signal.SIGKILL)
-            self.popen.poll()
+            self.handle.poll()
             if not self.alive():
                 break
             time.sleep(0.02)
         with contextlib.suppress(subprocess.TimeoutExpired):
-            self.popen.wait(timeout=5)
+            self.handle.wait(timeout=5)
 
     def alive(self) -> bool:
         """True while any process of the group or any tracked descendant lives."""
-        self.popen.poll()
+        self.handle.poll()
         try:
             os.killpg(self.pid, 0)
             return True
