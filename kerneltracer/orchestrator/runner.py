@@ -29,7 +29,6 @@ from kerneltracer.orchestrator.events import NullObserver, RunObserver
 from kerneltracer.orchestrator.forkserver import ForkedChild
 from kerneltracer.orchestrator.planner import Chain, PlannedJob, RunPlan
 from kerneltracer.orchestrator.preload import Preloader
-from kerneltracer.orchestrator.process import WorkerProcess
 from kerneltracer.status import (
     JobStatus,
     TraceStatus,
@@ -38,6 +37,7 @@ from kerneltracer.status import (
     read_status,
     write_status,
 )
+from kerneltracer.supervisor import WorkerProcess
 
 GiB = 1024**3
 
