@@ -52,12 +52,20 @@ class ForkServer:
 
     @classmethod
     def start(
-        cls, python: str, framework: str, hints: list[str], env: dict[str, str], log_path: Path
+        cls,
+        python: str,
+        framework: str,
+        hints: list[str],
+        env: dict[str, str],
+        log_path: Path,
+        label: str = "",
     ) -> ForkServer:
-        """Start and preload; raises ServerGone when it refuses or cannot start."""
+        """Start and preload; raises ServerGone when it refuses or cannot start.
+        ``label`` (the run dir) goes on its command line, for ``ps``."""
         req_r, req_w = os.pipe()
         resp_r, resp_w = os.pipe()
         argv = [python, "-m", "kerneltracer.worker.forkserver", str(req_r), str(resp_w)]
+        argv += [label] if label else []
         try:
             with open(log_path, "ab", buffering=0) as log:
                 popen = subprocess.Popen(

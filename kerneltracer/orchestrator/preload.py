@@ -89,8 +89,11 @@ class Preloader:
                 python_for(framework, self.interpreters),
                 framework,
                 self.hints.get(framework, []),
-                self.base_env,
+                # torch.cuda.is_available() through NVML, so an import that asks does
+                # not initialise the CUDA driver in the server (a fork could not use it).
+                {**self.base_env, "PYTORCH_NVML_BASED_CUDA_CHECK": "1"},
                 log_dir / f"worker-server.{framework}.log",
+                label=str(self.run_dir),
             )
         except (ServerGone, OSError) as exc:
             self._give_up(framework, f"the {framework} worker server did not start: {exc}")

@@ -1,7 +1,7 @@
 """The preloaded worker: one process per framework interpreter imports the framework once,
 then forks one child per job, so a light job pays milliseconds of start-up, not seconds.
 
-``python -m kerneltracer.worker.forkserver REQ_FD RESP_FD``: requests arrive as JSON lines
+``python -m kerneltracer.worker.forkserver REQ_FD RESP_FD [RUN_DIR]``: requests arrive as JSON lines
 on REQ_FD, replies leave on RESP_FD (stdout and stderr are the server's log, where import
 warnings may go). The orchestrator's side is ``kerneltracer.orchestrator.forkserver``.
 
@@ -127,6 +127,11 @@ def _preload(framework: str, hints: list[str]) -> dict[str, Any]:
     import kerneltracer.tracers.registry
     import kerneltracer.worker.main  # noqa: F401
 
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        # A forked child cannot use a CUDA context its parent made: spawn instead.
+        return {"op": "refused", "why": "CUDA was initialised while preloading"}
+
     return {
         "op": "ready",
         "pid": os.getpid(),
@@ -190,8 +195,12 @@ def _apply_env_to_preloaded() -> None:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2 or not all(a.isdigit() for a in argv):
-        print("usage: python -m kerneltracer.worker.forkserver REQ_FD RESP_FD", file=sys.stderr)
+    # RUN_DIR is only a label: `ps` shows which run a server belongs to.
+    if len(argv) not in (2, 3) or not all(a.isdigit() for a in argv[:2]):
+        print(
+            "usage: python -m kerneltracer.worker.forkserver REQ_FD RESP_FD [RUN_DIR]",
+            file=sys.stderr,
+        )
         return 2
     server = _Server(int(argv[0]), int(argv[1]))
 

@@ -109,3 +109,38 @@ def test_a_dead_server_falls_back_to_spawning(tmp_path: Path, kt_env: dict[str, 
     assert "huggingface worker server stopped" in first["reason"]
     assert status_of(run_dir, "faulty-kill_server/torch_profiler")["status"] == "ok"
     assert "its jobs start fresh interpreters from now on" in proc.stderr
+
+
+def test_sigkill_of_the_run_leaves_no_server_and_no_worker(
+    tmp_path: Path, kt_env: dict[str, str]
+) -> None:
+    """The server carries the run dir on its command line, so this sees it too: after the
+    orchestrator's SIGKILL, the server (parent-death signal) and its forked worker go."""
+    import signal
+
+    from tests.helpers import kt_popen, processes_under, wait_until
+
+    model = make_faulty_model(tmp_path / "models", "slow", seconds=600, name="slow")
+    cfg = write_config(
+        tmp_path / "config.yaml",
+        [{"path": str(model), "trust_remote_code": True}],
+        defaults={"tracers": ["torch_dispatch"]},
+    )
+    run_dir = tmp_path / "run"
+    orchestrator = kt_popen("run", str(cfg), "--kill-grace", "2", env=kt_env)
+    started = run_dir / "jobs/slow/torch_dispatch/slow.started"
+    try:
+        assert wait_until(started.exists, timeout=120), "the slow job never started"
+        # A forked worker keeps its server's command line; the server is the run's child.
+        forked = [p for p in processes_under(run_dir) if "forkserver" in " ".join(p.cmdline())]
+        servers = [p for p in forked if p.ppid() == orchestrator.pid]
+        assert len(servers) == 1, "the job did not start from a preloaded server"
+        assert [p.ppid() for p in forked if p not in servers] == [servers[0].pid]
+        orchestrator.send_signal(signal.SIGKILL)
+        orchestrator.wait(timeout=60)
+    finally:
+        if orchestrator.poll() is None:
+            orchestrator.kill()
+    assert wait_until(lambda: processes_under(run_dir) == [], timeout=30), processes_under(run_dir)
+    st = status_of(run_dir, "slow/torch_dispatch")
+    assert st["status"] == "interrupted", st
