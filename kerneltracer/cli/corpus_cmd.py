@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from kerneltracer.cli.options import device_options
+from kerneltracer.cli.options import device_options, echo_problems
 
 TOP_SHOWN = 10
 
@@ -58,8 +58,7 @@ def corpus(
         raise RunDirError(f"run dir {run_dir} does not exist")
     out = out_dir if out_dir is not None else run_dir / "report" / "corpus"
     built = build_corpus(run_dir)
-    for p in built.problems:
-        click.echo(f"unreadable input: {p.path}: {p.reason}", err=True)
+    echo_problems([f"{p.path}: {p.reason}" for p in built.problems])
     if strict and built.problems:
         raise KernelTracerError(f"{len(built.problems)} unreadable input(s) and --strict")
     written = write_corpus(built, out, device)

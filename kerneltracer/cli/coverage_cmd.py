@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from kerneltracer.cli.options import device_options
+from kerneltracer.cli.options import device_options, echo_problems
 
 
 @click.command()
@@ -51,8 +51,7 @@ def coverage(
         raise RunDirError(f"run dir {run_dir} does not exist")
     out = out_dir if out_dir is not None else run_dir / "report" / "coverage"
     cov = build_coverage(run_dir, device)
-    for p in cov.problems:
-        click.echo(f"unreadable input: {p.path}: {p.reason}", err=True)
+    echo_problems([f"{p.path}: {p.reason}" for p in cov.problems])
     for b in cov.bad_rows:
         kinds = ", ".join(f"{n} {k}" for k, n in sorted(b.counts.items()))
         click.echo(f"malformed rows skipped: {b.path}: {b.total} ({kinds})", err=True)

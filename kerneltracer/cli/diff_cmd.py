@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from kerneltracer.cli.options import echo_problems
+
 if TYPE_CHECKING:
     from kerneltracer.coverage.diff_schema import DiffReport
 
@@ -122,5 +124,11 @@ def _print_summary(report: DiffReport, max_lines: int) -> None:
         click.echo(f"  {line}")
     if len(lines) > max_lines:
         click.echo(f"  ... {len(lines) - max_lines} more in diff.json / diff.html")
-    for p in report.problems:
-        click.echo(f"unreadable input in run {p.run.upper()}: {p.path}: {p.reason}", err=True)
+    echo_problems(
+        [f"{p.path}: {p.reason}" for p in report.problems if p.run == "a"],
+        "unreadable input in run A",
+    )
+    echo_problems(
+        [f"{p.path}: {p.reason}" for p in report.problems if p.run == "b"],
+        "unreadable input in run B",
+    )

@@ -103,3 +103,16 @@ def input_limit_options(func: F) -> F:
         f"limit. Default {format_size(DEFAULT_MAX_BYTES)} (or ${SIZE_ENV}).",
     )(func)
     return func
+
+
+PROBLEMS_SHOWN = 20
+
+
+def echo_problems(lines: list[str], prefix: str = "unreadable input") -> None:
+    """One stderr line per unreadable input, the first PROBLEMS_SHOWN of them: a run of
+    thousands of damaged jobs must not bury the summary (--strict still counts them all)."""
+    for line in lines[:PROBLEMS_SHOWN]:
+        click.echo(f"{prefix}: {line}", err=True)
+    if len(lines) > PROBLEMS_SHOWN:
+        more = len(lines) - PROBLEMS_SHOWN
+        click.echo(f"{prefix}: ... and {more} more ({len(lines)} in all)", err=True)

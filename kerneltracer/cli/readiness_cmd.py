@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kerneltracer.cli.options import device_options
+from kerneltracer.cli.options import device_options, echo_problems
 
 if TYPE_CHECKING:
     from kerneltracer.corpus.model import Signature
@@ -112,6 +112,5 @@ def _signatures(path: Path) -> tuple[list[Signature], tuple[str, ...]]:
         sigs = read_signatures(path)
         return sigs, tuple(sorted({m for s in sigs for m in s.models}))
     built = build_corpus(path)
-    for p in built.problems:
-        click.echo(f"unreadable input: {p.path}: {p.reason}", err=True)
+    echo_problems([f"{p.path}: {p.reason}" for p in built.problems])
     return built.signatures, built.models

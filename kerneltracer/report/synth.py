@@ -121,9 +121,13 @@ def _write_outputs(
             + "".join(f"{op},{v['calls']},1\n" for op, v in summary["ops"].items())
         ).encode()
     elif writes == ArtefactKind.KEY_AVERAGES:
-        header = "name,input_shapes,calls,cpu_time_total_us,self_cpu_time_total_us\n"
+        # The columns the profiler tracer writes (a CPU run: no device time).
+        header = (
+            "name,input_shapes,calls,cpu_time_total_us,self_cpu_time_total_us,"
+            "self_device_time_total_us\n"
+        )
         rows = "".join(
-            f'{op.replace("aten.", "aten::").rsplit(".", 1)[0]},"[[1, 8]]",2,{10 + n},{5 + n}\n'
+            f'{op.replace("aten.", "aten::").rsplit(".", 1)[0]},"[[1, 8]]",2,{10 + n},{5 + n},0\n'
             for n, op in enumerate(ops)
         )
         files["key_averages.csv"] = (header + rows).encode()
