@@ -5,7 +5,9 @@ PY := $(VENV)/bin/python
 KT := $(VENV)/bin/kerneltracer
 # torch is pinned so pip takes the local CPU wheel instead of a CUDA build from PyPI.
 PIP_INSTALL := $(PY) -m pip install --disable-pip-version-check -c constraints.txt
+# Two stamps: what running needs (make demo), and the test/lint/peer tools on top (make test).
 STAMP := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.installed-dev
 MODELS := models/tiny
 # vLLM lives in its own venv (it pins torch and transformers); its workers run there.
 VLLM_VENV ?= .venv-vllm
@@ -15,7 +17,7 @@ VLLM_PY := $(VLLM_VENV)/bin/python
 VLLM_STAMP := $(VLLM_VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: help install vllm demo demo-vllm test lint bench models clean
+.PHONY: help install install-dev vllm demo demo-vllm test lint bench models clean
 
 help:
 	@echo "make demo    set up, build tiny models, trace them, print the run dir"
@@ -29,10 +31,16 @@ $(STAMP): pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required")'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP_INSTALL) --upgrade pip setuptools wheel
+	$(PIP_INSTALL) -e .
+	touch $@
+
+$(DEV_STAMP): $(STAMP)
 	$(PIP_INSTALL) -e '.[dev,peers]'
 	touch $@
 
 install: $(STAMP)
+
+install-dev: $(DEV_STAMP)
 
 $(VLLM_STAMP): pyproject.toml $(VLLM_CONSTRAINTS)
 	test -x $(VLLM_PY) || $(PYTHON) -m venv $(VLLM_VENV)
@@ -58,10 +66,10 @@ demo: models
 	@echo "run dir: $(CURDIR)/runs/demo   (kerneltracer status runs/demo)"
 	@echo "report:  $(CURDIR)/runs/demo/report/index.html"
 
-test: install vllm
+test: install-dev vllm
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-lint: install
+lint: install-dev
 	$(VENV)/bin/ruff check kerneltracer tests bench
 	$(VENV)/bin/mypy
 
@@ -71,7 +79,7 @@ demo-vllm: models vllm
 	$(KT) report runs/vllm-demo
 	@echo "report:  $(CURDIR)/runs/vllm-demo/report/index.html"
 
-bench: models
+bench: models install-dev
 	$(PY) bench/bench_spine.py
 
 clean:
