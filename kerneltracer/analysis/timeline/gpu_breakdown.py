@@ -114,6 +114,13 @@ def select_gpu_work(trace: ChromeTrace, include_last_step: bool = False) -> GpuW
     return GpuWork(ts[idx], end[idx], trace.name[idx], ktype, trace.device[idx], excluded)
 
 
+def launched_before_last_step(trace: ChromeTrace) -> np.ndarray | None:
+    """Mask of rows HTA keeps (launched before the last ProfilerStep); None: all of them."""
+    ts, end = _rounded(trace)
+    mask: np.ndarray | None = _launched_in_steps(trace, trace.ph == PH_COMPLETE, ts, end, False)
+    return mask
+
+
 def _rounded(trace: ChromeTrace) -> tuple[np.ndarray, np.ndarray]:
     end = trace.ts + trace.dur
     if not trace.float_timestamps:
