@@ -1,4 +1,5 @@
-"""Our temporal and kernel breakdowns next to HTA 0.5.0's, run side by side on the GPU traces.
+"""Our temporal and kernel breakdowns next to traceinsight (HTA) 0.6.1's, side by side on the
+GPU traces (the same figures as HolisticTraceAnalysis 0.5.0 gave).
 
 Tolerance is 0.5 percentage points. The one intended difference (see gpu_breakdown's module
 docstring): HTA counts a host ``cpu_op`` that carries a ``stream`` arg as GPU time (Triton
@@ -29,7 +30,7 @@ def _hta(path: Path) -> Any:
     try:
         from hta.trace_analysis import TraceAnalysis
     except ImportError:
-        require(False, "holistictraceanalysis (HTA) 0.5.0")
+        require(False, "traceinsight 0.6.1 (the hta module)")
     logging.getLogger("hta").setLevel(logging.ERROR)
     return TraceAnalysis(trace_files={0: path.name}, trace_dir=str(path.parent))
 

@@ -22,6 +22,7 @@ plus the unattributed buckets add up to the trace's GPU time, each event counted
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,6 +75,13 @@ class Attribution:
     graph_launch: np.ndarray  # trace row of the graph launch that replayed it, -1 if none
     step: np.ndarray  # ProfilerStep number, -1 when outside every step
     instances: list[OpInstance] = field(default_factory=list)
+    make_instance: Callable[[int], int] | None = field(default=None, repr=False)
+
+    def instance_of(self, row: int) -> int:
+        """The op instance of a host op row (made now if no GPU event needed it yet)."""
+        if self.make_instance is None:
+            raise ValueError("this attribution cannot make op instances")
+        return self.make_instance(row)
 
     @property
     def dur(self) -> np.ndarray:
@@ -162,6 +170,7 @@ def attribute(trace: ChromeTrace) -> Attribution:
         graph_launch=graph_launch,
         step=steps.at(when),
         instances=instances.items,
+        make_instance=instances.of,
     )
 
 

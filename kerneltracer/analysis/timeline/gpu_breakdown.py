@@ -1,6 +1,7 @@
 """HTA's core numbers, computed independently: temporal and kernel breakdowns per rank.
 
-Definitions (HolisticTraceAnalysis 0.5.0, so the numbers can be compared):
+Definitions (HolisticTraceAnalysis 0.5.0, unchanged in traceinsight 0.6.1, so the numbers
+can be compared):
 
 * GPU work = kernel, memcpy, memset and cuda_sync events on a stream (sync waits occupy
   the stream and count as non-compute). Timestamps of traces written
