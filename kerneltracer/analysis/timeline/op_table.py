@@ -80,7 +80,7 @@ class OpRow:
             "mean_gpu_time_us": round(self.gpu_time_us / self.calls, 3) if self.calls else None,
             "launch_overhead_us": round(self.launch_overhead_us, 3),
             "queue_delay_us": round(self.queue_delay_us, 3),
-            "steps": len(self.steps),
+            "steps": len({s for s in self.steps if s >= 0}),
             "python_frame": self.python_frame,
             "est_flops": self.est_flops,
             "est_bytes": self.est_bytes,
