@@ -178,6 +178,7 @@ def test_registered_job_analysis(cpu_profiler_trace: Path, tmp_path: Path) -> No
     out = tmp_path / "analysis"
     written = analysis.run(job, out)
     assert out / "trace" / "report.html" in written and (out / "summary.json").is_file()
+    assert not (out / "trace" / "ops.csv").exists()  # a CPU-only trace: no kernels to attribute
     assert all(p.is_relative_to(out) for p in written)
     assert kind_from_name("profiles/rank0.pt.trace.json") == ArtefactKind.CHROME_TRACE
     assert kind_from_name("ops.json") is None

@@ -89,7 +89,7 @@ def write_trace_reports(
     for name, write in targets:
         write(out_dir / name)
         written.append(out_dir / name)
-    if a.ops is not None:
+    if a.ops is not None and a.ops.attribution.rows.size:  # no GPU work: nothing to attribute
         from kerneltracer.analysis.timeline.ops_files import write_ops_files
 
         written += write_ops_files(a.ops, out_dir, a.trace.path.name)
