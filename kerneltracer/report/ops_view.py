@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kerneltracer.analysis.timeline.ops_files import OPS_CSV, OPS_JSON, read_ops_csv
+from kerneltracer.analysis.timeline.ops_csv import OPS_CSV, OPS_JSON, read_ops_csv
 from kerneltracer.jobs import JOBS_DIR
 from kerneltracer.jsonio import atomic_write_text
 from kerneltracer.report.collect import RunData

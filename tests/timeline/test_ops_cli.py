@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from kerneltracer.analysis.timeline.ops_files import OPS_COLUMNS, read_ops_csv
+from kerneltracer.analysis.timeline.ops_csv import OPS_COLUMNS, read_ops_csv
 from tests.conftest import REPO_ROOT
 from tests.timeline.test_attribution import eager_events, replay_events
 from tests.timeline.traces import hta_path, write_trace

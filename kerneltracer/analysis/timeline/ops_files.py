@@ -13,54 +13,18 @@ from typing import Any
 from kerneltracer.analysis.timeline.attribution import METHODS, STATUS_TEXT, Attribution
 from kerneltracer.analysis.timeline.cuda_graphs import GraphJoin
 from kerneltracer.analysis.timeline.op_table import OpTable
+from kerneltracer.analysis.timeline.ops_csv import (
+    INT_COLUMNS,
+    KERNEL_COLUMNS,
+    KERNELS_CSV,
+    OPS_COLUMNS,
+    OPS_CSV,
+    OPS_HTML,
+    OPS_JSON,
+    OPS_PARQUET,
+    STR_COLUMNS,
+)
 from kerneltracer.jsonio import atomic_write_json, atomic_write_text, atomic_writer
-
-OPS_CSV = "ops.csv"
-OPS_PARQUET = "ops.parquet"
-KERNELS_CSV = "kernels_by_op.csv"
-OPS_JSON = "ops.json"
-OPS_HTML = "ops.html"
-OPS_COLUMNS = (
-    "op",
-    "input_shapes",
-    "input_dtypes",
-    "module",
-    "kind",
-    "calls",
-    "gpu_events",
-    "gpu_time_us",
-    "gpu_time_incl_us",
-    "mean_gpu_time_us",
-    "launch_overhead_us",
-    "queue_delay_us",
-    "steps",
-    "python_frame",
-    "est_flops",
-    "est_bytes",
-    "cost_category",
-    "achieved_tflops",
-    "achieved_tbs",
-    "intensity",
-    "bound",
-    "efficiency",
-    "device",
-)
-KERNEL_COLUMNS = (
-    "op",
-    "input_shapes",
-    "module",
-    "kernel",
-    "count",
-    "total_us",
-    "mean_us",
-    "min_us",
-    "max_us",
-)
-_INT_COLUMNS = frozenset({"calls", "gpu_events", "steps", "est_flops", "est_bytes"})
-_STR_COLUMNS = frozenset(
-    {"op", "input_shapes", "input_dtypes", "module", "kind", "python_frame"}
-    | {"cost_category", "bound", "device"}
-)
 
 
 @dataclass
@@ -138,39 +102,15 @@ def _parquet(path: Path, rows: list[dict[str, Any]]) -> Path:
     import pyarrow.parquet as pq
 
     def kind(col: str) -> Any:
-        if col in _INT_COLUMNS:
+        if col in INT_COLUMNS:
             return pa.int64()
-        return pa.string() if col in _STR_COLUMNS else pa.float64()
+        return pa.string() if col in STR_COLUMNS else pa.float64()
 
     schema = pa.schema([pa.field(c, kind(c), nullable=True) for c in OPS_COLUMNS])
     table = pa.Table.from_pylist([{c: r[c] for c in OPS_COLUMNS} for r in rows], schema=schema)
     with atomic_writer(path) as fh:
         pq.write_table(table, fh, compression="zstd")
     return path
-
-
-def read_ops_csv(path: Path) -> list[dict[str, Any]]:
-    """ops.csv rows with numbers typed (None for empty cells): what fleet views read."""
-    with path.open(newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    out = []
-    for r in rows:
-        typed: dict[str, Any] = {}
-        for k, v in r.items():
-            if k in _STR_COLUMNS or v is None:
-                typed[k] = v
-            else:
-                typed[k] = _number(v, k in _INT_COLUMNS)
-        out.append(typed)
-    return out
-
-
-def _number(text: str, integer: bool) -> int | float | None:
-    """A cell as a number; None for an empty or malformed one (a file edited by hand)."""
-    try:
-        return int(text) if integer else float(text)
-    except ValueError:
-        return None
 
 
 def compute_ops(
