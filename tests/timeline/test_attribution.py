@@ -238,3 +238,49 @@ def test_a_capture_that_does_not_fit_leaves_the_replays_unattributed(tmp_path: P
     join = join_capture(replay, other)
     assert (join.unmatched, join.kernels) == (2, 0)
     assert replay.unattributed_us() == {"graph_replay": 600.0}
+
+
+def test_odd_args_and_random_nesting_never_break_the_invariant(tmp_path: Path) -> None:
+    """Seeded random traces with odd arg types: attribution never raises, and every GPU
+    event lands in exactly one ops row."""
+    import random
+
+    rng = random.Random(24)
+    odd: list[Any] = [None, "x", -1, 2**70, 1.5, [], {}, [[1, "a"]], [[-3]], True]
+    for n in range(20):
+        events: list[dict[str, Any]] = []
+        for i in range(60):
+            ts = rng.uniform(0, 1000)
+            kind = rng.choice(["op", "launch", "kernel", "flow", "py"])
+            if kind == "op":
+                events.append(
+                    op(
+                        rng.choice(["aten::mm", "aten::add_", "aten::cat", "x::y"]),
+                        ts,
+                        rng.uniform(0, 100),
+                        **{
+                            "Input Dims": rng.choice([*odd, [[2, 3], [3, 4]]]),
+                            "Input type": rng.choice([*odd, ["float", "float"]]),
+                            "Concrete Inputs": rng.choice(odd),
+                            "External id": rng.choice([*odd, i]),
+                            "Module Hierarchy": rng.choice(odd),
+                        },
+                    )
+                )
+            elif kind == "launch":
+                name = rng.choice(["cudaLaunchKernel", "cudaGraphLaunch", "cudaMemcpyAsync"])
+                events.append(launch(ts, corr=rng.randrange(20), name=name, dur=rng.uniform(0, 9)))
+            elif kind == "kernel":
+                extra = {"External id": rng.choice(odd)}
+                events.append(kernel("k", ts, rng.uniform(0, 50), corr=rng.randrange(25), **extra))
+            elif kind == "flow":
+                events.append(
+                    flow(rng.choice("sf"), rng.choice([*odd, 3]), ts, gpu=rng.random() < 0.5)
+                )
+            else:
+                events.append(x("nn.Module: M_0", "python_function", ts, rng.uniform(0, 200)))
+        events.append(kernel("k", 0, 1, corr=1))  # at least one GPU event
+        a = _attr(tmp_path / f"t{n}.json", events)
+        table = op_table(a, load_devices().get("H100"))
+        assert sum(r.gpu_events for r in table.rows) == a.rows.size
+        assert sum(r.gpu_time_us for r in table.rows) == pytest.approx(a.total_us)
