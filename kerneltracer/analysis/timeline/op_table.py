@@ -13,6 +13,7 @@ on the recorded shapes; rates are those estimates over the op's measured direct 
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +34,7 @@ from kerneltracer.costmodel.profiler_args import (
     signature_outputs,
 )
 
+_INSTANCE = re.compile(r"_\d+(?=\.|$)")
 Key = tuple[str, ...]  # (op, input shapes, input dtypes, module group, kind)
 # Device names in traces (deviceProperties[].name) -> device table keys; longest first.
 _NAME_KEYS = ("MI300X", "MI250X", "MI250", "H200", "H100", "B200", "A100")
@@ -188,7 +190,9 @@ def op_table(a: Attribution, device: Device | None) -> OpTable:
 
 
 def _key(inst: OpInstance) -> Key:
-    module = module_group(inst.module) if inst.module else ""
+    # Python module events name instances (Linear_0, LlamaDecoderLayer_17): fold the index
+    # as module_group folds layer indices in paths, so rows are per module, not per layer.
+    module = _INSTANCE.sub("_*", module_group(inst.module)) if inst.module else ""
     return (inst.name, shapes_text(inst.dims), shapes_text(inst.types), module, inst.kind)
 
 
