@@ -327,3 +327,30 @@ def test_a_real_torch_profile_gives_module_path_shapes_and_cost(tmp_path: Path) 
     assert row.module == "Sequential_*.Linear_*"
     assert row.input_shapes == "[[16], [2, 8], [8, 16], [], []]"
     assert row.est_flops == 2 * 2 * 16 * 8 and row.gpu_time_us == 3.0
+
+
+def test_backward_ops_take_the_module_of_their_forward_op(tmp_path: Path) -> None:
+    bwd = {"tid": 2, "pid": 1}
+    events = [
+        x("nn.Module: Block_0", "python_function", 0, 100),
+        op("aten::addmm", 10, 50, **{"Sequence number": 5, "External id": 1}),
+        launch(20, corr=1),
+        kernel(MM, 30, 10, corr=1),
+        # the autograd thread, later: no module events around it
+        x(
+            "autograd::engine::evaluate_function: AddmmBackward0",
+            "cpu_op",
+            500,
+            100,
+            **bwd,
+            **{"Sequence number": 5},
+        ),
+        x("aten::mm", "cpu_op", 510, 50, **bwd),
+        x("cudaLaunchKernel", "cuda_runtime", 520, 5, correlation=2, **bwd),
+        kernel(MM, 530, 20, corr=2),
+    ]
+    a = _attr(tmp_path / "t.json", events)
+    modules = [a.instances[i].module for i in a.op.tolist()]
+    assert modules == ["Block_0", "Block_0 (backward)"]
+    table = op_table(a, None)
+    assert _row(table, "aten::mm").module == "Block_* (backward)"

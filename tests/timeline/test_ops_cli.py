@@ -39,6 +39,10 @@ def test_graph_replay_time_is_reported_on_a_real_trace(testdata_dir: Path, tmp_p
     # every GPU event in exactly one row: the rows add up to the trace's GPU time
     assert sum(r["gpu_time_us"] for r in rows) == pytest.approx(summary["gpu_time_us"])
     assert sum(r["gpu_events"] for r in rows) == summary["gpu_events"]
+    steps = summary["steps"]
+    assert sum(s["gpu_time_us"] for s in steps) == pytest.approx(summary["gpu_time_us"])
+    assert sum(s["attributed_us"] for s in steps) == pytest.approx(summary["attributed_us"])
+    assert len([s for s in steps if s["step"] is not None]) == 5  # ProfilerStep#548..552
     graph_us = summary["unattributed_us"]["graph_replay"]
     assert graph_us > 0 and 0 < summary["attributed_share"] < 1
     pct = f"{100 * graph_us / summary['gpu_time_us']:.1f}% inside CUDA graph replays"

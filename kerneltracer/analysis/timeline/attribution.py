@@ -313,6 +313,7 @@ class _Instances:
         complete = trace.ph == PH_COMPLETE
         py = np.flatnonzero(complete & trace.category_mask({"python_function"}))
         self.python = Nesting(py, trace.ts, trace.end, thread) if py.size else None
+        self._forward: dict[int, int] | None = None  # sequence number -> first op row
 
     def of(self, row: int) -> int:
         found = self.index.get(row)
@@ -326,6 +327,8 @@ class _Instances:
         module, frame = self._python_context(row)
         if a is not None and isinstance(a.module_hierarchy, str) and a.module_hierarchy:
             module = a.module_hierarchy
+        if not module and is_op and self.python is not None:
+            module = self._backward_module(row, parent)
         step = int(self.steps.at(np.array([t.ts[row]]))[0])
         self.items.append(
             OpInstance(
@@ -342,6 +345,33 @@ class _Instances:
         )
         self.index[row] = len(self.items) - 1
         return self.index[row]
+
+    def _backward_module(self, row: int, parent: int) -> str:
+        """An autograd op's module: that of the forward op with its sequence number (the
+        backward thread runs outside every module), marked ``(backward)``."""
+        if parent >= 0:  # the enclosing op already looked (and its children share it)
+            return self.items[parent].module
+        a = self.trace.op_args.get(row)
+        seq = a.sequence_number if a is not None else None
+        if type(seq) is not int:
+            return ""
+        forward = self.forward_rows().get(seq, row)
+        if forward == row:
+            return ""
+        module = self._python_context(forward)[0]
+        return f"{module} (backward)" if module else ""
+
+    def forward_rows(self) -> dict[int, int]:
+        """Sequence number -> the first op row carrying it (the forward op)."""
+        if self._forward is None:
+            t = self.trace
+            first: dict[int, int] = {}
+            for row in sorted(t.op_args, key=lambda r: float(t.ts[r])):
+                seq = t.op_args[row].sequence_number
+                if type(seq) is int and seq >= 0:
+                    first.setdefault(seq, row)
+            self._forward = first
+        return self._forward
 
     def _python_context(self, row: int) -> tuple[str, str]:
         """(module path, innermost frame) from the Python events enclosing the op."""

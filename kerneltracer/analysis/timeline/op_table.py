@@ -34,7 +34,7 @@ from kerneltracer.costmodel.profiler_args import (
     signature_outputs,
 )
 
-_INSTANCE = re.compile(r"_\d+(?=\.|$)")
+_INSTANCE = re.compile(r"_\d+(?=[. ]|$)")
 Key = tuple[str, ...]  # (op, input shapes, input dtypes, module group, kind)
 # Device names in traces (deviceProperties[].name) -> device table keys; longest first.
 _NAME_KEYS = ("MI300X", "MI250X", "MI250", "H200", "H100", "B200", "A100")

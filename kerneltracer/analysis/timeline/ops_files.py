@@ -46,6 +46,21 @@ class OpsResult:
             parts.append(f"{100 * us / total:.1f}% {STATUS_TEXT[status]}")
         return "; ".join(parts)
 
+    def per_step(self) -> list[dict[str, Any]]:
+        """GPU time and attributed GPU time per ProfilerStep (step None: outside steps)."""
+        a = self.attribution
+        dur, out = a.dur, []
+        for step in sorted(set(a.step.tolist())):
+            sel = a.step == step
+            out.append(
+                {
+                    "step": step if step >= 0 else None,
+                    "gpu_time_us": round(float(dur[sel].sum()), 3),
+                    "attributed_us": round(float(dur[sel & (a.status == 0)].sum()), 3),
+                }
+            )
+        return out
+
     def summary(self, top: int = 20) -> dict[str, Any]:
         a, t = self.attribution, self.table
         methods: dict[str, int] = {}
@@ -66,6 +81,7 @@ class OpsResult:
             "device": t.device,
             "unknown_ops": t.unknown_ops,
             "cuda_graphs": None if self.graphs is None else vars(self.graphs),
+            "steps": self.per_step(),
             "top_ops": [r.record() for r in t.rows[:top]],
         }
 
