@@ -354,3 +354,13 @@ def test_backward_ops_take_the_module_of_their_forward_op(tmp_path: Path) -> Non
     assert modules == ["Block_0", "Block_0 (backward)"]
     table = op_table(a, None)
     assert _row(table, "aten::mm").module == "Block_* (backward)"
+
+
+def test_ops_nested_thousands_deep(tmp_path: Path) -> None:
+    depth = 3000  # beyond Python's recursion limit
+    events = [op(f"aten::op{i}", i, 2 * depth - 2 * i) for i in range(depth)]
+    events += [launch(depth, corr=1, dur=1), kernel(MM, 2 * depth + 10, 7, corr=1)]
+    a = _attr(tmp_path / "deep.json", events)
+    assert a.instances[int(a.op[0])].name == f"aten::op{depth - 1}"
+    table = op_table(a, None)
+    assert _row(table, "aten::op0").gpu_time_incl_us == 7

@@ -316,13 +316,29 @@ class _Instances:
         self._forward: dict[int, int] | None = None  # sequence number -> first op row
 
     def of(self, row: int) -> int:
+        """The instance of host op ``row``, made (with its enclosing ops) on first need.
+
+        Iterative, outermost first: a trace nesting ops thousands deep must not meet
+        Python's recursion limit."""
         found = self.index.get(row)
         if found is not None:
             return found
+        chain = [row]
+        t = self.trace
+        while t.categories[int(t.cat[chain[-1]])] == "cpu_op":
+            parent_row = self.ops.parent(chain[-1])
+            if parent_row < 0 or parent_row in self.index:
+                break
+            chain.append(parent_row)
+        for r in reversed(chain):
+            self._make(r)
+        return self.index[row]
+
+    def _make(self, row: int) -> None:
         t = self.trace
         is_op = t.categories[int(t.cat[row])] == "cpu_op"
         parent_row = self.ops.parent(row) if is_op else -1
-        parent = self.of(parent_row) if parent_row >= 0 else -1
+        parent = self.index[parent_row] if parent_row >= 0 else -1
         a = t.op_args.get(row)
         module, frame = self._python_context(row)
         if a is not None and isinstance(a.module_hierarchy, str) and a.module_hierarchy:
@@ -344,7 +360,6 @@ class _Instances:
             )
         )
         self.index[row] = len(self.items) - 1
-        return self.index[row]
 
     def _backward_module(self, row: int, parent: int) -> str:
         """An autograd op's module: that of the forward op with its sequence number (the

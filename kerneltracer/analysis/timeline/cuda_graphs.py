@@ -177,25 +177,27 @@ def _assign(replay: Attribution, capture: Attribution, group: list[int], ops: li
 def _copy(
     replay: Attribution, source: list[OpInstance], i: int, copies: dict[int, int], step: int
 ) -> int:
-    """A copy of capture instance ``i`` (and its enclosing ops) for one replay: each replay
-    is one more call of the captured ops."""
-    found = copies.get(i)
-    if found is not None:
-        return found
-    inst = source[i]
-    parent = _copy(replay, source, inst.parent, copies, step) if inst.parent >= 0 else -1
-    replay.instances.append(
-        OpInstance(
-            name=inst.name,
-            dims=inst.dims,
-            types=inst.types,
-            concrete=inst.concrete,
-            module=inst.module,
-            frame=inst.frame,
-            parent=parent,
-            step=step,  # the replay's step, not the capture's
-            kind=inst.kind,
+    """A copy of capture instance ``i`` (and its enclosing ops, outermost first, without
+    recursion) for one replay: each replay is one more call of the captured ops."""
+    chain = [i]
+    while source[chain[-1]].parent >= 0 and chain[-1] not in copies:
+        chain.append(source[chain[-1]].parent)
+    for j in reversed(chain):
+        if j in copies:
+            continue
+        inst = source[j]
+        replay.instances.append(
+            OpInstance(
+                name=inst.name,
+                dims=inst.dims,
+                types=inst.types,
+                concrete=inst.concrete,
+                module=inst.module,
+                frame=inst.frame,
+                parent=copies[inst.parent] if inst.parent >= 0 else -1,
+                step=step,  # the replay's step, not the capture's
+                kind=inst.kind,
+            )
         )
-    )
-    copies[i] = len(replay.instances) - 1
+        copies[j] = len(replay.instances) - 1
     return copies[i]
