@@ -12,6 +12,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from kerneltracer.analysis.base import AnalysisJob
+from kerneltracer.analysis.timeline.job import TimelineAnalysis
 from kerneltracer.analysis.timeline.ops_csv import OPS_COLUMNS, read_ops_csv
 from tests.conftest import REPO_ROOT
 from tests.timeline.test_attribution import eager_events, replay_events
@@ -86,3 +88,16 @@ def test_bad_device_is_one_line(tmp_path: Path) -> None:
     assert "unknown device 'h1000'" in r.stderr and "H100" in r.stderr
     r = _cli(str(replay), "-o", str(tmp_path / "out"), "--capture-trace", str(tmp_path / "nope"))
     assert r.returncode == 2 and "nope" in r.stderr
+
+
+def test_the_analyze_job_writes_the_ops_files_for_a_gpu_trace(tmp_path: Path) -> None:
+    job_dir = tmp_path / "job"
+    job_dir.mkdir()
+    write_trace(job_dir / "trace.json.gz", eager_events())
+    job = AnalysisJob(job_dir, "torch_profiler", "tiny", "ok", ("trace.json.gz",))
+    out = tmp_path / "analysis"
+    written = TimelineAnalysis().run(job, out)
+    for name in ("ops.csv", "ops.parquet", "kernels_by_op.csv", "ops.json", "ops.html"):
+        assert out / "trace" / name in written
+    rows = read_ops_csv(out / "trace" / "ops.csv")
+    assert {r["op"] for r in rows if r["gpu_time_us"]} == {"aten::addmm", "aten::add", "aten::relu"}
