@@ -18,6 +18,8 @@ from tests.report.runs import make_run, status
 from tests.timeline.test_attribution import eager_events
 from tests.timeline.traces import write_trace
 
+SLOW = "org/slow<script>alert(1)</script>"  # display ids are untrusted text
+
 
 def _slower_gemm() -> list[dict[str, Any]]:
     """The same ops, the GEMM twice as slow (4 ms instead of 2)."""
@@ -29,7 +31,7 @@ def _slower_gemm() -> list[dict[str, Any]]:
 
 
 def _run_with_two_models(tmp_path: Path) -> Path:
-    keys = {"fast/torch_profiler": "org/fast", "slow/torch_profiler": "org/slow"}
+    keys = {"fast/torch_profiler": "org/fast", "slow/torch_profiler": SLOW}
     run = make_run(tmp_path / "run", {k: status(k, d) for k, d in keys.items()})
     for key, events in (
         ("fast/torch_profiler", eager_events()),
@@ -47,11 +49,11 @@ def _run_with_two_models(tmp_path: Path) -> Path:
 def test_the_same_op_across_models_with_its_efficiency(tmp_path: Path) -> None:
     run = _run_with_two_models(tmp_path)
     view = build_ops_view(collect_run(run))
-    assert view.models == ["org/fast", "org/slow"] and not view.problems
+    assert view.models == ["org/fast", SLOW] and not view.problems
     assert [s.share for s in view.shares] == [1.0, 1.0]
     key = next(k for k in view.ops if k[0] == "aten::addmm")
     assert next(iter(view.ops)) == key  # the most GPU time across models comes first
-    fast, slow = view.ops[key]["org/fast"], view.ops[key]["org/slow"]
+    fast, slow = view.ops[key]["org/fast"], view.ops[key][SLOW]
     assert (fast.gpu_time_us, slow.gpu_time_us) == (2000, 4000)
     assert fast.efficiency is not None and slow.efficiency is not None
     assert slow.efficiency == fast.efficiency / 2  # same work, twice the time
@@ -62,11 +64,12 @@ def test_report_writes_the_fleet_page_and_csv(tmp_path: Path) -> None:
     run = _run_with_two_models(tmp_path)
     result = build_report(run)
     page = (result.out_dir / "ops.html").read_text()
-    assert "aten::addmm" in page and "org/slow" in page and "100.0%" in page
+    assert "aten::addmm" in page and "100.0%" in page
+    assert "<script>alert" not in page and "org/slow&lt;script&gt;alert(1)" in page
     with (result.out_dir / FLEET_CSV).open() as fh:
         rows = list(csv.DictReader(fh))
     addmm = {r["model"]: r for r in rows if r["op"] == "aten::addmm"}
-    assert float(addmm["org/slow"]["gpu_time_us"]) == 4000
+    assert float(addmm[SLOW]["gpu_time_us"]) == 4000
     assert addmm["org/fast"]["bound"] == "compute" and addmm["org/fast"]["device"] == "H100"
     # a run without timeline analyses still gets the page, saying where the data comes from
     empty = make_run(tmp_path / "empty", {"m/torch_dispatch": status("m/torch_dispatch", "m")})
