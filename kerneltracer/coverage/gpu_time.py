@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kerneltracer.analysis.timeline.ops_csv import OPS_CSV, read_ops_csv
+from kerneltracer.errors import InputFileError
 
 ANALYSIS_DIR = Path("analysis") / "timeline"
 
@@ -23,7 +24,7 @@ def attributed_gpu_time(job_dir: Path) -> dict[str, float] | None:
     for path in sorted((job_dir / ANALYSIS_DIR).glob(f"*/{OPS_CSV}")):
         try:
             rows = read_ops_csv(path)
-        except (OSError, ValueError, KeyError):
+        except (InputFileError, OSError, ValueError, KeyError):
             return None  # a damaged file: the profiler's own time is the safer figure
         for row in rows:
             t = row.get("gpu_time_us") or 0.0

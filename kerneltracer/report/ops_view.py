@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from kerneltracer.analysis.timeline.ops_csv import OPS_CSV, OPS_JSON, read_ops_csv
+from kerneltracer.errors import InputFileError
+from kerneltracer.inputguard import read_input
 from kerneltracer.jobs import JOBS_DIR
 from kerneltracer.jsonio import atomic_write_text
 from kerneltracer.report.collect import RunData
@@ -121,8 +124,10 @@ def build_ops_view(run: RunData) -> OpsFleetView:
             path = base / rel
             try:
                 rows = read_ops_csv(path)
-                summary = json.loads((path.parent / OPS_JSON).read_text())
-            except (OSError, ValueError, KeyError) as exc:
+                summary = orjson.loads(read_input(path.parent / OPS_JSON, what="ops summary"))
+                if not isinstance(summary, dict):
+                    raise ValueError("ops.json is not an object")
+            except (InputFileError, OSError, ValueError, KeyError) as exc:
                 view.problems.append(f"{job.key}: {rel}: {exc}")
                 continue
             trace = str(Path(rel).parent)

@@ -74,3 +74,14 @@ def test_report_writes_the_fleet_page_and_csv(tmp_path: Path) -> None:
     # a run without timeline analyses still gets the page, saying where the data comes from
     empty = make_run(tmp_path / "empty", {"m/torch_dispatch": status("m/torch_dispatch", "m")})
     assert "No op attribution yet" in (build_report(empty).out_dir / "ops.html").read_text()
+
+
+def test_a_damaged_job_file_is_listed_not_fatal(tmp_path: Path) -> None:
+    run = _run_with_two_models(tmp_path)
+    ops_json = run / "jobs/fast/torch_profiler/analysis/timeline/trace/ops.json"
+    ops_json.write_text("[1, 2")
+    view = build_ops_view(collect_run(run))
+    assert [s.model for s in view.shares] == [SLOW]
+    (problem,) = view.problems
+    assert problem.startswith("fast/torch_profiler: trace/ops.csv")
+    assert "org/fast" not in view.models

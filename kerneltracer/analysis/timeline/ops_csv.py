@@ -4,8 +4,12 @@
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 from typing import Any
+
+from kerneltracer.errors import InputFileError
+from kerneltracer.inputguard import read_input_text
 
 OPS_CSV = "ops.csv"
 OPS_PARQUET = "ops.parquet"
@@ -56,9 +60,14 @@ STR_COLUMNS = frozenset(
 
 
 def read_ops_csv(path: Path) -> list[dict[str, Any]]:
-    """ops.csv rows with numbers typed (None for empty cells): what fleet views read."""
-    with path.open(newline="") as fh:
-        rows = list(csv.DictReader(fh))
+    """ops.csv rows with numbers typed (None for empty or malformed cells): what fleet
+    views read. Through the input guard (a run dir may come from anywhere); a file that
+    is not a readable CSV raises InputFileError."""
+    text = read_input_text(path, what="ops table")
+    try:
+        rows = list(csv.DictReader(io.StringIO(text, newline="")))
+    except csv.Error as exc:
+        raise InputFileError(f"{path}: malformed CSV ({exc})") from None
     out = []
     for r in rows:
         typed: dict[str, Any] = {}
