@@ -1,4 +1,4 @@
-"""Timeline analysis vs HTA 0.5.0: load + temporal breakdown + kernel breakdown.
+"""Timeline analysis vs traceinsight (HTA) 0.6.1: load + temporal breakdown + kernel breakdown.
 
 Each measurement runs in its own subprocess (fresh interpreter, imports included) so that
 peak memory is clean; the parent samples the RSS of the worker's whole process tree (HTA

@@ -36,6 +36,30 @@ from kerneltracer.inputguard import check_input_file
     is_flag=True,
     help="Fail (exit 1, no reports) if any event is malformed instead of counting and dropping it.",
 )
+@click.option(
+    "--no-ops",
+    is_flag=True,
+    help="Skip op → kernel attribution (ops.csv, kernels_by_op.csv, ops.html).",
+)
+@click.option(
+    "--capture-trace",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="A trace of the CUDA graph capture (or of an eager run of the same step): "
+    "attributes kernels replayed by graph launches to the captured ops.",
+)
+@click.option(
+    "--device",
+    default=None,
+    help="Device for the per-op roofline (default: the trace's GPU when the table has it).",
+)
+@click.option(
+    "--devices",
+    "devices_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="A YAML of devices merged over the built-in table.",
+)
 @input_limit_options
 def timeline(
     traces: tuple[Path, ...],
@@ -43,18 +67,30 @@ def timeline(
     no_inferscope: bool,
     include_last_step: bool,
     strict: bool,
+    no_ops: bool,
+    capture_trace: Path | None,
+    device: str | None,
+    devices_file: Path | None,
 ) -> None:
     """Analyse chrome traces (torch.profiler / Kineto / vLLM, .json or .json.gz).
 
     Each TRACE is one rank (its distributedInfo.rank, else its position). Writes per trace
-    report.json, report.md, report.html and inferscope_trace.json.gz; with several traces
-    summary.md also names the stragglers.
+    report.json, report.md, report.html and inferscope_trace.json.gz, and the op
+    attribution (ops.csv, ops.parquet, kernels_by_op.csv, ops.json, ops.html); with
+    several traces summary.md also names the stragglers.
     """
     from kerneltracer.analysis.timeline.loader import count_text
-    from kerneltracer.analysis.timeline.pipeline import TraceAnalysis
+    from kerneltracer.analysis.timeline.pipeline import OpsOptions, TraceAnalysis
     from kerneltracer.analysis.timeline.writer import run_timeline
 
-    for trace in traces:
+    ops = None if no_ops else OpsOptions(capture_trace, device, devices_file)
+    if ops is not None and (device or devices_file):
+        from kerneltracer.costmodel import load_devices
+
+        table = load_devices(devices_file)  # a bad file or name: one line, before any work
+        if device:
+            table.get(device)
+    for trace in [*traces, *([capture_trace] if capture_trace and not no_ops else [])]:
         try:
             check_input_file(trace, "trace file")
         except InputFileError as exc:
@@ -71,6 +107,8 @@ def timeline(
         if t.skipped_events:
             line += f", {count_text(t.skipped_events, 'unused event')} skipped"
         click.echo(line, err=True)
+        if a.ops is not None and a.ops.attribution.rows.size:
+            click.echo(f"  {a.ops.share_text()}", err=True)
 
     written = run_timeline(
         list(traces),
@@ -80,6 +118,7 @@ def timeline(
         strict=strict,
         on_trace=progress,
         on_analysed=counts,
+        ops=ops,
     )
     summary = out_dir / "summary.md"
     click.echo(f"wrote {len(written)} files to {out_dir} (start with {summary})")

@@ -198,8 +198,16 @@ def _attention(first: int, backward: bool, offsets_at: int | None = None) -> For
     def formula(c: Call) -> OpCost:
         b, h, lq, lk, dqk, dv = _attention_dims(c, first, offsets_at)
         depth = 3 * dqk + 2 * dv if backward else dqk + dv
+        flops = 2 * b * h * lq * lk * depth
+        if backward and c.outputs is None:
+            # Outputs not recorded (a profiler trace): the backward writes the gradients
+            # of query, key and value, each the size of its input.
+            grads = [values.nbytes(c.arg(first + i)) for i in range(3)]
+            if any(g is None for g in grads):
+                raise BadCall("attention backward: q/k/v sizes")
+            return c.cost(flops, ATTENTION, written=sum(g or 0 for g in grads))
         out = None if backward else b * h * lq * dv
-        return c.cost(2 * b * h * lq * lk * depth, ATTENTION, out_numel=out)
+        return c.cost(flops, ATTENTION, out_numel=out)
 
     return formula
 

@@ -200,7 +200,10 @@ def norm(spec: tuple[int, int, int], backward: bool = False) -> Formula:
 
     def formula(c: Call) -> OpCost:
         per = per_element if c.has_tensor(w_at) else per_element - 1
-        return c.cost(c.in_numel(x_at) * per * (2 if backward else 1), NORM)
+        n = c.in_numel(x_at)
+        # Outputs not recorded (a profiler trace): the normalised tensor (forward) or the
+        # input's gradient (backward) is written, the size of x; statistics are negligible.
+        return c.cost(n * per * (2 if backward else 1), NORM, out_numel=n)
 
     return formula
 

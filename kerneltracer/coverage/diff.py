@@ -44,6 +44,7 @@ class _Side:
                 self.jobs.setdefault(ref.model, {})[ref.tracer] = ref
         self.coverage: Coverage = coverage_from_refs(refs)
         self.tables: _Tables = self.coverage.by_job()
+        self.gpu_attributed = set(self.coverage.gpu_attributed)
         scan_problems = [r for r in refs if isinstance(r, InputProblem)]
         # A problem can come from the scan and from the coverage; each is listed once.
         unique = dict.fromkeys([*scan_problems, *self.coverage.problems])
@@ -91,11 +92,14 @@ def _model_diff(model: str, a: _Side, b: _Side, th: Thresholds) -> ModelDiff | N
             continue  # not ok or unreadable on one side: the status change or problem says so
         added += [SourceOp(source=source, op=op) for op in sorted(after.keys() - before.keys())]
         removed += [SourceOp(source=source, op=op) for op in sorted(before.keys() - after.keys())]
+        # Attributed GPU time in one run and profiler self time in the other do not compare.
+        gpu = (model, source) in a.gpu_attributed
+        same_time = gpu == ((model, source) in b.gpu_attributed)
         for op in sorted(before.keys() & after.keys()):
             old, new = before[op], after[op]
             if (old.calls, old.signatures) != (new.calls, new.signatures):
                 counts.append(_count_change(old, new))
-            change = _time_change(old, new, th)
+            change = _time_change(old, new, th, gpu) if same_time else None
             if change is not None:
                 times.append(change)
     if not (statuses or added or removed or counts or times):
@@ -140,7 +144,7 @@ def _count_change(old: OpUse, new: OpUse) -> CountChange:
     )
 
 
-def _time_change(old: OpUse, new: OpUse, th: Thresholds) -> TimeChange | None:
+def _time_change(old: OpUse, new: OpUse, th: Thresholds, gpu: bool) -> TimeChange | None:
     if old.self_time_us is None or new.self_time_us is None:
         return None
     delta = new.self_time_us - old.self_time_us
@@ -155,6 +159,7 @@ def _time_change(old: OpUse, new: OpUse, th: Thresholds) -> TimeChange | None:
         self_time_us_before=old.self_time_us,
         self_time_us_after=new.self_time_us,
         change=relative,
+        gpu_time=gpu,
     )
 
 

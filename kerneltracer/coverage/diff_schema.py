@@ -48,6 +48,11 @@ class TimeChange(_Strict):
     self_time_us_before: float
     self_time_us_after: float
     change: float | None = Field(description="(after - before) / before; null when before is 0")
+    gpu_time: bool = Field(
+        False,
+        description="the times are the GPU time attributed to the op (op attribution of a "
+        "trace with kernels) in both runs, not the profiler's self time",
+    )
 
 
 class ModelDiff(_Strict):

@@ -144,6 +144,8 @@ def summary(cov: Coverage, top: int = TOP_OPS) -> dict[str, Any]:
         "bad_rows": [asdict(b) for b in cov.bad_rows],
         "unique_ops": {s: cov.unique_ops(s) for s in sources},
         "top_ops_by_time": [{"op": op, "self_time_us": t} for op, t in cov.top_ops_by_time(top)],
+        # jobs whose self_time_us is the GPU time attributed to each op, not profiler self time
+        "gpu_attributed": [{"model": m, "source": s} for m, s in cov.gpu_attributed],
         "est_device": cov.est_device,
         "top_ops_by_est_time": [
             {"op": op, "est_time_lb_us": t} for op, t in cov.top_ops_by_est_time(top)

@@ -19,6 +19,7 @@ from pathlib import Path
 from kerneltracer.core.artefacts import ArtefactKind
 from kerneltracer.costmodel import DEFAULT_DEVICE, Device, load_devices
 from kerneltracer.coverage.costs import job_op_costs
+from kerneltracer.coverage.gpu_time import attributed_gpu_time
 from kerneltracer.coverage.scan import InputProblem, JobRef, iter_job_refs
 from kerneltracer.coverage.sources import READERS, SOURCE_KINDS, SourceError, source_artefacts
 from kerneltracer.jobs import JOBS_DIR
@@ -68,6 +69,8 @@ class Coverage:
     # Models read from jobs with weights fake: their op counts are real, no time is measured.
     fake_models: tuple[str, ...] = ()
     est_device: str = ""  # the device the estimated times are for
+    # (model, source) whose self_time_us is the GPU time attributed to each op (ops.csv)
+    gpu_attributed: tuple[tuple[str, str], ...] = ()
     _index: dict[str, dict[str, dict[str, OpUse]]] = field(
         init=False, repr=False, compare=False, hash=False, default_factory=dict
     )
@@ -186,6 +189,7 @@ class _Reading:
     problems: list[tuple[InputProblem, str | None]] = field(default_factory=list)
     not_ok: list[tuple[str, str, str]] = field(default_factory=list)
     fake: set[str] = field(default_factory=set)
+    gpu_attributed: set[tuple[str, str]] = field(default_factory=set)
 
     def add(self, ref: JobRef, writers: frozenset[str]) -> None:
         if ref.status != "ok":
@@ -211,8 +215,12 @@ class _Reading:
             self.bad_rows.append(BadRows(ref.key, _run_rel(ref, result.path), dict(result.bad)))
         self.read.append((ref.model, ref.tracer))
         ests = job_op_costs(ref, self.device) if kind == ArtefactKind.DISPATCH_SUMMARY else {}
+        gpu = None if kind == ArtefactKind.DISPATCH_SUMMARY else attributed_gpu_time(ref.job_dir)
+        if gpu is not None:
+            self.gpu_attributed.add((ref.model, ref.tracer))
         for r in result.rows:
             est = ests.get(r.op)
+            time_us = r.self_time_us if gpu is None else gpu.get(r.op, 0.0)
             self.uses.append(
                 OpUse(
                     r.op,
@@ -220,7 +228,7 @@ class _Reading:
                     ref.tracer,
                     r.calls,
                     r.signatures,
-                    r.self_time_us,
+                    time_us,
                     *((est.flops, est.bytes, est.time_us) if est else ()),
                 )
             )
@@ -256,6 +264,7 @@ def coverage_from_refs(
         source_kinds=tuple(sorted((s, str(k)) for s, k in acc.kinds.items())),
         fake_models=tuple(sorted(acc.fake)),
         est_device=acc.device.key,
+        gpu_attributed=tuple(sorted(acc.gpu_attributed)),
     )
 
 

@@ -11,11 +11,13 @@ from kerneltracer.jsonio import atomic_write_json, atomic_write_text
 from kerneltracer.report.collect import RunData, collect_run
 from kerneltracer.report.coverage_view import CoverageView, build_coverage_view, unavailable
 from kerneltracer.report.exports import jobs_csv, run_summary
+from kerneltracer.report.ops_view import FLEET_CSV, build_ops_view, write_fleet_csv
 from kerneltracer.report.readiness_view import build_readiness_view
 from kerneltracer.report.render import (
     render_coverage,
     render_index,
     render_model,
+    render_ops,
     render_readiness,
 )
 from kerneltracer.report.views import page_name
@@ -57,6 +59,10 @@ def build_report(run_dir: Path, out_dir: Path | None = None) -> ReportResult:
     _remove_stale_pages(models_dir, {Path(rel).name for rel in pages})
     _write(result, out_dir / "coverage.html", render_coverage(run, cov))
     _write(result, out_dir / "readiness.html", render_readiness(run, build_readiness_view(out_dir)))
+    ops = build_ops_view(run)
+    result.warnings += ops.problems
+    result.data_files.append(write_fleet_csv(ops, out_dir / FLEET_CSV))
+    _write(result, out_dir / "ops.html", render_ops(run, ops, FLEET_CSV))
 
     atomic_write_json(out_dir / "run_summary.json", run_summary(run, note))
     atomic_write_text(out_dir / "jobs.csv", jobs_csv(run.jobs))

@@ -17,6 +17,8 @@ from markupsafe import Markup
 
 from kerneltracer.report.collect import PHASES, ModelRow, RunData
 from kerneltracer.report.coverage_view import CoverageView
+from kerneltracer.report.ops_view import TOP as TOP_OPS
+from kerneltracer.report.ops_view import OpsFleetView
 from kerneltracer.report.readiness_view import ReadinessView
 from kerneltracer.report.views import (
     fmt_duration,
@@ -95,6 +97,10 @@ def render_model(run: RunData, model: ModelRow, jobs_base: str) -> str:
 
 def render_coverage(run: RunData, cov: CoverageView) -> str:
     return _page("coverage.html.j2", "", run=run, cov=cov)
+
+
+def render_ops(run: RunData, view: OpsFleetView, fleet_csv: str) -> str:
+    return _page("ops.html.j2", "", run=run, view=view, fleet_csv=fleet_csv, top=TOP_OPS)
 
 
 def render_readiness(run: RunData, view: ReadinessView) -> str:

@@ -1,4 +1,5 @@
-"""Our temporal and kernel breakdowns next to HTA 0.5.0's, run side by side on the GPU traces.
+"""Our temporal and kernel breakdowns next to traceinsight (HTA) 0.6.1's, side by side on the
+GPU traces (the same figures as HolisticTraceAnalysis 0.5.0 gave).
 
 Tolerance is 0.5 percentage points. The one intended difference (see gpu_breakdown's module
 docstring): HTA counts a host ``cpu_op`` that carries a ``stream`` arg as GPU time (Triton
@@ -20,7 +21,7 @@ from kerneltracer.analysis.timeline.gpu_breakdown import (
 )
 from kerneltracer.analysis.timeline.loader import load_chrome_trace
 from tests.conftest import require
-from tests.timeline.traces import GPU_TRACES, hta_path
+from tests.timeline.traces import GPU_TRACES, hta_path, kernel, write_trace, x
 
 TOL = 0.5
 
@@ -29,7 +30,7 @@ def _hta(path: Path) -> Any:
     try:
         from hta.trace_analysis import TraceAnalysis
     except ImportError:
-        require(False, "holistictraceanalysis (HTA) 0.5.0")
+        require(False, "traceinsight 0.6.1 (the hta module)")
     logging.getLogger("hta").setLevel(logging.ERROR)
     return TraceAnalysis(trace_files={0: path.name}, trace_dir=str(path.parent))
 
@@ -110,3 +111,28 @@ def test_including_the_last_step_matches_hta(testdata_dir: Path, key: str) -> No
     assert ours.kernel_time_us >= default.kernel_time_us
     if key == "nccl":
         assert ours.kernel_time_us > default.kernel_time_us  # its last step really adds work
+
+
+def test_compute_on_overlapping_streams_is_the_union_and_host_events_are_not_gpu_time(
+    tmp_path: Path,
+) -> None:
+    """The MI300X discrepancy (issue 24: same kernel time, HTA's compute higher), reduced:
+    two streams run compute kernels at once, and a Triton launcher ``cpu_op`` carries a
+    ``stream`` arg. Both tools count overlapping kernels once (a union over streams); HTA
+    also counts the host launcher's interval as GPU compute, so where the launch does not
+    overlap a kernel its compute grows while the span (first to last GPU event) does not."""
+    events = [
+        kernel("gemm_a", 0, 100, stream=7, corr=1),
+        kernel("gemm_b", 50, 100, stream=9, corr=2),  # overlaps gemm_a by 50 µs
+        kernel("ncclDevKernel_AllReduce", 150, 100, stream=11, corr=3),
+        # host launch of the Triton kernel, while only communication runs on the GPU
+        x("triton_poi_fused_add_0", "cpu_op", 180, 40, tid=1, pid=1, stream=7),
+        kernel("triton_poi_fused_add_0", 260, 40, stream=7, corr=4),
+    ]
+    path = write_trace(tmp_path / "t.json", events)
+    ours = temporal_breakdown(select_gpu_work(load_chrome_trace(path)))
+    theirs = _hta(path).get_temporal_breakdown(visualize=False).iloc[0]
+    assert ours is not None
+    assert ours.compute_us == 150 + 40  # [0, 150) once, not 200; plus the Triton kernel
+    assert ours.kernel_time_us == float(theirs["kernel_time(us)"]) == 300
+    assert float(theirs["compute_time(us)"]) == ours.compute_us + 40  # the host launch

@@ -13,7 +13,10 @@ Python API::
 Modules: loader/builder (chrome trace → numpy columns), bottleneck + suggestions (on
 interval unions), gpu_breakdown (HTA's temporal and kernel breakdowns), convert +
 schema + validate (InferScope trace file), index, ranks (multi-rank, stragglers), pipeline
-and writer (reports), markdown/html (rendering), job (the per-job analysis).
+and writer (reports), markdown/html (rendering), job (the per-job analysis); op → kernel
+attribution: nesting (host intervals by thread), attribution (GPU event → launch → op),
+cuda_graphs (graph replays joined to a capture trace), op_table (per-op GPU time and
+roofline), ops_csv / ops_files / ops_html (ops.csv, kernels_by_op.csv, ops.json, ops.html).
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ _EXPORTS = {
     "to_inferscope": "convert",
     "write_inferscope": "inferscope_file",
     "run_timeline": "writer",
+    "attribute": "attribution",
+    "compute_ops": "ops_files",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -21,6 +21,7 @@ instead of the whole trace being rejected.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
@@ -43,6 +44,11 @@ _UNUSED_PHASES = frozenset("sftCbneNODPRVvc")
 _ID_TYPES = frozenset({int, str, float, bool, type(None)})
 # Events whose args are kept whole (they become InferScope metadata); all are rare in traces.
 _KEEP_ARGS = GPU_ACTIVITY | {"cpu_instant_event", "gpu_user_annotation", "cuda_sync", ""}
+# Host ops whose shape and identity args op attribution reads (``Builder(op_args=True)``).
+_OP_ARG_CATEGORIES = frozenset({"cpu_op"})
+_KEEP_NONE, _KEEP_WHOLE, _KEEP_OP = 0, 1, 2
+# Flow events that tie a launch on the host to its GPU activity (the correlation id).
+FLOW_CATEGORIES = frozenset({"ac2g"})
 
 
 class TraceLoadError(InputFileError):
@@ -57,7 +63,32 @@ class _Event(msgspec.Struct, gc=False):
     tid: Any = None
     ts: Any = None
     dur: Any = None
+    id: Any = None
     args: msgspec.Raw = msgspec.Raw()
+
+
+class OpArgs(
+    msgspec.Struct,
+    gc=False,
+    rename={
+        "input_dims": "Input Dims",
+        "input_types": "Input type",
+        "concrete_inputs": "Concrete Inputs",
+        "external_id": "External id",
+        "module_hierarchy": "Module Hierarchy",
+        "call_stack": "Call stack",
+        "sequence_number": "Sequence number",
+    },
+):
+    """The args of a host op that attribution reads; the rest is skipped undecoded."""
+
+    input_dims: Any = None
+    input_types: Any = None
+    concrete_inputs: Any = None
+    external_id: Any = None
+    module_hierarchy: Any = None
+    call_stack: Any = None
+    sequence_number: Any = None
 
 
 class _Ids(msgspec.Struct, gc=False):
@@ -72,18 +103,33 @@ _NON_FINITE = re.compile(rb"NaN|Infinity|[0-9][eE][+]?[0-9]{3}")
 _BATCH = msgspec.json.Decoder(list[_Event])
 _IDS = msgspec.json.Decoder(_Ids)
 _IDS_LIST = msgspec.json.Decoder(list[_Ids])
+_OP_ARGS = msgspec.json.Decoder(OpArgs)
+
+
+class Flows:
+    """Flow events (``s`` start on the host, ``f`` finish on the GPU) of FLOW_CATEGORIES."""
+
+    def __init__(self) -> None:
+        self.id: list[Any] = []
+        self.start: list[bool] = []
+        self.pid: list[int] = []
+        self.tid: list[int] = []
+        self.ts: list[Any] = []
 
 
 class Builder:
     """Accumulates column chunks, interned names/categories/threads and kept args."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, op_args: bool = False) -> None:
+        """``op_args``: also keep host ops' shape args (:class:`OpArgs`) and ac2g flows."""
         self.path = path
+        self.op_args: dict[int, OpArgs] | None = {} if op_args else None
+        self.flows: Flows | None = Flows() if op_args else None
         self.chunks: list[dict[str, np.ndarray]] = []
         self.names: dict[str, int] = {}
         self.cats: dict[str, int] = {}
         self.threads: dict[Any, int] = {}
-        self.keep_args: list[bool] = []
+        self.keep_args: list[int] = []
         self.args: dict[int, dict[str, Any]] = {}
         self.process_names: dict[str, str] = {}
         self.thread_names: dict[tuple[str, str], str] = {}
@@ -139,6 +185,8 @@ class Builder:
                 self._add_dict(cols, _struct_to_dict(e))
             elif type(ph) is str:
                 other.append(ph)
+                if (ph == "s" or ph == "f") and self.flows is not None:
+                    self._add_flow(e)
             else:
                 self._other_phase(ph)
         for ph, n in Counter(other).items():
@@ -185,7 +233,7 @@ class Builder:
             return False
         for c in set(cats) - self.cats.keys():
             self.cats[c] = len(self.cats)
-            self.keep_args.append(normalize_category(c) in _KEEP_ARGS)
+            self.keep_args.append(self._keep(c))
         for n in set(names) - self.names.keys():
             self.names[n] = len(self.names)
         try:
@@ -196,7 +244,11 @@ class Builder:
         cat_ids = [self.cats[c] for c in cats]
         base = self.rows
         for i, c in enumerate(cat_ids):
-            if self.keep_args[c] and rows[i].args:
+            keep = self.keep_args[c]
+            if keep and rows[i].args:
+                if keep == _KEEP_OP:
+                    self._keep_op_args(base + i, rows[i].args)
+                    continue
                 args = msgspec.json.decode(rows[i].args)
                 if type(args) is dict and args:
                     self.args[base + i] = args
@@ -245,6 +297,10 @@ class Builder:
             self._end_b(cols, e)
         else:
             self._other_phase(ph)
+            if (ph == "s" or ph == "f") and self.flows is not None:
+                f = _Event(ph=ph, cat=e.get("cat"), pid=e.get("pid"), tid=e.get("tid"))
+                f.ts, f.id = e.get("ts"), e.get("id")
+                self._add_flow(f)
 
     def _append(
         self,
@@ -292,11 +348,17 @@ class Builder:
         cat_id = self.cats.get(raw_cat)
         if cat_id is None:
             cat_id = self.cats[raw_cat] = len(self.cats)
-            self.keep_args.append(normalize_category(raw_cat) in _KEEP_ARGS)
+            self.keep_args.append(self._keep(raw_cat))
         name_id = self.names.get(name)
         if name_id is None:
             name_id = self.names[name] = len(self.names)
         keep = self.keep_args[cat_id]
+        if keep == _KEEP_OP:
+            if raw_args is not None and raw_args:
+                self._keep_op_args(self.rows, raw_args)
+            elif args:
+                self._keep_op_args(self.rows, msgspec.json.encode(args))
+            keep = _KEEP_NONE
         if raw_args is not None and raw_args:
             if keep:
                 args = msgspec.json.decode(raw_args)
@@ -329,6 +391,35 @@ class Builder:
         if keep and args:
             self.args[self.rows] = args
         self.rows += 1
+
+    def _keep(self, raw_cat: str) -> int:
+        cat = normalize_category(raw_cat)
+        if cat in _KEEP_ARGS:
+            return _KEEP_WHOLE
+        return _KEEP_OP if self.op_args is not None and cat in _OP_ARG_CATEGORIES else _KEEP_NONE
+
+    def _keep_op_args(self, row: int, raw: bytes) -> None:
+        if self.op_args is None:  # only called for _KEEP_OP categories
+            return
+        # args that are not an object, or of odd types, are left out
+        with contextlib.suppress(msgspec.ValidationError):
+            self.op_args[row] = _OP_ARGS.decode(raw)
+
+    def _add_flow(self, e: _Event) -> None:
+        if self.flows is None:
+            return
+        if type(e.cat) is not str or e.cat not in FLOW_CATEGORIES:
+            return
+        if type(e.ts) not in (int, float) or type(e.pid) not in _ID_TYPES:
+            return
+        if type(e.tid) not in _ID_TYPES:
+            return
+        f = self.flows
+        f.id.append(e.id)
+        f.start.append(e.ph == "s")
+        f.pid.append(self._thread(e.pid))
+        f.tid.append(self._thread(e.tid))
+        f.ts.append(e.ts)
 
     def _thread(self, key: Any) -> int:
         idx = self.threads.get(key)
@@ -412,9 +503,24 @@ class Builder:
             "process_names": self.process_names,
             "thread_names": self.thread_names,
             "float_timestamps": self.float_ts,
+            "op_args": self.op_args or {},
+            "flows": _flow_columns(self.flows),
             "bad_events": self.bad,
             "skipped_events": self.skipped,
         }
+
+
+def _flow_columns(flows: Flows | None) -> dict[str, np.ndarray] | None:
+    """Flow columns (``id`` as int64, -1 when not an integer), or None when not collected."""
+    if flows is None:
+        return None
+    return {
+        "id": _int_column(flows.id),
+        "start": np.array(flows.start, dtype=bool),
+        "pid": np.array(flows.pid, dtype=np.int32),
+        "tid": np.array(flows.tid, dtype=np.int32),
+        "ts": np.array(flows.ts, dtype=np.float64),
+    }
 
 
 def loads_lenient(data: bytes) -> Any:

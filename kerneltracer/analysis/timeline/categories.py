@@ -45,9 +45,9 @@ class KernelType(StrEnum):
     OTHER = "OTHER"
 
 
-# Same semantics as HTA 0.5.0 (hta.utils.utils.get_kernel_type): NCCL kernels communicate,
-# Memcpy/Memset/dma move memory, and anything that mentions Memcpy or Sync elsewhere in its
-# name is neither compute nor memory ("OTHER", which HTA counts as non-compute).
+# Same semantics as HTA 0.5.0 and traceinsight 0.6.1 (hta.utils.utils.get_kernel_type): NCCL
+# kernels communicate, Memcpy/Memset/dma move memory, and anything that mentions Memcpy or Sync
+# elsewhere in its name is neither compute nor memory ("OTHER", which HTA counts as non-compute).
 _COMM_RE = re.compile(r"nccl.*Kernel")
 _MEMORY_RE = re.compile(r"Memcpy|Memset|dma")
 _NOT_COMPUTE_RE = re.compile(r"nccl.*Kernel|.*Memcpy|Memset|.*Sync")

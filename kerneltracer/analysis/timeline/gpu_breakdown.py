@@ -1,6 +1,7 @@
 """HTA's core numbers, computed independently: temporal and kernel breakdowns per rank.
 
-Definitions (HolisticTraceAnalysis 0.5.0, so the numbers can be compared):
+Definitions (HolisticTraceAnalysis 0.5.0, unchanged in traceinsight 0.6.1, so the numbers
+can be compared):
 
 * GPU work = kernel, memcpy, memset and cuda_sync events on a stream (sync waits occupy
   the stream and count as non-compute). Timestamps of traces written
@@ -112,6 +113,13 @@ def select_gpu_work(trace: ChromeTrace, include_last_step: bool = False) -> GpuW
     ktype = codes[inv] if idx.size else np.empty(0, dtype=np.int8)
     excluded = keep is not None and not include_last_step
     return GpuWork(ts[idx], end[idx], trace.name[idx], ktype, trace.device[idx], excluded)
+
+
+def launched_before_last_step(trace: ChromeTrace) -> np.ndarray | None:
+    """Mask of rows HTA keeps (launched before the last ProfilerStep); None: all of them."""
+    ts, end = _rounded(trace)
+    mask: np.ndarray | None = _launched_in_steps(trace, trace.ph == PH_COMPLETE, ts, end, False)
+    return mask
 
 
 def _rounded(trace: ChromeTrace) -> tuple[np.ndarray, np.ndarray]:

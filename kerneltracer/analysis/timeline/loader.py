@@ -27,6 +27,7 @@ from kerneltracer.analysis.timeline.builder import (
     PH_COMPLETE,
     PH_INSTANT,
     Builder,
+    OpArgs,
     TraceLoadError,
     loads_lenient,
 )
@@ -37,7 +38,14 @@ _MAX_BATCH_RETRIES = 8
 # No chrome-trace event comes near this; more text without a cut is not a trace.
 _MAX_PENDING = 32 << 20
 
-__all__ = ["PH_COMPLETE", "PH_INSTANT", "ChromeTrace", "TraceLoadError", "load_chrome_trace"]
+__all__ = [
+    "PH_COMPLETE",
+    "PH_INSTANT",
+    "ChromeTrace",
+    "OpArgs",
+    "TraceLoadError",
+    "load_chrome_trace",
+]
 
 
 @dataclass
@@ -64,6 +72,10 @@ class ChromeTrace:
     process_names: dict[str, str] = field(default_factory=dict)
     thread_names: dict[tuple[str, str], str] = field(default_factory=dict)
     float_timestamps: bool = False
+    # Only with ``load_chrome_trace(op_args=True)``: host ops' shape args by row, and the
+    # ac2g flow events as columns (id, start, pid, tid, ts; pid/tid index thread_labels).
+    op_args: dict[int, OpArgs] = field(default_factory=dict)
+    flows: dict[str, np.ndarray] | None = None
     bad_events: dict[str, int] = field(default_factory=dict)  # malformed, by kind
     skipped_events: dict[str, int] = field(default_factory=dict)  # valid but unused phases
 
@@ -105,17 +117,22 @@ def count_text(counts: dict[str, int], what: str = "bad event") -> str:
 
 
 def load_chrome_trace(
-    path: Path | str, *, strict: bool = False, limits: InputLimits | None = None
+    path: Path | str,
+    *,
+    strict: bool = False,
+    limits: InputLimits | None = None,
+    op_args: bool = False,
 ) -> ChromeTrace:
     """Load ``path``; raise TraceLoadError if it has no usable timed event, or with
     ``strict`` if any event is malformed (the error carries the counts by kind).
 
     ``limits`` bound the decompressed size and the event count (default: the environment's,
-    see kerneltracer.inputguard); InputTooLargeError says which was passed.
+    see kerneltracer.inputguard); InputTooLargeError says which was passed. ``op_args``
+    keeps what op attribution needs: host ops' shapes and ids, and the ac2g flow events.
     """
     path = Path(path)
     limits = InputLimits.from_env() if limits is None else limits
-    builder = Builder(path)
+    builder = Builder(path, op_args=op_args)
     try:
         with open_input(path, limits, what="trace file", json=True) as fh:
             metadata = _parse_stream(fh, builder, limits)

@@ -16,6 +16,7 @@ from kerneltracer.analysis.timeline.validate import ValidationReport
 
 if TYPE_CHECKING:
     from kerneltracer.analysis.timeline.gpu_breakdown import KernelBreakdown, TemporalBreakdown
+    from kerneltracer.analysis.timeline.ops_files import OpsResult
     from kerneltracer.analysis.timeline.results import BottleneckResult, StepResult
 
 REPORT_VERSION = "1.0"
@@ -32,6 +33,17 @@ class TraceAnalysis:
     kernels: KernelBreakdown
     inferscope_file: Path | None
     validation: ValidationReport | None
+    ops: OpsResult | None = None  # op attribution (None when not asked for)
+
+
+@dataclass(frozen=True)
+class OpsOptions:
+    """Op attribution settings: a capture trace for CUDA graph replays, the roofline device
+    (a device-table name; None: the trace's GPU) and a user device table."""
+
+    capture: Path | None = None
+    device: str | None = None
+    devices: Path | None = None
 
 
 def analyze_file(
@@ -42,6 +54,7 @@ def analyze_file(
     include_last_step: bool = False,
     strict: bool = False,
     while_writing: Callable[[], object] | None = None,
+    ops: OpsOptions | None = None,
 ) -> TraceAnalysis:
     """Everything the reports need for one trace; ``rank`` defaults to the trace's own.
 
@@ -49,8 +62,9 @@ def analyze_file(
     ``strict`` any malformed event is an error instead of a counted, dropped event.
     ``while_writing`` runs once the analyses are done, before waiting for the file: the
     writing takes longer, so work the caller needs next (loading templates) is free there.
+    With ``ops`` the kernels are attributed to ops (``analysis.ops``).
     """
-    trace = load_chrome_trace(path, strict=strict)
+    trace = load_chrome_trace(path, strict=strict, op_args=ops is not None)
     writer: ForkedCall[ValidationReport] | None = None
     if inferscope_file is not None:
         target = inferscope_file
@@ -81,6 +95,12 @@ def analyze_file(
         inferscope_file=inferscope_file,
         validation=None,
     )
+    if ops is not None:
+        from kerneltracer.analysis.timeline.ops_files import compute_ops
+
+        analysis.ops = compute_ops(
+            trace, capture=ops.capture, device=ops.device, devices=ops.devices
+        )
     if while_writing is not None:
         while_writing()
     if writer is not None:
@@ -145,6 +165,7 @@ def report_document(a: TraceAnalysis, outputs: dict[str, str] | None = None) -> 
             }
         ],
         "validation": a.validation.to_dict() if a.validation else None,
+        "op_attribution": a.ops.summary(top=10) if a.ops else None,
         "timeline_sections": [
             {
                 "title": "Timeline Breakdown",
@@ -182,6 +203,8 @@ def summary_text(a: TraceAnalysis) -> str:
         )
     else:
         text += " No GPU activity was recorded."
+    if a.ops is not None and a.ops.attribution.rows.size:
+        text += f" Ops: {a.ops.share_text()}."
     if b.suggestions:
         top = b.suggestions[0]
         text += f" First thing to try: {top.action} (up to {top.estimated_improvement_percent:g}%)."

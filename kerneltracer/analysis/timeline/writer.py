@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from kerneltracer.analysis.timeline.markdown import render_markdown, render_rank_summary
 from kerneltracer.analysis.timeline.pipeline import (
+    OpsOptions,
     TraceAnalysis,
     analyze_file,
     rank_row,
@@ -88,6 +89,10 @@ def write_trace_reports(
     for name, write in targets:
         write(out_dir / name)
         written.append(out_dir / name)
+    if a.ops is not None and a.ops.attribution.rows.size:  # no GPU work: nothing to attribute
+        from kerneltracer.analysis.timeline.ops_files import write_ops_files
+
+        written += write_ops_files(a.ops, out_dir, a.trace.path.name)
     return written
 
 
@@ -100,8 +105,10 @@ def run_timeline(
     strict: bool = False,
     on_trace: Callable[[Path], None] | None = None,
     on_analysed: Callable[[TraceAnalysis], None] | None = None,
+    ops: OpsOptions | None = None,
 ) -> list[Path]:
-    """Analyse every trace (file order gives the rank when a trace names none)."""
+    """Analyse every trace (file order gives the rank when a trace names none); with
+    ``ops``, attribute kernels to ops (ops.csv, kernels_by_op.csv, ops.html per trace)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     rows = []
@@ -120,6 +127,7 @@ def run_timeline(
             include_last_step=include_last_step,
             strict=strict,
             while_writing=template.get,
+            ops=ops,
         )
         if on_analysed:
             on_analysed(a)
@@ -133,6 +141,7 @@ def run_timeline(
                 "dir": stem,
                 "bottleneck": a.bottleneck.bottleneck.type,
                 "bad_events": dict(sorted(a.trace.bad_events.items())),
+                "attributed_share": a.ops.attribution.attributed_share if a.ops else None,
                 "files": [f.relative_to(out_dir).as_posix() for f in files],
             }
         )

@@ -1,0 +1,403 @@
+"""Op → kernel attribution: which host op launched each GPU kernel, memcpy and memset.
+
+Each GPU event is tied to the runtime call that launched it, trying in turn:
+
+1. ``correlation``: the runtime / driver call with the GPU event's correlation id;
+2. ``flow``: the ac2g flow that ends where the GPU event starts (same GPU thread and
+   timestamp), back to the runtime call enclosing the flow's start on its host thread;
+3. ``external_id``: no launch call in the trace, but a host op with the GPU event's
+   ``External id`` (Kineto writes the launching op's id on both).
+
+The launch call's op is the innermost host op (``cpu_op``) enclosing it on its thread (time
+nesting). From the op: its recorded input shapes and dtypes, its ``nn.Module`` path (the
+``Module Hierarchy`` arg, else the enclosing ``nn.Module:`` Python events), its innermost
+Python frame, and the ``ProfilerStep#N`` whose span holds the launch.
+
+Kernels replayed by a CUDA graph launch (``cudaGraphLaunch``) were launched by no op at
+replay time: they stay unattributed (``graph_replay``) unless a capture trace attributes
+them (:mod:`.cuda_graphs`). Every GPU event ends with exactly one status, so per-op totals
+plus the unattributed buckets add up to the trace's GPU time, each event counted once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kerneltracer.analysis.timeline.categories import CUDA_API, GPU_ACTIVITY
+from kerneltracer.analysis.timeline.loader import PH_COMPLETE, ChromeTrace
+from kerneltracer.analysis.timeline.nesting import Nesting, thread_keys
+
+METHODS = ("correlation", "flow", "external_id", "graph_capture")
+CORRELATION, FLOW, EXTERNAL_ID, GRAPH_CAPTURE = range(4)
+# Why a GPU event has no op (index into STATUSES; ATTRIBUTED = it has one).
+STATUSES = ("attributed", "graph_replay", "no_launch", "outside_ops")
+ATTRIBUTED, GRAPH_REPLAY, NO_LAUNCH, OUTSIDE_OPS = range(4)
+STATUS_TEXT = {
+    "graph_replay": "inside CUDA graph replays without capture data",
+    "no_launch": "launch not in the trace (before it started, or not recorded)",
+    "outside_ops": "launched outside any profiled op",
+}
+GRAPH_LAUNCH = re.compile(r"^(cuda|hip|cu)GraphLaunch")
+_MODULE_PREFIX = "nn.Module: "
+_STEP = re.compile(r"ProfilerStep#(\d+)")
+
+
+@dataclass
+class OpInstance:
+    """One call of a host op, as attribution reports it."""
+
+    name: str
+    dims: Any = None  # Input Dims as recorded (None: not recorded)
+    types: Any = None  # Input type as recorded
+    concrete: Any = None  # Concrete Inputs as recorded
+    module: str = ""  # module path, "" when none was recorded
+    frame: str = ""  # innermost Python frame, "" when stacks were not recorded
+    parent: int = -1  # the enclosing op's instance, -1 at the top
+    step: int = -1  # ProfilerStep number, -1 outside steps
+    kind: str = "op"  # "annotation": a user annotation around a launch outside any op
+
+
+@dataclass
+class Attribution:
+    """Per GPU event (parallel arrays, ``rows`` index the trace) and the op instances."""
+
+    trace: ChromeTrace
+    rows: np.ndarray
+    launch: np.ndarray  # trace row of the launching runtime call, -1 when not found
+    op: np.ndarray  # index into ``instances``, -1 when unattributed
+    method: np.ndarray  # index into METHODS, -1 when no launch / op was found
+    status: np.ndarray  # index into STATUSES
+    graph_launch: np.ndarray  # trace row of the graph launch that replayed it, -1 if none
+    step: np.ndarray  # ProfilerStep number, -1 when outside every step
+    instances: list[OpInstance] = field(default_factory=list)
+    make_instance: Callable[[int], int] | None = field(default=None, repr=False)
+
+    def instance_of(self, row: int) -> int:
+        """The op instance of a host op row (made now if no GPU event needed it yet)."""
+        if self.make_instance is None:
+            raise ValueError("this attribution cannot make op instances")
+        return self.make_instance(row)
+
+    @property
+    def dur(self) -> np.ndarray:
+        return self.trace.dur[self.rows]
+
+    @property
+    def total_us(self) -> float:
+        return float(self.dur.sum())
+
+    @property
+    def attributed_us(self) -> float:
+        return float(self.dur[self.status == ATTRIBUTED].sum())
+
+    @property
+    def attributed_share(self) -> float | None:
+        """Fraction of GPU time attributed to ops; None without GPU events."""
+        total = self.total_us
+        return self.attributed_us / total if total > 0 else None
+
+    def unattributed_us(self) -> dict[str, float]:
+        return {
+            STATUSES[s]: float(self.dur[self.status == s].sum())
+            for s in range(1, len(STATUSES))
+            if (self.status == s).any()
+        }
+
+    def queue_delay(self) -> np.ndarray:
+        """Per GPU event, start minus its launch call's end, clipped at 0 (HTA's launch
+        delay); NaN without a launch call."""
+        out = np.full(self.rows.size, np.nan)
+        has = self.launch >= 0
+        t = self.trace
+        out[has] = np.maximum(t.ts[self.rows[has]] - t.end[self.launch[has]], 0.0)
+        return out
+
+    def launch_overhead(self) -> np.ndarray:
+        """Per GPU event, its launch call's CPU duration; NaN without a launch call."""
+        out = np.full(self.rows.size, np.nan)
+        has = self.launch >= 0
+        out[has] = self.trace.dur[self.launch[has]]
+        return out
+
+
+def attribute(trace: ChromeTrace) -> Attribution:
+    """Attribute every GPU event of ``trace`` (loaded with ``op_args=True`` for shapes,
+    module paths and flows; without, ops are found by correlation and nesting only)."""
+    complete = trace.ph == PH_COMPLETE
+    rows = np.flatnonzero(complete & trace.category_mask(GPU_ACTIVITY) & (trace.stream >= 0))
+    thread = thread_keys(trace.pid, trace.tid)
+    launch = np.full(rows.size, -1, dtype=np.int64)
+    method = np.full(rows.size, -1, dtype=np.int8)
+    runtime = np.flatnonzero(complete & trace.category_mask(CUDA_API))
+    _by_correlation(trace, rows, runtime, launch, method)
+    _by_flow(trace, rows, runtime, thread, launch, method)
+    op_rows = np.flatnonzero(complete & trace.category_mask({"cpu_op"}))
+    ops = Nesting(op_rows, trace.ts, trace.end, thread)
+    op_row = np.full(rows.size, -1, dtype=np.int64)
+    has = launch >= 0
+    lrows = launch[has]
+    op_row[has] = ops.innermost(thread[lrows], trace.ts[lrows], trace.end[lrows])
+    _by_external_id(trace, rows, op_rows, launch, method, op_row)
+    graph_launch = _graph_launches(trace, launch)
+    status = np.full(rows.size, ATTRIBUTED, dtype=np.int8)
+    status[op_row < 0] = OUTSIDE_OPS
+    status[(launch < 0) & (op_row < 0)] = NO_LAUNCH
+    status[graph_launch >= 0] = GRAPH_REPLAY
+    op_row[graph_launch >= 0] = -1  # the op around a graph launch did not launch its kernels
+    # A launch outside every op (a fused optimizer calling the runtime itself) is still
+    # shown under the user annotation around it, but not counted as attributed to an op.
+    outside = np.flatnonzero(status == OUTSIDE_OPS)
+    if outside.size:
+        notes = _annotations(trace, thread)
+        lrows = launch[outside]
+        op_row[outside] = notes.innermost(thread[lrows], trace.ts[lrows], trace.end[lrows])
+    steps = StepSpans(trace)
+    when = np.where(launch >= 0, trace.ts[np.maximum(launch, 0)], trace.ts[rows])
+    instances = _Instances(trace, ops, thread, steps)
+    op = np.array([instances.of(int(r)) if r >= 0 else -1 for r in op_row], dtype=np.int64)
+    return Attribution(
+        trace=trace,
+        rows=rows,
+        launch=launch,
+        op=op,
+        method=method,
+        status=status,
+        graph_launch=graph_launch,
+        step=steps.at(when),
+        instances=instances.items,
+        make_instance=instances.of,
+    )
+
+
+def _annotations(trace: ChromeTrace, thread: np.ndarray) -> Nesting:
+    step_names = [i for i, n in enumerate(trace.names) if _STEP.match(n)]
+    rows = np.flatnonzero(
+        (trace.ph == PH_COMPLETE)
+        & trace.category_mask({"user_annotation"})
+        & ~np.isin(trace.name, step_names)
+    )
+    return Nesting(rows, trace.ts, trace.end, thread)
+
+
+def _by_correlation(
+    trace: ChromeTrace, rows: np.ndarray, runtime: np.ndarray, launch: np.ndarray, method: Any
+) -> None:
+    rt = runtime[trace.correlation[runtime] >= 0]
+    if not rt.size or not rows.size:
+        return
+    order = np.argsort(trace.correlation[rt], kind="stable")
+    keys = trace.correlation[rt][order]
+    corr = trace.correlation[rows]
+    pos = np.clip(np.searchsorted(keys, corr), 0, keys.size - 1)
+    hit = (keys[pos] == corr) & (corr >= 0)
+    launch[hit] = rt[order][pos[hit]]
+    method[hit] = CORRELATION
+
+
+def _by_flow(
+    trace: ChromeTrace,
+    rows: np.ndarray,
+    runtime: np.ndarray,
+    thread: np.ndarray,
+    launch: np.ndarray,
+    method: Any,
+) -> None:
+    flows = trace.flows
+    todo = np.flatnonzero(launch < 0)
+    if flows is None or not todo.size or not flows["id"].size:
+        return
+    fthread = thread_keys(flows["pid"], flows["tid"])
+    start, fid = flows["start"], flows["id"]
+    ends = {
+        (int(k), float(t)): int(i)
+        for k, t, i in zip(fthread[~start], flows["ts"][~start], fid[~start], strict=True)
+    }
+    begins = {
+        int(i): (int(k), float(t))
+        for k, t, i in zip(fthread[start], flows["ts"][start], fid[start], strict=True)
+    }
+    found: list[tuple[int, int, float]] = []
+    for q in todo.tolist():
+        r = rows[q]
+        flow_id = ends.get((int(thread[r]), float(trace.ts[r])))
+        begin = begins.get(flow_id) if flow_id is not None else None
+        if begin is not None:
+            found.append((q, *begin))
+    if not found:
+        return
+    gpu_pos = np.array([f[0] for f in found], dtype=np.int64)
+    host = np.array([f[1] for f in found], dtype=np.int64)
+    at = np.array([f[2] for f in found], dtype=np.float64)
+    calls = Nesting(runtime, trace.ts, trace.end, thread).innermost(host, at, at)
+    ok = calls >= 0
+    launch[gpu_pos[ok]] = calls[ok]
+    method[gpu_pos[ok]] = FLOW
+
+
+def _by_external_id(
+    trace: ChromeTrace,
+    rows: np.ndarray,
+    op_rows: np.ndarray,
+    launch: np.ndarray,
+    method: Any,
+    op_row: np.ndarray,
+) -> None:
+    todo = np.flatnonzero(launch < 0)
+    if not todo.size or not trace.op_args:
+        return
+    by_id: dict[int, int] = {}
+    for r in op_rows.tolist():
+        a = trace.op_args.get(r)
+        if a is not None and type(a.external_id) is int:
+            by_id.setdefault(a.external_id, r)  # the first (outermost) op with the id
+    for q in todo.tolist():
+        ext = trace.args.get(int(rows[q]), {}).get("External id")
+        r = by_id.get(ext) if type(ext) is int else None
+        if r is not None:
+            op_row[q] = r
+            method[q] = EXTERNAL_ID
+
+
+def _graph_launches(trace: ChromeTrace, launch: np.ndarray) -> np.ndarray:
+    out = np.full(launch.size, -1, dtype=np.int64)
+    graph_names = [i for i, n in enumerate(trace.names) if GRAPH_LAUNCH.match(n)]
+    if not graph_names:
+        return out
+    has = launch >= 0
+    is_graph = np.zeros(launch.size, dtype=bool)
+    is_graph[has] = np.isin(trace.name[launch[has]], graph_names)
+    out[is_graph] = launch[is_graph]
+    return out
+
+
+class StepSpans:
+    """``ProfilerStep#N`` spans: the step a host timestamp falls in."""
+
+    def __init__(self, trace: ChromeTrace) -> None:
+        ids = {i: int(m.group(1)) for i, n in enumerate(trace.names) if (m := _STEP.match(n))}
+        rows = (
+            np.flatnonzero(np.isin(trace.name, list(ids)) & (trace.ph == PH_COMPLETE))
+            if ids
+            else np.empty(0, dtype=np.int64)
+        )
+        order = np.argsort(trace.ts[rows], kind="stable")
+        rows = rows[order]
+        self.ts = trace.ts[rows]
+        self.end = trace.end[rows]
+        self.number = np.array([ids[int(n)] for n in trace.name[rows]], dtype=np.int64)
+
+    def at(self, ts: np.ndarray) -> np.ndarray:
+        out = np.full(ts.size, -1, dtype=np.int64)
+        if not self.ts.size:
+            return out
+        pos = np.searchsorted(self.ts, ts, side="right") - 1
+        ok = (pos >= 0) & (ts <= self.end[np.maximum(pos, 0)])
+        out[ok] = self.number[pos[ok]]
+        return out
+
+
+class _Instances:
+    """Op instances made on demand from host op rows, with their enclosing ops."""
+
+    def __init__(
+        self, trace: ChromeTrace, ops: Nesting, thread: np.ndarray, steps: StepSpans
+    ) -> None:
+        self.trace, self.ops, self.thread, self.steps = trace, ops, thread, steps
+        self.items: list[OpInstance] = []
+        self.index: dict[int, int] = {}
+        complete = trace.ph == PH_COMPLETE
+        py = np.flatnonzero(complete & trace.category_mask({"python_function"}))
+        self.python = Nesting(py, trace.ts, trace.end, thread) if py.size else None
+        self._forward: dict[int, int] | None = None  # sequence number -> first op row
+
+    def of(self, row: int) -> int:
+        """The instance of host op ``row``, made (with its enclosing ops) on first need.
+
+        Iterative, outermost first: a trace nesting ops thousands deep must not meet
+        Python's recursion limit."""
+        found = self.index.get(row)
+        if found is not None:
+            return found
+        chain = [row]
+        t = self.trace
+        while t.categories[int(t.cat[chain[-1]])] == "cpu_op":
+            parent_row = self.ops.parent(chain[-1])
+            if parent_row < 0 or parent_row in self.index:
+                break
+            chain.append(parent_row)
+        for r in reversed(chain):
+            self._make(r)
+        return self.index[row]
+
+    def _make(self, row: int) -> None:
+        t = self.trace
+        is_op = t.categories[int(t.cat[row])] == "cpu_op"
+        parent_row = self.ops.parent(row) if is_op else -1
+        parent = self.index[parent_row] if parent_row >= 0 else -1
+        a = t.op_args.get(row)
+        module, frame = self._python_context(row)
+        if a is not None and isinstance(a.module_hierarchy, str) and a.module_hierarchy:
+            module = a.module_hierarchy
+        if not module and is_op and self.python is not None:
+            module = self._backward_module(row, parent)
+        step = int(self.steps.at(np.array([t.ts[row]]))[0])
+        self.items.append(
+            OpInstance(
+                name=t.names[int(t.name[row])],
+                dims=a.input_dims if a is not None else None,
+                types=a.input_types if a is not None else None,
+                concrete=a.concrete_inputs if a is not None else None,
+                module=module,
+                frame=frame,
+                parent=parent,
+                step=step,
+                kind="op" if is_op else "annotation",
+            )
+        )
+        self.index[row] = len(self.items) - 1
+
+    def _backward_module(self, row: int, parent: int) -> str:
+        """An autograd op's module: that of the forward op with its sequence number (the
+        backward thread runs outside every module), marked ``(backward)``."""
+        if parent >= 0:  # the enclosing op already looked (and its children share it)
+            return self.items[parent].module
+        a = self.trace.op_args.get(row)
+        seq = a.sequence_number if a is not None else None
+        if type(seq) is not int:
+            return ""
+        forward = self.forward_rows().get(seq, row)
+        if forward == row:
+            return ""
+        module = self._python_context(forward)[0]
+        return f"{module} (backward)" if module else ""
+
+    def forward_rows(self) -> dict[int, int]:
+        """Sequence number -> the first op row carrying it (the forward op)."""
+        if self._forward is None:
+            t = self.trace
+            first: dict[int, int] = {}
+            for row in sorted(t.op_args, key=lambda r: float(t.ts[r])):
+                seq = t.op_args[row].sequence_number
+                if type(seq) is int and seq >= 0:
+                    first.setdefault(seq, row)
+            self._forward = first
+        return self._forward
+
+    def _python_context(self, row: int) -> tuple[str, str]:
+        """(module path, innermost frame) from the Python events enclosing the op."""
+        if self.python is None:
+            return "", ""
+        t = self.trace
+        inner = int(self.python.innermost(self.thread[[row]], t.ts[[row]], t.end[[row]])[0])
+        if inner < 0:
+            return "", ""
+        chain = [inner, *self.python.ancestors(inner)]
+        names = [t.names[int(t.name[r])] for r in chain]
+        modules = [n[len(_MODULE_PREFIX) :] for n in names if n.startswith(_MODULE_PREFIX)]
+        frame = next((n for n in names if not n.startswith(_MODULE_PREFIX)), "")
+        return ".".join(reversed(modules)), frame

@@ -1,0 +1,336 @@
+"""Per-op GPU time from an :class:`~.attribution.Attribution`, with the roofline per shape.
+
+One row per (op, input shapes, input dtypes, module group): calls, GPU time launched by the
+op itself (``gpu_time_us``, "direct") and by it and every op it called
+(``gpu_time_incl_us``), its GPU events, launch overhead (CPU time in its launch calls) and
+queue delay (GPU start minus launch end, clipped at 0). Unattributed GPU time gets one row
+per reason (``kind`` ``unattributed``), so ``gpu_time_us`` sums to the trace's GPU time.
+
+FLOPs and bytes per call come from the shared cost model (:mod:`kerneltracer.costmodel`)
+on the recorded shapes; rates are those estimates over the op's measured direct GPU time.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kerneltracer.analysis.timeline.attribution import (
+    STATUS_TEXT,
+    STATUSES,
+    Attribution,
+    OpInstance,
+)
+from kerneltracer.costmodel import Device, DeviceTable, OpCost, achieved, estimate
+from kerneltracer.costmodel.aggregate import module_group
+from kerneltracer.costmodel.profiler_args import (
+    shapes_text,
+    signature_inputs,
+    signature_outputs,
+)
+
+_INSTANCE = re.compile(r"_\d+(?=[. ]|$)")
+Key = tuple[str, ...]  # (op, input shapes, input dtypes, module group, kind)
+# Device names in traces (deviceProperties[].name) -> device table keys; longest first.
+_NAME_KEYS = ("MI300X", "MI250X", "MI250", "H200", "H100", "B200", "A100")
+# ROCm traces often name the GPU "AMD Radeon Graphics": its CU count tells them apart.
+_AMD_CUS = {304: "MI300X", 220: "MI250X", 110: "MI250X", 208: "MI250", 104: "MI250"}
+
+
+@dataclass
+class OpRow:
+    op: str
+    input_shapes: str
+    input_dtypes: str
+    module: str
+    kind: str  # op | annotation | unattributed
+    calls: int = 0
+    gpu_events: int = 0
+    gpu_time_us: float = 0.0
+    gpu_time_incl_us: float = 0.0
+    launch_overhead_us: float = 0.0
+    queue_delay_us: float = 0.0
+    python_frame: str = ""
+    steps: set[int] = field(default_factory=set)
+    est_flops: int | None = None
+    est_bytes: int | None = None
+    cost_category: str | None = None
+    achieved_tflops: float | None = None
+    achieved_tbs: float | None = None
+    intensity: float | None = None
+    bound: str | None = None
+    efficiency: float | None = None
+    device: str | None = None
+
+    def record(self) -> dict[str, Any]:
+        """The ops.csv row."""
+        return {
+            "op": self.op,
+            "input_shapes": self.input_shapes,
+            "input_dtypes": self.input_dtypes,
+            "module": self.module,
+            "kind": self.kind,
+            "calls": self.calls,
+            "gpu_events": self.gpu_events,
+            "gpu_time_us": round(self.gpu_time_us, 3),
+            "gpu_time_incl_us": round(self.gpu_time_incl_us, 3),
+            "mean_gpu_time_us": round(self.gpu_time_us / self.calls, 3) if self.calls else None,
+            "launch_overhead_us": round(self.launch_overhead_us, 3),
+            "queue_delay_us": round(self.queue_delay_us, 3),
+            "steps": len({s for s in self.steps if s >= 0}),
+            "python_frame": self.python_frame,
+            "est_flops": self.est_flops,
+            "est_bytes": self.est_bytes,
+            "cost_category": self.cost_category,
+            "achieved_tflops": _r(self.achieved_tflops),
+            "achieved_tbs": _r(self.achieved_tbs),
+            "intensity": _r(self.intensity),
+            "bound": self.bound,
+            "efficiency": _r(self.efficiency),
+            "device": self.device,
+        }
+
+
+@dataclass
+class KernelRow:
+    op: str
+    input_shapes: str
+    module: str
+    kernel: str
+    count: int = 0
+    total_us: float = 0.0
+    min_us: float = math.inf
+    max_us: float = 0.0
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "op": self.op,
+            "input_shapes": self.input_shapes,
+            "module": self.module,
+            "kernel": self.kernel,
+            "count": self.count,
+            "total_us": round(self.total_us, 3),
+            "mean_us": round(self.total_us / self.count, 3),
+            "min_us": round(self.min_us, 3),
+            "max_us": round(self.max_us, 3),
+        }
+
+
+@dataclass
+class OpTable:
+    rows: list[OpRow]  # by direct GPU time, descending
+    kernels: list[KernelRow]
+    total_us: float
+    device: str | None
+    unknown_ops: dict[str, int]  # op -> calls with GPU time and shapes but no estimate
+
+
+def detect_device(trace_props: list[dict[str, Any]], table: DeviceTable) -> Device | None:
+    """The device-table entry for the trace's first GPU, None when none matches."""
+    if not trace_props:
+        return None
+    name = str(trace_props[0].get("name", "")).upper().replace(" ", "")
+    key = next((k for k in _NAME_KEYS if k in name), None)
+    if key is None and "AMD" in name:
+        key = _AMD_CUS.get(int(trace_props[0].get("numSms", 0) or 0))
+    return table.devices.get(key) if key is not None else None
+
+
+def op_table(a: Attribution, device: Device | None) -> OpTable:
+    keys = [_key(inst) for inst in a.instances]
+    rows: dict[Key, OpRow] = {}
+    kernels: dict[Key, KernelRow] = {}
+    dur = a.dur
+    delay = a.queue_delay()
+    overhead = a.launch_overhead()
+    direct = np.zeros(len(a.instances))
+    names = a.trace.names
+    seen_launch: set[int] = set()
+    for q, (i, status) in enumerate(zip(a.op.tolist(), a.status.tolist(), strict=True)):
+        if i < 0 or (status != 0 and a.instances[i].kind == "op"):
+            key = ("(unattributed)", STATUS_TEXT[STATUSES[status]], "", "", "unattributed")
+        else:
+            key = keys[i]
+            direct[i] += dur[q]
+        row = rows.get(key) or rows.setdefault(key, _new_row(key))
+        row.gpu_events += 1
+        row.gpu_time_us += float(dur[q])
+        row.steps.add(int(a.step[q]))
+        if not math.isnan(delay[q]):
+            row.queue_delay_us += float(delay[q])
+            launch = int(a.launch[q])
+            if launch not in seen_launch:  # a launch can start several GPU events
+                seen_launch.add(launch)
+                row.launch_overhead_us += float(overhead[q])
+        kname = names[int(a.trace.name[a.rows[q]])]
+        kkey = (key[0], key[1], key[3], kname)
+        k = kernels.get(kkey) or kernels.setdefault(kkey, KernelRow(key[0], key[1], key[3], kname))
+        k.count += 1
+        k.total_us += float(dur[q])
+        k.min_us = min(k.min_us, float(dur[q]))
+        k.max_us = max(k.max_us, float(dur[q]))
+    _inclusive(a.instances, keys, direct, rows)
+    for row in rows.values():
+        if row.kind == "unattributed":
+            row.calls = 0
+    unknown = _costs(rows, a.instances, keys, device)
+    ordered = sorted(rows.values(), key=lambda r: (-r.gpu_time_us, -r.gpu_time_incl_us, r.op))
+    return OpTable(
+        rows=ordered,
+        kernels=sorted(kernels.values(), key=lambda k: (-k.total_us, k.op, k.kernel)),
+        total_us=a.total_us,
+        device=device.key if device else None,
+        unknown_ops=unknown,
+    )
+
+
+def _key(inst: OpInstance) -> Key:
+    # Python module events name instances (Linear_0, LlamaDecoderLayer_17): fold the index
+    # as module_group folds layer indices in paths, so rows are per module, not per layer.
+    module = _INSTANCE.sub("_*", module_group(inst.module)) if inst.module else ""
+    return (inst.name, shapes_text(inst.dims), shapes_text(inst.types), module, inst.kind)
+
+
+def _new_row(key: Key) -> OpRow:
+    return OpRow(op=key[0], input_shapes=key[1], input_dtypes=key[2], module=key[3], kind=key[4])
+
+
+def _inclusive(
+    instances: list[OpInstance],
+    keys: list[Key],
+    direct: np.ndarray,
+    rows: dict[Key, OpRow],
+) -> None:
+    """Each instance's GPU time goes to itself and every op enclosing it; an op's calls
+    are its instances that led to GPU work (its own or its children's)."""
+    incl = direct.copy()
+    # Instances are made parents first, so children come later: one reverse pass sums up.
+    for i in range(len(instances) - 1, -1, -1):
+        p = instances[i].parent
+        if p >= 0:
+            incl[p] += incl[i]
+    for i, inst in enumerate(instances):
+        if incl[i] <= 0 and direct[i] <= 0:
+            continue
+        row = rows.get(keys[i]) or rows.setdefault(keys[i], _new_row(keys[i]))
+        row.calls += 1
+        row.gpu_time_incl_us += float(incl[i])
+        row.steps.add(inst.step)
+        if not row.python_frame and inst.frame:
+            row.python_frame = inst.frame
+
+
+def _costs(
+    rows: dict[Key, OpRow],
+    instances: list[OpInstance],
+    keys: list[Key],
+    device: Device | None,
+) -> dict[str, int]:
+    first: dict[Key, OpInstance] = {}
+    for inst, key in zip(instances, keys, strict=True):
+        first.setdefault(key, inst)
+    unknown: dict[str, int] = defaultdict(int)
+    for key, row in rows.items():
+        found = first.get(key)
+        if found is None or row.kind != "op" or row.gpu_time_us <= 0 or found.dims is None:
+            continue  # (an op without recorded shapes has no estimate to miss)
+        cost = _estimate(found)
+        if cost is None:
+            unknown[row.op] += row.calls
+            continue
+        _fill(row, cost, device)
+    return dict(sorted(unknown.items(), key=lambda kv: -kv[1]))
+
+
+def _estimate(inst: OpInstance) -> OpCost | None:
+    if "::" not in inst.name:
+        return None
+    ns, _, name = inst.name.partition("::")
+    inputs = signature_inputs(inst.dims, inst.types, inst.concrete)
+    if inputs is None:
+        return None
+    return estimate(f"{ns}.{name}", inputs, {}, signature_outputs(inst.name, inputs))
+
+
+def _fill(row: OpRow, cost: OpCost, device: Device | None) -> None:
+    calls = row.calls
+    row.est_flops = cost.flops * calls
+    row.est_bytes = cost.bytes * calls
+    row.cost_category = cost.category
+    seconds = row.gpu_time_us * 1e-6
+    row.achieved_tflops = row.est_flops / seconds / 1e12
+    row.achieved_tbs = row.est_bytes / seconds / 1e12
+    row.intensity = row.est_flops / row.est_bytes if row.est_bytes else None
+    if device is None:
+        return
+    total = OpCost(
+        flops=row.est_flops,
+        bytes_read=cost.bytes_read * calls,
+        bytes_written=cost.bytes_written * calls,
+        category=cost.category,
+        dtype=cost.dtype,
+    )
+    got = achieved(total, device, seconds)
+    row.bound = got.point.bound
+    row.efficiency = got.efficiency
+    row.device = device.key
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None else float(f"{x:.6g}")
+
+
+@dataclass
+class KernelSequence:
+    """How often op calls launched this exact sequence of kernels, and the mean delay from
+    the first launch call's start to its kernel's start (HTA's runtime delay)."""
+
+    op: str
+    kernels: tuple[str, ...]
+    count: int = 0
+    runtime_delay_sum_us: float = 0.0
+
+    @property
+    def mean_runtime_delay_us(self) -> float:
+        return self.runtime_delay_sum_us / self.count
+
+
+def kernel_sequences(
+    a: Attribution, launch_calls: frozenset[str], keep: np.ndarray | None = None
+) -> list[KernelSequence]:
+    """Per (op, kernel sequence): op calls that launched it through ``launch_calls``
+    (runtime call names, e.g. cudaLaunchKernel), kernels in launch order. ``keep``: a mask
+    over trace rows of the GPU events to count (all when None)."""
+    t = a.trace
+    has = (a.op >= 0) & (a.status == 0) & (a.launch >= 0)
+    if keep is not None:
+        has &= keep[a.rows]
+    names = np.array(t.names, dtype=object)
+    q = np.flatnonzero(has)
+    q = q[np.isin(names[t.name[a.launch[q]]], list(launch_calls))]
+    q = q[np.lexsort((t.ts[a.launch[q]], a.op[q]))]
+    seqs: dict[tuple[str, tuple[str, ...]], KernelSequence] = {}
+    for op, group in _groups(a.op[q], q):
+        kernels = tuple(str(names[t.name[a.rows[g]]]) for g in group)
+        first = group[0]
+        key = (a.instances[op].name, kernels)
+        s = seqs.get(key) or seqs.setdefault(key, KernelSequence(*key))
+        s.count += 1
+        s.runtime_delay_sum_us += float(t.ts[a.rows[first]] - t.ts[a.launch[first]])
+    return sorted(seqs.values(), key=lambda s: (-s.count, s.op, s.kernels))
+
+
+def _groups(keys: np.ndarray, values: np.ndarray) -> list[tuple[int, list[int]]]:
+    """Runs of equal keys (already sorted) with their values."""
+    out: list[tuple[int, list[int]]] = []
+    for k, v in zip(keys.tolist(), values.tolist(), strict=True):
+        if out and out[-1][0] == k:
+            out[-1][1].append(v)
+        else:
+            out.append((k, [v]))
+    return out

@@ -1,0 +1,366 @@
+"""Op → kernel attribution on small synthetic traces whose answer is known by construction:
+the links (correlation id, flows, External id), nesting, module paths and steps, per-op
+direct and inclusive time, and CUDA graph replays with and without capture data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kerneltracer.analysis.timeline.attribution import (
+    ATTRIBUTED,
+    CORRELATION,
+    EXTERNAL_ID,
+    FLOW,
+    GRAPH_CAPTURE,
+    GRAPH_REPLAY,
+    NO_LAUNCH,
+    Attribution,
+    attribute,
+)
+from kerneltracer.analysis.timeline.cuda_graphs import join_capture
+from kerneltracer.analysis.timeline.loader import load_chrome_trace
+from kerneltracer.analysis.timeline.op_table import OpTable, op_table
+from kerneltracer.costmodel import load_devices
+from tests.timeline.traces import kernel, write_trace, x
+
+MM = "sm90_xmma_gemm_bf16"
+ADD = "vectorized_elementwise_kernel<add>"
+RELU = "vectorized_elementwise_kernel<relu>"
+
+
+def op(name: str, ts: float, dur: float, **args: Any) -> dict[str, Any]:
+    return x(name, "cpu_op", ts, dur, tid=1, pid=1, **args)
+
+
+def launch(ts: float, corr: int, name: str = "cudaLaunchKernel", dur: float = 5) -> dict[str, Any]:
+    return x(name, "cuda_runtime", ts, dur, tid=1, pid=1, correlation=corr)
+
+
+def flow(ph: str, fid: int, ts: float, *, gpu: bool) -> dict[str, Any]:
+    e = {"ph": ph, "id": fid, "cat": "ac2g", "name": "ac2g", "ts": ts}
+    e.update({"pid": 0, "tid": 7, "bp": "e"} if gpu else {"pid": 1, "tid": 1})
+    return e
+
+
+def _attr(path: Path, events: list[dict[str, Any]]) -> Attribution:
+    return attribute(load_chrome_trace(write_trace(path, events), op_args=True))
+
+
+def _row(table: OpTable, name: str) -> Any:
+    return next(r for r in table.rows if r.op == name)
+
+
+def eager_events() -> list[dict[str, Any]]:
+    """ProfilerStep#3 > nn.Module: Block_0 > aten::linear > aten::addmm (one GEMM), then
+    aten::add (one kernel) and aten::relu (one kernel) in the same module."""
+    dims = [[8192], [8192, 8192], [8192, 8192]]
+    types = ["c10::BFloat16"] * 3
+    return [
+        x("ProfilerStep#3", "user_annotation", 0, 1000),
+        x("nn.Module: Block_0", "python_function", 5, 900),
+        op("aten::linear", 10, 100, **{"External id": 1}),
+        op(
+            "aten::addmm",
+            20,
+            80,
+            **{"Input Dims": dims, "Input type": types, "External id": 2},
+        ),
+        launch(30, corr=101),
+        op(
+            "aten::add",
+            200,
+            50,
+            **{
+                "Input Dims": [[8192, 8192], [8192, 8192], []],
+                "Input type": ["c10::BFloat16", "c10::BFloat16", "Scalar"],
+                "External id": 3,
+            },
+        ),
+        launch(210, corr=102),
+        op("aten::relu", 300, 50, **{"External id": 4}),
+        launch(310, corr=103),
+        kernel(MM, 40, 2000, corr=101),
+        kernel(ADD, 2100, 200, corr=102),
+        kernel(RELU, 2400, 100, corr=103),
+    ]
+
+
+def test_kernels_go_to_the_innermost_op_with_module_step_and_launch_figures(
+    tmp_path: Path,
+) -> None:
+    a = _attr(tmp_path / "t.json", eager_events())
+    assert a.attributed_share == 1.0
+    assert set(a.method.tolist()) == {CORRELATION}
+    ops = {a.instances[i].name for i in a.op.tolist()}
+    assert ops == {"aten::addmm", "aten::add", "aten::relu"}
+    first = a.instances[int(a.op[0])]
+    assert first.module == "Block_0" and first.step == 3
+    assert a.instances[first.parent].name == "aten::linear"
+    # launch call 30..35, kernel at 40: 5 µs queue delay; 5 µs in the launch call
+    assert a.queue_delay().tolist() == [5.0, 1885.0, 2085.0]
+    assert a.launch_overhead().tolist() == [5.0, 5.0, 5.0]
+
+    table = op_table(a, None)
+    addmm, linear = _row(table, "aten::addmm"), _row(table, "aten::linear")
+    assert (addmm.gpu_time_us, addmm.gpu_time_incl_us, addmm.calls) == (2000, 2000, 1)
+    assert (linear.gpu_time_us, linear.gpu_time_incl_us, linear.calls) == (0, 2000, 1)
+    assert addmm.module == "Block_*" and addmm.queue_delay_us == 5
+    assert sum(r.gpu_time_us for r in table.rows) == 2300
+    kernels = {(k.op, k.kernel): (k.count, k.total_us) for k in table.kernels}
+    assert kernels[("aten::addmm", MM)] == (1, 2000)
+
+
+def test_roofline_table_for_a_trace_with_shapes(tmp_path: Path) -> None:
+    """addmm bf16 8192³ in 2 ms on an H100: 2·8192³ FLOPs (1.0995e12); the bias (8192),
+    both matrices read and the output written, 2 bytes each (402.7 MB)."""
+    a = _attr(tmp_path / "t.json", eager_events())
+    h100 = load_devices().get("H100")
+    table = op_table(a, h100)
+    addmm = _row(table, "aten::addmm")
+    flops = 2 * 8192**3
+    nbytes = (8192 + 3 * 8192 * 8192) * 2
+    assert (addmm.est_flops, addmm.est_bytes) == (flops, nbytes)
+    assert addmm.achieved_tflops == pytest.approx(flops / 2e-3 / 1e12)
+    assert addmm.achieved_tbs == pytest.approx(nbytes / 2e-3 / 1e12)
+    assert addmm.intensity == pytest.approx(flops / nbytes)
+    assert addmm.bound == "compute"
+    # lower bound: flops at the bf16 matrix peak (989.5 TFLOP/s) over the measured 2 ms
+    assert addmm.efficiency == pytest.approx(flops / 989.5e12 / 2e-3, rel=1e-5)
+    add = _row(table, "aten::add")
+    # one add per element; two bf16 inputs read, the output (broadcast shape) written
+    assert add.est_flops == 8192 * 8192 and add.est_bytes == 3 * 8192 * 8192 * 2
+    assert add.bound == "memory" and add.device == "H100"
+    # relu recorded no shapes: no estimate, and not listed as an op the model lacks
+    relu = _row(table, "aten::relu")
+    assert relu.est_flops is None and "aten::relu" not in table.unknown_ops
+
+
+def test_flow_and_external_id_when_correlation_ids_do_not_match(tmp_path: Path) -> None:
+    events = [
+        op("aten::mm", 0, 100, **{"External id": 7}),
+        launch(10, corr=1),  # the kernels below carry other correlation ids
+        op("aten::add", 200, 100, **{"External id": 8}),
+        flow("s", 55, 12, gpu=False),
+        flow("f", 55, 500, gpu=True),
+        kernel(MM, 500, 10, corr=999),  # tied by the flow to the launch at 10
+        kernel(ADD, 600, 10, corr=998, **{"External id": 8}),  # by its op's External id
+        kernel(RELU, 700, 10, corr=997),  # nothing ties it to anything
+    ]
+    a = _attr(tmp_path / "t.json", events)
+    assert a.method.tolist() == [FLOW, EXTERNAL_ID, -1]
+    assert [a.instances[i].name if i >= 0 else None for i in a.op.tolist()] == [
+        "aten::mm",
+        "aten::add",
+        None,
+    ]
+    assert a.status.tolist() == [ATTRIBUTED, ATTRIBUTED, NO_LAUNCH]
+    assert a.attributed_share == pytest.approx(20 / 30)
+
+
+def replay_events() -> list[dict[str, Any]]:
+    """One eager addmm, then two replays of a 3-kernel graph: 3 of 9 GPU µs... see below."""
+    events = [
+        x("ProfilerStep#7", "user_annotation", 0, 5000),
+        op("aten::mm", 0, 50),
+        launch(10, corr=1),
+        kernel(MM, 100, 100, corr=1),
+        op("CUDAGraph::replay", 1000, 100),
+        launch(1010, corr=2, name="cudaGraphLaunch"),
+        op("CUDAGraph::replay", 2000, 100),
+        launch(2010, corr=3, name="cudaGraphLaunch"),
+    ]
+    for corr, start in ((2, 1100), (3, 2100)):
+        events += [
+            kernel(MM, start, 200, corr=corr),
+            kernel(ADD, start + 210, 50, corr=corr),
+            kernel(RELU, start + 270, 50, corr=corr),
+        ]
+    return events
+
+
+def test_graph_replays_without_capture_data_are_reported_not_hidden(tmp_path: Path) -> None:
+    a = _attr(tmp_path / "replay.json", replay_events())
+    assert (a.status == GRAPH_REPLAY).sum() == 6
+    assert a.unattributed_us() == {"graph_replay": 600.0}
+    assert a.attributed_share == pytest.approx(100 / 700)
+    table = op_table(a, None)
+    bucket = next(r for r in table.rows if r.kind == "unattributed")
+    assert bucket.gpu_time_us == 600 and "graph replays" in bucket.input_shapes
+    # the op around the graph launch did not launch the replayed kernels
+    assert all(r.op != "CUDAGraph::replay" for r in table.rows)
+
+
+def test_graph_replays_attributed_from_an_eager_capture_by_kernel_names(tmp_path: Path) -> None:
+    replay = _attr(tmp_path / "replay.json", replay_events())
+    capture = _attr(tmp_path / "capture.json", eager_events())
+    join = join_capture(replay, capture)
+    assert (join.replays, join.by_name, join.unmatched, join.kernels) == (2, 2, 0, 6)
+    assert replay.attributed_share == 1.0
+    assert set(replay.method[replay.status == ATTRIBUTED].tolist()) == {CORRELATION, GRAPH_CAPTURE}
+    table = op_table(replay, None)
+    addmm = _row(table, "aten::addmm")
+    assert (addmm.calls, addmm.gpu_time_us, addmm.module) == (2, 400, "Block_*")
+    assert addmm.steps == {7}  # the replay's step, not the capture's
+    assert _row(table, "aten::linear").gpu_time_incl_us == 400
+
+
+def test_graph_replays_attributed_from_a_capture_trace_by_launch_order(tmp_path: Path) -> None:
+    """A trace of the capture itself: launches inside cudaStreamBeginCapture ..
+    cudaStreamEndCapture, no kernels ran."""
+    capture_events = [
+        launch(0, corr=1, name="cudaStreamBeginCapture"),
+        op("aten::mm", 10, 20),
+        launch(12, corr=2),
+        op("aten::add", 40, 20),
+        launch(42, corr=3),
+        op("aten::relu", 70, 20),
+        launch(72, corr=4),
+        launch(100, corr=5, name="cudaStreamEndCapture"),
+    ]
+    replay = _attr(tmp_path / "replay.json", replay_events())
+    capture = _attr(tmp_path / "capture.json", capture_events)
+    join = join_capture(replay, capture)
+    assert (join.by_name, join.by_order, join.kernels) == (0, 2, 6)
+    names = [replay.instances[i].name for i in replay.op[replay.status == ATTRIBUTED].tolist()]
+    assert names.count("aten::relu") == 2 and names.count("aten::mm") == 3
+    assert replay.attributed_share == 1.0
+
+
+def test_a_capture_that_does_not_fit_leaves_the_replays_unattributed(tmp_path: Path) -> None:
+    replay = _attr(tmp_path / "replay.json", replay_events())
+    other = _attr(
+        tmp_path / "other.json",
+        [op("aten::mm", 0, 50), launch(10, corr=1), kernel(RELU, 100, 10, corr=1)],
+    )
+    join = join_capture(replay, other)
+    assert (join.unmatched, join.kernels) == (2, 0)
+    assert replay.unattributed_us() == {"graph_replay": 600.0}
+
+
+def test_odd_args_and_random_nesting_never_break_the_invariant(tmp_path: Path) -> None:
+    """Seeded random traces with odd arg types: attribution never raises, and every GPU
+    event lands in exactly one ops row."""
+    import random
+
+    rng = random.Random(24)
+    odd: list[Any] = [None, "x", -1, 2**70, 1.5, [], {}, [[1, "a"]], [[-3]], True]
+    for n in range(20):
+        events: list[dict[str, Any]] = []
+        for i in range(60):
+            ts = rng.uniform(0, 1000)
+            kind = rng.choice(["op", "launch", "kernel", "flow", "py"])
+            if kind == "op":
+                events.append(
+                    op(
+                        rng.choice(["aten::mm", "aten::add_", "aten::cat", "x::y"]),
+                        ts,
+                        rng.uniform(0, 100),
+                        **{
+                            "Input Dims": rng.choice([*odd, [[2, 3], [3, 4]]]),
+                            "Input type": rng.choice([*odd, ["float", "float"]]),
+                            "Concrete Inputs": rng.choice(odd),
+                            "External id": rng.choice([*odd, i]),
+                            "Module Hierarchy": rng.choice(odd),
+                        },
+                    )
+                )
+            elif kind == "launch":
+                name = rng.choice(["cudaLaunchKernel", "cudaGraphLaunch", "cudaMemcpyAsync"])
+                events.append(launch(ts, corr=rng.randrange(20), name=name, dur=rng.uniform(0, 9)))
+            elif kind == "kernel":
+                extra = {"External id": rng.choice(odd)}
+                events.append(kernel("k", ts, rng.uniform(0, 50), corr=rng.randrange(25), **extra))
+            elif kind == "flow":
+                events.append(
+                    flow(rng.choice("sf"), rng.choice([*odd, 3]), ts, gpu=rng.random() < 0.5)
+                )
+            else:
+                events.append(x("nn.Module: M_0", "python_function", ts, rng.uniform(0, 200)))
+        events.append(kernel("k", 0, 1, corr=1))  # at least one GPU event
+        a = _attr(tmp_path / f"t{n}.json", events)
+        table = op_table(a, load_devices().get("H100"))
+        assert sum(r.gpu_events for r in table.rows) == a.rows.size
+        assert sum(r.gpu_time_us for r in table.rows) == pytest.approx(a.total_us)
+
+
+def test_a_real_torch_profile_gives_module_path_shapes_and_cost(tmp_path: Path) -> None:
+    """torch.profiler's own format (CPU here): with_stack's ``nn.Module:`` events, Input
+    Dims / Input type / Concrete Inputs. A launch and a kernel are added inside the first
+    aten::addmm, as a CUDA profile would have them."""
+    torch = pytest.importorskip("torch")
+    from torch.profiler import ProfilerActivity, profile
+
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    with profile(
+        activities=[ProfilerActivity.CPU], record_shapes=True, with_stack=True, with_modules=True
+    ) as prof:
+        model(torch.randn(2, 8))
+    raw = tmp_path / "cpu.json"
+    prof.export_chrome_trace(str(raw))
+    import json
+
+    doc = json.loads(raw.read_text())
+    addmm = next(e for e in doc["traceEvents"] if e.get("name") == "aten::addmm")
+    mid = addmm["ts"] + addmm["dur"] / 2
+    doc["traceEvents"] += [
+        x(
+            "cudaLaunchKernel",
+            "cuda_runtime",
+            mid,
+            0.001,
+            pid=addmm["pid"],
+            tid=addmm["tid"],
+            correlation=424242,
+        ),
+        kernel(MM, addmm["ts"] + addmm["dur"] + 5, 3.0, corr=424242),
+    ]
+    a = attribute(
+        load_chrome_trace(write_trace(tmp_path / "t.json", doc["traceEvents"]), op_args=True)
+    )
+    (i,) = a.op.tolist()
+    assert a.instances[i].name == "aten::addmm"
+    assert a.instances[i].module == "Sequential_0.Linear_0"
+    row = _row(op_table(a, load_devices().get("H100")), "aten::addmm")
+    assert row.module == "Sequential_*.Linear_*"
+    assert row.input_shapes == "[[16], [2, 8], [8, 16], [], []]"
+    assert row.est_flops == 2 * 2 * 16 * 8 and row.gpu_time_us == 3.0
+
+
+def test_backward_ops_take_the_module_of_their_forward_op(tmp_path: Path) -> None:
+    bwd = {"tid": 2, "pid": 1}
+    events = [
+        x("nn.Module: Block_0", "python_function", 0, 100),
+        op("aten::addmm", 10, 50, **{"Sequence number": 5, "External id": 1}),
+        launch(20, corr=1),
+        kernel(MM, 30, 10, corr=1),
+        # the autograd thread, later: no module events around it
+        x(
+            "autograd::engine::evaluate_function: AddmmBackward0",
+            "cpu_op",
+            500,
+            100,
+            **bwd,
+            **{"Sequence number": 5},
+        ),
+        x("aten::mm", "cpu_op", 510, 50, **bwd),
+        x("cudaLaunchKernel", "cuda_runtime", 520, 5, correlation=2, **bwd),
+        kernel(MM, 530, 20, corr=2),
+    ]
+    a = _attr(tmp_path / "t.json", events)
+    modules = [a.instances[i].module for i in a.op.tolist()]
+    assert modules == ["Block_0", "Block_0 (backward)"]
+    table = op_table(a, None)
+    assert _row(table, "aten::mm").module == "Block_* (backward)"
+
+
+def test_ops_nested_thousands_deep(tmp_path: Path) -> None:
+    depth = 3000  # beyond Python's recursion limit
+    events = [op(f"aten::op{i}", i, 2 * depth - 2 * i) for i in range(depth)]
+    events += [launch(depth, corr=1, dur=1), kernel(MM, 2 * depth + 10, 7, corr=1)]
+    a = _attr(tmp_path / "deep.json", events)
+    assert a.instances[int(a.op[0])].name == f"aten::op{depth - 1}"
+    table = op_table(a, None)
+    assert _row(table, "aten::op0").gpu_time_incl_us == 7
