@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kerneltracer.core.artefacts import ArtefactKind
+from kerneltracer.core.identity import DEFAULT_MODE, DEFAULT_PHASE
 from kerneltracer.costmodel import DEFAULT_DEVICE, Device, load_devices
 from kerneltracer.coverage.costs import job_op_costs
 from kerneltracer.coverage.scan import InputProblem, JobRef, iter_job_refs
@@ -68,6 +69,9 @@ class Coverage:
     # Models read from jobs with weights fake: their op counts are real, no time is measured.
     fake_models: tuple[str, ...] = ()
     est_device: str = ""  # the device the estimated times are for
+    # label -> (display id, mode, phase) of every model variant read: labels are per
+    # variant, a model traced in two phases has two labels and is one model
+    variants: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     _index: dict[str, dict[str, dict[str, OpUse]]] = field(
         init=False, repr=False, compare=False, hash=False, default_factory=dict
     )
@@ -75,6 +79,15 @@ class Coverage:
     def __post_init__(self) -> None:
         for use in self.uses:
             self._index.setdefault(use.source, {}).setdefault(use.op, {})[use.model] = use
+
+    def variant(self, label: str) -> tuple[str, str, str]:
+        """(display id, mode, phase) of a model label (a label not read: itself, defaults)."""
+        return self.variants.get(label, (label, DEFAULT_MODE, DEFAULT_PHASE))
+
+    def distinct_models(self, labels: Iterable[str] | None = None) -> list[str]:
+        """The distinct models (display ids) of ``labels`` (default: every model read)."""
+        labels = self.models if labels is None else labels
+        return sorted({self.variant(m)[0] for m in labels})
 
     def sources(self) -> list[str]:
         return sorted({s for _, s in self.jobs_read} | set(self._index))
@@ -186,6 +199,7 @@ class _Reading:
     problems: list[tuple[InputProblem, str | None]] = field(default_factory=list)
     not_ok: list[tuple[str, str, str]] = field(default_factory=list)
     fake: set[str] = field(default_factory=set)
+    variants: dict[str, tuple[str, str, str]] = field(default_factory=dict)
 
     def add(self, ref: JobRef, writers: frozenset[str]) -> None:
         if ref.status != "ok":
@@ -198,6 +212,7 @@ class _Reading:
                 self.problems.append((InputProblem(ref.key, _run_rel(ref, ""), reason), None))
             return
         self.models.add(ref.model)
+        self.variants[ref.model] = (ref.display or ref.model, ref.mode, ref.phase)
         if ref.weights == "fake":
             self.fake.add(ref.model)
         kind, rels = found
@@ -256,6 +271,7 @@ def coverage_from_refs(
         source_kinds=tuple(sorted((s, str(k)) for s, k in acc.kinds.items())),
         fake_models=tuple(sorted(acc.fake)),
         est_device=acc.device.key,
+        variants=dict(sorted(acc.variants.items())),
     )
 
 

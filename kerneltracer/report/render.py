@@ -9,7 +9,7 @@ import hashlib
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import jinja2
@@ -17,6 +17,7 @@ from markupsafe import Markup
 
 from kerneltracer.report.collect import PHASES, ModelRow, RunData
 from kerneltracer.report.coverage_view import CoverageView
+from kerneltracer.report.pictures import model_op_charts, run_charts
 from kerneltracer.report.readiness_view import ReadinessView
 from kerneltracer.report.views import (
     fmt_duration,
@@ -26,7 +27,11 @@ from kerneltracer.report.views import (
     phase_bar,
 )
 
+if TYPE_CHECKING:
+    from kerneltracer.coverage.matrix import Coverage
+
 MAX_LISTED_FILES = 200
+GRID_PAGE_SIZE = 100  # rows per grid page: a 1,000-model run stays quick to draw and read
 
 
 @dataclass(frozen=True)
@@ -74,12 +79,25 @@ def _page(template: str, root: str, **context: Any) -> str:
 
 
 def render_index(run: RunData, jobs_base: str, coverage_note: str | None) -> str:
-    rows = grid_rows(run.models, run.columns, jobs_base)
-    return _page("index.html.j2", "", run=run, rows=rows, coverage_note=coverage_note)
+    tracers = run.tracers
+    rows = grid_rows(run.models, tracers, jobs_base, run.folded)
+    return _page(
+        "index.html.j2",
+        "",
+        run=run,
+        rows=rows,
+        tracers=tracers,
+        coverage_note=coverage_note,
+        charts=run_charts(run),
+        page_size=GRID_PAGE_SIZE,
+    )
 
 
-def render_model(run: RunData, model: ModelRow, jobs_base: str) -> str:
-    jobs = [model.jobs[c] for c in run.columns if c in model.jobs]
+def render_model(run: RunData, model: ModelRow, jobs_base: str, cov: Coverage | None = None) -> str:
+    jobs = sorted(
+        (model.jobs[c] for c in run.columns if c in model.jobs),
+        key=lambda j: j.variant.rank,
+    )
     return _page(
         "model.html.j2",
         "../",
@@ -90,6 +108,7 @@ def render_model(run: RunData, model: ModelRow, jobs_base: str) -> str:
         phase_names=PHASES,
         phase_bars={j.key: phase_bar(j) for j in jobs},
         max_listed=MAX_LISTED_FILES,
+        op_charts=model_op_charts(cov, model),
     )
 
 
