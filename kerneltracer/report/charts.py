@@ -201,7 +201,13 @@ class Span:
 TRACK_H = 18
 
 
-def track_view(spans: Sequence[Span], label: str, fmt: Callable[[float], str]) -> Markup:
+def track_view(
+    spans: Sequence[Span],
+    label: str,
+    fmt: Callable[[float], str],
+    unit: str = "s",
+    width: int = WIDTH,
+) -> Markup:
     """Spans on horizontal tracks over time, zoomable in the browser (wheel zooms around the
     pointer, drag pans, double-click resets): each span carries its start and end, and the
     report's script re-places them for the visible range, so text never stretches."""
@@ -211,16 +217,16 @@ def track_view(spans: Sequence[Span], label: str, fmt: Callable[[float], str]) -
     t0 = min(s.start for s in spans)
     t1 = max(max(s.end for s in spans), t0 + 1e-6)
     left, top = 90, 16
-    span_w = WIDTH - left - 10
+    span_w = width - left - 10
     body = [
         f'<text x="{left}" y="11" class="val" data-axis="start">{escape(fmt(t0))}</text>'
-        f'<text x="{WIDTH - 10}" y="11" text-anchor="end" class="val" data-axis="end">'
+        f'<text x="{width - 10}" y="11" text-anchor="end" class="val" data-axis="end">'
         f"{escape(fmt(t1))}</text>"
     ]
     for i, t in enumerate(tracks):
         body.append(
             f'<text x="{left - 6}" y="{top + i * (TRACK_H + 2) + 13}" text-anchor="end" '
-            f'class="lbl">{escape(_clip(t, 14))}</text>'
+            f'class="lbl">{escape(_clip(t, 13))}</text>'
         )
     row = {t: i for i, t in enumerate(tracks)}
     for s in spans:
@@ -236,5 +242,8 @@ def track_view(spans: Sequence[Span], label: str, fmt: Callable[[float], str]) -
         )
     height = top + len(tracks) * (TRACK_H + 2) + 4
     # The script reads the plot's extent from these attributes.
-    extent = f' data-t0="{t0:.6f}" data-t1="{t1:.6f}" data-left="{left}" data-right="{WIDTH - 10}"'
-    return _svg(height, body, label, attrs=extent)
+    extent = (
+        f' data-t0="{t0:.6f}" data-t1="{t1:.6f}" data-left="{left}" data-right="{width - 10}"'
+        f' data-unit="{escape(unit)}"'
+    )
+    return _svg(height, body, label, width=width, attrs=extent)

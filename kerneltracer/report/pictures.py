@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from markupsafe import Markup
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from kerneltracer.coverage.matrix import Coverage, OpUse
 
 TOP_OPS = 15
+WIDE = 1280  # track views: as wide as a 1400 px window allows
 HEAT_OPS = 30
 HEAT_MODELS = 60
 COMPILE_PHASES = ("dynamo", "aot_autograd", "inductor", "codegen")
@@ -296,7 +297,7 @@ def timeline_chart(jobs: list[Job]) -> Markup:
                 f"{label}: {j.status}, {fmt_duration(end - start)}",
             )
         )
-    return track_view(spans, "jobs over the run's wall time", fmt_duration)
+    return track_view(spans, "jobs over the run's wall time", fmt_duration, width=WIDE)
 
 
 def _ts(value: str | None) -> float | None:
@@ -306,3 +307,82 @@ def _ts(value: str | None) -> float | None:
         return datetime.fromisoformat(value).timestamp()
     except ValueError:
         return None
+
+
+# --- model page: a profiled step as tracks ---------------------------------------------
+
+MAX_TRACE_BYTES = 32 << 20  # larger traces: the timeline analysis's page, not the report
+MAX_SPANS = 3000
+MAX_DEPTH = 4
+TRACK_CATEGORIES = frozenset({"cpu_op", "user_annotation", "kernel", "gpu_memcpy", "gpu_memset"})
+
+
+def op_timeline(run_dir: Path, job: Job) -> Markup:
+    """The ops of one profiled step (the last ``ProfilerStep#``, else the whole trace) on
+    tracks per thread or GPU stream and nesting depth, zoomable. Empty when the job has no
+    chrome trace, or one too large to draw in a page."""
+    from kerneltracer.analysis.timeline.loader import (
+        PH_COMPLETE,
+        TraceLoadError,
+        load_chrome_trace,
+    )
+
+    ref = next((o for o in job.outputs if o.kind == ArtefactKind.CHROME_TRACE), None)
+    if ref is None or job.status != "ok" or job.weights == "fake":
+        return Markup("")
+    path = run_dir / "jobs" / job.key / ref.path
+    try:
+        if path.stat().st_size > MAX_TRACE_BYTES:
+            return Markup("")
+        trace = load_chrome_trace(path)
+    except (OSError, TraceLoadError, ValueError):
+        return Markup("")
+    names = trace.names
+    rows = [
+        i
+        for i in range(len(trace))
+        if trace.ph[i] == PH_COMPLETE and trace.categories[trace.cat[i]] in TRACK_CATEGORIES
+    ]
+    steps = [i for i in rows if names[trace.name[i]].startswith("ProfilerStep#")]
+    lo, hi = (trace.ts[steps[-1]], trace.end[steps[-1]]) if steps else (None, None)
+    if lo is not None:
+        rows = [i for i in rows if trace.ts[i] >= lo and trace.end[i] <= hi]
+    # The step itself is the window, not a track.
+    rows = [i for i in rows if not names[trace.name[i]].startswith("ProfilerStep#")]
+    rows.sort(key=lambda i: (trace.ts[i], -trace.dur[i]))
+    spans = _nested_spans(trace, rows)
+    if not spans:
+        return Markup("")
+    if len(spans) > MAX_SPANS:  # keep the longest: short ones are sub-pixel anyway
+        spans = sorted(spans, key=lambda s: s.start - s.end)[:MAX_SPANS]
+    label = f"{job.model} · {job.tracer}: one profiled step"
+    return track_view(spans, label, fmt_us, "us", width=WIDE)
+
+
+def _nested_spans(trace: Any, rows: list[int]) -> list[Span]:
+    open_ends: dict[str, list[float]] = {}  # per lane: end times of the enclosing events
+    origin = float(trace.ts[rows[0]]) if rows else 0.0
+    spans = []
+    for i in rows:
+        gpu = trace.stream[i] >= 0 and trace.categories[trace.cat[i]] != "cpu_op"
+        lane = f"s{trace.stream[i]}" if gpu else f"t{trace.thread_labels[trace.tid[i]]}"
+        stack = open_ends.setdefault(lane, [])
+        start, end = float(trace.ts[i]), float(trace.end[i])
+        while stack and stack[-1] <= start:
+            stack.pop()
+        depth = len(stack)
+        stack.append(end)
+        name = trace.names[trace.name[i]]
+        if depth >= MAX_DEPTH:
+            continue
+        spans.append(
+            Span(
+                f"{lane[:8]} d{depth}",
+                start - origin,
+                end - origin,
+                name,
+                "op-gpu" if gpu else "op-cpu",
+                f"{name}: {fmt_us(end - start)}",
+            )
+        )
+    return spans

@@ -17,7 +17,7 @@ from markupsafe import Markup
 
 from kerneltracer.report.collect import PHASES, ModelRow, RunData
 from kerneltracer.report.coverage_view import CoverageView
-from kerneltracer.report.pictures import model_op_charts, run_charts
+from kerneltracer.report.pictures import model_op_charts, op_timeline, run_charts
 from kerneltracer.report.readiness_view import ReadinessView
 from kerneltracer.report.views import (
     fmt_duration,
@@ -109,6 +109,7 @@ def render_model(run: RunData, model: ModelRow, jobs_base: str, cov: Coverage | 
         phase_bars={j.key: phase_bar(j) for j in jobs},
         max_listed=MAX_LISTED_FILES,
         op_charts=model_op_charts(cov, model),
+        op_timelines={j.key: op_timeline(run.run_dir, j) for j in jobs},
     )
 
 

@@ -235,7 +235,8 @@ DEMO_JOBS = 24
 # The pages must-show 1 names, and the charts each must draw at least.
 DEMO_PAGES = {
     "index.html": 4,  # timeline, durations, peak RSS, compile time by phase
-    "models/tiny-llama.html": 6,  # top ops by time and by calls, per variant (3)
+    # top ops by time and by calls per variant (3), a profiled step per profiler job (2)
+    "models/tiny-llama.html": 8,
     "coverage.html": 1,  # ops x models heatmap
     "readiness.html": 2,  # ready after each op, missing per model
 }
@@ -344,3 +345,28 @@ def test_demo_readiness_and_coverage_have_content(demo_report: Path, browser: Br
     )
     assert top and all("::" not in op for op, _ in top)
     assert ("aten.mm.default", "aten::mm") in [tuple(t) for t in top]
+
+
+def test_demo_track_view_zooms(demo_report: Path, browser: Browser) -> None:
+    browser.load((demo_report / "models" / "tiny-llama.html").as_uri())
+    state = (
+        "(() => { const s = document.querySelector('svg.zoomable');"
+        " const r = [...s.querySelectorAll('g.span rect')]"
+        ".map(r => Number(r.getAttribute('width')));"
+        " return [s.querySelector('[data-axis=end]').textContent, Math.max(...r)]; })()"
+    )
+    before_axis, before_widest = browser.evaluate(state)
+    browser.evaluate(
+        "(() => { const s = document.querySelector('svg.zoomable');"
+        " const b = s.getBoundingClientRect();"
+        " for (let i = 0; i < 5; i++) s.dispatchEvent(new WheelEvent('wheel', {deltaY: -100,"
+        " clientX: b.left + b.width / 2, clientY: b.top + 20, bubbles: true,"
+        " cancelable: true})); })()"
+    )
+    after_axis, after_widest = browser.evaluate(state)
+    # Zoomed in: a shorter visible range, and the spans in it drawn wider.
+    assert after_axis != before_axis and after_widest >= before_widest
+    browser.evaluate(
+        "document.querySelector('svg.zoomable').dispatchEvent(new MouseEvent('dblclick'))"
+    )
+    assert browser.evaluate(state)[0] == before_axis

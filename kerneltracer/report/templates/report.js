@@ -99,7 +99,13 @@
     var view = [t0, t1], drag = null;
     var spans = svg.querySelectorAll("g.span");
     var axisStart = svg.querySelector('[data-axis="start"]'), axisEnd = svg.querySelector('[data-axis="end"]');
-    function fmt(s) { return s < 1 ? (s * 1000).toFixed(0) + "ms" : s.toFixed(1) + "s"; }
+    // Times are seconds (data-unit "s") or microseconds ("us").
+    var perSecond = svg.getAttribute("data-unit") === "us" ? 1e6 : 1;
+    function fmt(t) {
+      var s = t / perSecond;
+      if (s < 1e-3) return (s * 1e6).toFixed(1) + "\u00b5s";
+      return s < 1 ? (s * 1000).toFixed(s < 0.01 ? 2 : 0) + "ms" : s.toFixed(1) + "s";
+    }
     function draw() {
       var scale = (right - left) / (view[1] - view[0]);
       for (var i = 0; i < spans.length; i++) {
