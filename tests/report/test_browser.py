@@ -370,3 +370,40 @@ def test_demo_track_view_zooms(demo_report: Path, browser: Browser) -> None:
         "document.querySelector('svg.zoomable').dispatchEvent(new MouseEvent('dblclick'))"
     )
     assert browser.evaluate(state)[0] == before_axis
+
+
+def test_grid_of_1000_models_pages_and_filters(
+    tmp_path_factory: pytest.TempPathFactory, browser: Browser
+) -> None:
+    from kerneltracer.report import build_report
+    from kerneltracer.report.synth import make_synthetic_run
+
+    run = tmp_path_factory.mktemp("thousand") / "run"
+    make_synthetic_run(run, n_models=1000, tracers=("torch_dispatch", "torch_profiler"))
+    index = build_report(run).index
+    load = browser.load(index.as_uri())
+    assert load.errors == []
+    assert browser.evaluate("document.documentElement.scrollWidth") <= 1400
+    shown = "[...document.querySelectorAll('#grid tbody tr')].filter(r => !r.hidden)"
+    assert browser.evaluate(f"{shown}.length") == 100
+    pager = "document.querySelector('[data-pager-for=grid]')"
+    assert "page 1 of 10" in browser.evaluate(f"{pager}.textContent")
+    browser.evaluate(f"{pager}.querySelectorAll('button')[1].click()")  # next
+    assert "page 2 of 10" in browser.evaluate(f"{pager}.textContent")
+    assert browser.evaluate(f"{shown}[0].cells[0].textContent") == "org/model-0100"
+    # A filter searches every row, not the page shown.
+    browser.evaluate(
+        "var i = document.querySelector('input[data-filter-for=grid]'); i.value = 'model-0777';"
+        "i.dispatchEvent(new Event('input'))"
+    )
+    assert browser.evaluate(f"{shown}.map(r => r.cells[0].textContent)") == ["org/model-0777"]
+    # The header stays at the top of the grid's box while its rows scroll.
+    browser.evaluate(
+        "i.value = ''; i.dispatchEvent(new Event('input'));"
+        "document.querySelector('.scroll').scrollTop = 1500"
+    )
+    top = browser.evaluate(
+        "document.querySelector('#grid thead th').getBoundingClientRect().top"
+        " - document.querySelector('.scroll').getBoundingClientRect().top"
+    )
+    assert abs(top) < 2
