@@ -199,6 +199,7 @@ class Span:
 
 
 TRACK_H = 18
+LABELLED_SPANS = 300
 
 
 def track_view(
@@ -229,16 +230,23 @@ def track_view(
             f'class="lbl">{escape(_clip(t, 13))}</text>'
         )
     row = {t: i for i, t in enumerate(tracks)}
+    # Beyond a few hundred spans, text in the bars is unreadable until zoomed and costs
+    # most of the chart's bytes: the hover text still names each span.
+    labelled = len(spans) <= LABELLED_SPANS
     for s in spans:
         x = left + span_w * (s.start - t0) / (t1 - t0)
         w = max(span_w * (s.end - s.start) / (t1 - t0), 1.0)
         y = top + row[s.track] * (TRACK_H + 2)
         hover = s.title or f"{s.label}: {fmt(s.end - s.start)}"
+        text = (
+            f'<text x="{x + 3:.0f}" y="{y + 13}" class="in">{escape(_clip(s.label, 60))}</text>'
+            if labelled
+            else ""
+        )
         body.append(
-            f'<g class="span {escape(s.css)}" data-s="{s.start:.6f}" data-e="{s.end:.6f}">'
-            f"<title>{escape(hover)}</title>"
-            f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{TRACK_H}"/>'
-            f'<text x="{x + 3:.1f}" y="{y + 13}" class="in">{escape(_clip(s.label, 60))}</text></g>'
+            f'<g class="span {escape(s.css)}" data-s="{s.start:.6g}" data-e="{s.end:.6g}">'
+            f'<title>{escape(hover)}</title><rect x="{x:.0f}" y="{y}" width="{w:.1f}" '
+            f'height="{TRACK_H}"/>{text}</g>'
         )
     height = top + len(tracks) * (TRACK_H + 2) + 4
     # The script reads the plot's extent from these attributes.

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 TOP_OPS = 15
 WIDE = 1280  # track views: as wide as a 1400 px window allows
+MAX_TIMELINE_JOBS = 1000
 HEAT_OPS = 30
 HEAT_MODELS = 60
 COMPILE_PHASES = ("dynamo", "aot_autograd", "inductor", "codegen")
@@ -216,6 +217,8 @@ class RunCharts:
     rss: Markup
     compile_phases: Markup
     timeline: Markup
+    timeline_shown: int = 0
+    timeline_of: int = 0  # set when the timeline shows only the longest jobs
 
 
 def run_charts(run: RunData) -> RunCharts:
@@ -229,6 +232,8 @@ def run_charts(run: RunData) -> RunCharts:
         ),
         compile_phases=compile_chart(run),
         timeline=timeline_chart(ran),
+        timeline_shown=min(len(ran), MAX_TIMELINE_JOBS),
+        timeline_of=len(ran) if len(ran) > MAX_TIMELINE_JOBS else 0,
     )
 
 
@@ -297,6 +302,8 @@ def timeline_chart(jobs: list[Job]) -> Markup:
                 f"{label}: {j.status}, {fmt_duration(end - start)}",
             )
         )
+    if len(spans) > MAX_TIMELINE_JOBS:  # the longest: a fleet's picture, not its list
+        spans = sorted(spans, key=lambda s: s.start - s.end)[:MAX_TIMELINE_JOBS]
     return track_view(spans, "jobs over the run's wall time", fmt_duration, width=WIDE)
 
 

@@ -61,6 +61,12 @@ class GridRow:
     def jobs(self) -> int:
         return sum(c.jobs for c in self.cells if c is not None)
 
+    @property
+    def sort_variant(self) -> str:
+        """Defaults first: eval before train, prefill before decode and generate."""
+        v = self.variant
+        return f"{int(v.mode != 'eval')}{int(v.phase != 'prefill')} {v.mode} {v.phase}"
+
 
 @dataclass(frozen=True)
 class Segment:

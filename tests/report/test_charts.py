@@ -67,10 +67,11 @@ def test_track_view_carries_times_for_zooming() -> None:
     root = _svg(chart)
     assert "zoomable" in root.get("class", "") and root.get("data-t1") == "4.000000"
     groups = root.findall(".//{http://www.w3.org/2000/svg}g")
-    assert [(g.get("data-s"), g.get("data-e")) for g in groups] == [
-        ("0.000000", "2.000000"),
-        ("1.000000", "4.000000"),
-    ]
+    assert [(g.get("data-s"), g.get("data-e")) for g in groups] == [("0", "2"), ("1", "4")]
+    assert len(root.findall(".//{http://www.w3.org/2000/svg}text")) == 2 + 2 + 2  # axis, tracks
+    many = [Span("w", i, i + 0.5, f"job {i}") for i in range(400)]
+    unlabelled = _svg(track_view(many, "jobs", str))
+    assert len(unlabelled.findall(".//{http://www.w3.org/2000/svg}text")) == 2 + 1
 
 
 def test_profiler_names_map_to_the_dispatch_overload() -> None:

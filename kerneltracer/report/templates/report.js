@@ -118,8 +118,10 @@
         var rect = g.querySelector("rect"), text = g.querySelector("text");
         rect.setAttribute("x", cx.toFixed(1));
         rect.setAttribute("width", Math.max(cw, 1).toFixed(1));
-        text.setAttribute("x", (cx + 3).toFixed(1));
-        text.style.display = cw > 40 ? "" : "none";
+        if (text) {
+          text.setAttribute("x", (cx + 3).toFixed(1));
+          text.style.display = cw > 40 ? "" : "none";
+        }
       }
       if (axisStart) axisStart.textContent = fmt(view[0]);
       if (axisEnd) axisEnd.textContent = fmt(view[1]);
