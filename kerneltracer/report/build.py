@@ -56,7 +56,8 @@ def build_report(run_dir: Path, out_dir: Path | None = None) -> ReportResult:
         _write(result, out_dir / rel, render_model(run, model, "../" + jobs_base, cov.coverage))
     _remove_stale_pages(models_dir, {Path(rel).name for rel in pages})
     _write(result, out_dir / "coverage.html", render_coverage(run, cov))
-    _write(result, out_dir / "readiness.html", render_readiness(run, build_readiness_view(out_dir)))
+    readiness = build_readiness_view(out_dir, cov.displays)
+    _write(result, out_dir / "readiness.html", render_readiness(run, readiness))
 
     atomic_write_json(out_dir / "run_summary.json", run_summary(run, note))
     atomic_write_text(out_dir / "jobs.csv", jobs_csv(run.jobs))

@@ -39,9 +39,11 @@ class ReadinessView:
     # models ready after each op added, in rank order; missing ops per model
     ready_chart: Markup = field(default_factory=Markup)
     missing_chart: Markup = field(default_factory=Markup)
+    distinct_models: int = 0  # models behind the variants assessed (0: not known)
 
 
-def build_readiness_view(out_dir: Path) -> ReadinessView:
+def build_readiness_view(out_dir: Path, displays: dict[str, str] | None = None) -> ReadinessView:
+    """``displays``: model label -> display id (the coverage's), to count distinct models."""
     from kerneltracer.corpus.readiness_export import read_readiness
 
     replay = _replay(out_dir / REPLAY_JSON)
@@ -75,6 +77,7 @@ def build_readiness_view(out_dir: Path) -> ReadinessView:
         blocked=blocked,
         ready_chart=ready,
         missing_chart=missing,
+        distinct_models=len({(displays or {}).get(m, m) for m in data.models}) if displays else 0,
     )
 
 
