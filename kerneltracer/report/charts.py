@@ -20,7 +20,7 @@ from markupsafe import Markup
 WIDTH = 640
 PALETTE = ("#1e88e5", "#fb8c00", "#43a047", "#8e24aa", "#e53935", "#00897b", "#6d4c41", "#757575")
 BAR_H = 16
-LABEL_W = 250
+LABEL_W = 262
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ def bar_chart(bars: Sequence[Bar], label: str, fmt: Callable[[float], str]) -> M
         hover = b.title or f"{b.label}: {fmt(b.value)}"
         body.append(
             f'<g><title>{escape(hover)}</title><text x="{LABEL_W - 6}" y="{y + 12}" '
-            f'text-anchor="end" class="lbl">{escape(_clip(b.label, 40))}</text>'
+            f'text-anchor="end" class="lbl">{escape(_clip(b.label, 38))}</text>'
             f'<rect x="{LABEL_W}" y="{y + 1}" width="{w:.1f}" height="{BAR_H - 2}" '
             f'fill="{PALETTE[0]}"/><text x="{LABEL_W + w + 4:.1f}" y="{y + 12}" class="val">'
             f"{escape(fmt(b.value))}</text></g>"
@@ -127,7 +127,7 @@ def stacked_bars(
         y = 20 + i * (BAR_H + 4)
         body.append(
             f'<text x="{LABEL_W - 6}" y="{y + 12}" text-anchor="end" class="lbl">'
-            f"<title>{escape(name)}</title>{escape(_clip(name, 40))}</text>"
+            f"<title>{escape(name)}</title>{escape(_clip(name, 38))}</text>"
         )
         x0 = float(LABEL_W)
         for s in segments:
@@ -172,7 +172,7 @@ def heatmap(
         y = head + i * cell
         body.append(
             f'<text x="{LABEL_W - 6}" y="{y + cell * 0.7:.1f}" text-anchor="end" class="lbl">'
-            f"<title>{escape(r)}</title>{escape(_clip(r, 40))}</text>"
+            f"<title>{escape(r)}</title>{escape(_clip(r, 38))}</text>"
         )
         for j, (key, header) in enumerate(columns):
             v = cells[(r, key)]
