@@ -173,6 +173,11 @@ class FrameworkSettings(_Strict):
     python: str | None = Field(
         None, description="Interpreter for this framework's workers (default: the current one)"
     )
+    preload: bool = Field(
+        True,
+        description="Fork light jobs from a server that imported the framework once "
+        "(tracers that need a fresh interpreter are always spawned)",
+    )
 
 
 # What a tracer needs from a hub repo: configs, tokenizer files, safetensors weights (+ index),

@@ -175,10 +175,11 @@ def read_input(
     *,
     what: str = "input file",
     json: bool = False,
+    text: bool = False,
     gzip: bool = True,
 ) -> bytes:
     """The whole (decompressed) content of ``path``, within the limit."""
-    with open_input(path, limits, what=what, json=json, gzip=gzip) as fh:
+    with open_input(path, limits, what=what, json=json, text=text, gzip=gzip) as fh:
         return fh.read()
 
 

@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
-# A one-node Slurm cluster on this machine for CI (Debian's slurm-wlm + munge), as root.
-# Idempotent: installs only what is missing, keeps an existing munge key and running daemons,
-# and returns once `sinfo` shows the node idle. No systemd needed: daemons run in the background.
+# A one-node Slurm cluster of kerneltracer's own for the real-Slurm tests (Debian's slurm-wlm +
+# munge, as root). Everything it owns lives under $KT_SLURM_HOME: its config, state, spool, logs
+# and pid files, and its daemons listen on their own ports. So it never reconfigures, reuses or
+# mistakes for its own a Slurm that is already on the machine (a user's cluster, or a slurmd
+# registered under another host name): clients reach it only with SLURM_CONF=$KT_SLURM_HOME/slurm.conf,
+# which the tests set themselves. Idempotent: keeps its running daemons, returns once the node
+# is idle and prints the SLURM_CONF line. No systemd needed: daemons run in the background.
 set -euo pipefail
 
-CONF_DIR=/etc/slurm
-STATE=/var/spool/slurm
-LOGS=/var/log/slurm
-JOBCOMP="$LOGS/jobcomp.log"
+HOME_DIR="${KT_SLURM_HOME:-/var/lib/kerneltracer/slurm}"
+CTLD_PORT="${KT_SLURM_CTLD_PORT:-16817}"
+SLURMD_PORT="${KT_SLURM_SLURMD_PORT:-16818}"
 TIMEOUT_S="${SLURM_UP_TIMEOUT_S:-90}"
+CONF="$HOME_DIR/slurm.conf"
+STATE="$HOME_DIR/state"
+LOGS="$HOME_DIR/log"
+RUN="$HOME_DIR/run"
 
 if [ "$(id -u)" -ne 0 ]; then
     echo "slurm-up: must run as root" >&2
@@ -21,7 +28,7 @@ if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null || ! comm
     apt-get install -y -q --no-install-recommends slurm-wlm munge
 fi
 
-mkdir -p /etc/munge /var/lib/munge /var/log/munge /run/munge "$CONF_DIR" "$STATE/ctld" "$STATE/d" "$LOGS"
+mkdir -p /etc/munge /var/lib/munge /var/log/munge /run/munge "$STATE/ctld" "$STATE/d" "$LOGS" "$RUN"
 if [ ! -s /etc/munge/munge.key ]; then
     dd if=/dev/urandom of=/etc/munge/munge.key bs=1024 count=1 status=none
 fi
@@ -34,16 +41,18 @@ mem_mb=$(awk '/MemTotal/ {print int($2 / 1024)}' /proc/meminfo)
 real_mem=$((mem_mb * 9 / 10))
 def_mem=$((real_mem / cpus / 2))
 conf=$(cat <<CONF
-# Written by scripts/slurm-up.sh: a single-node cluster for kerneltracer's CI.
+# Written by kerneltracer's scripts/slurm-up.sh: a single-node cluster for its tests.
 ClusterName=kt-ci
 SlurmctldHost=localhost
+SlurmctldPort=$CTLD_PORT
+SlurmdPort=$SLURMD_PORT
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 StateSaveLocation=$STATE/ctld
 SlurmdSpoolDir=$STATE/d
-SlurmctldPidFile=/run/slurmctld.pid
-SlurmdPidFile=/run/slurmd.pid
+SlurmctldPidFile=$RUN/slurmctld.pid
+SlurmdPidFile=$RUN/slurmd.pid
 SlurmctldLogFile=$LOGS/slurmctld.log
 SlurmdLogFile=$LOGS/slurmd.log
 ProctrackType=proctrack/linuxproc
@@ -57,7 +66,7 @@ ReturnToService=2
 AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 JobCompType=jobcomp/filetxt
-JobCompLoc=$JOBCOMP
+JobCompLoc=$LOGS/jobcomp.log
 MinJobAge=600
 KillWait=10
 SchedulerParameters=sched_interval=2
@@ -66,29 +75,38 @@ NodeName=localhost NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$real_mem State=UNKN
 PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
 CONF
 )
-if [ ! -f "$CONF_DIR/slurm.conf" ] || [ "$(cat "$CONF_DIR/slurm.conf")" != "$conf" ]; then
-    printf '%s\n' "$conf" > "$CONF_DIR/slurm.conf"
+if [ ! -f "$CONF" ] || [ "$(cat "$CONF")" != "$conf" ]; then
+    printf '%s\n' "$conf" > "$CONF.tmp"
+    mv "$CONF.tmp" "$CONF"
     changed=1
 else
     changed=0
 fi
+export SLURM_CONF="$CONF"
 
-# A daemon counts as running if a live (non-zombie) process has its name: without an init
-# that reaps, the daemons' forked parents linger as zombies under the same name.
-running() { ps -C "$1" -o stat= 2>/dev/null | grep -qv '^Z'; }
+# Ours is running when its pid file names a live (non-zombie) process started with our config:
+# a daemon of another Slurm on this machine never counts, whatever its name.
+ours() {
+    local pid
+    pid=$(cat "$RUN/$1.pid" 2>/dev/null) || return 1
+    [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
+    grep -q '^[^Z]' <(ps -o stat= -p "$pid" 2>/dev/null) || return 1
+    tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "-f $CONF"
+}
+# munged is shared: any live one answers for this host's key.
+munge_running() { ps -C munged -o stat= 2>/dev/null | grep -qv '^Z'; }
 
-if ! running munged; then
+if ! munge_running; then
     runuser -u munge -- /usr/sbin/munged --force
 fi
-if [ "$changed" = 1 ] && running slurmctld; then
-    # A new config: let the running daemons pick it up.
-    scontrol reconfigure || true
+if [ "$changed" = 1 ] && ours slurmctld; then
+    scontrol reconfigure || true  # a new config: let our running daemons pick it up
 fi
-if ! running slurmctld; then
-    /usr/sbin/slurmctld
+if ! ours slurmctld; then
+    /usr/sbin/slurmctld -f "$CONF"
 fi
-if ! running slurmd; then
-    /usr/sbin/slurmd -N localhost
+if ! ours slurmd; then
+    /usr/sbin/slurmd -f "$CONF" -N localhost
 fi
 
 dump_logs() {
@@ -112,4 +130,5 @@ while :; do
     fi
     sleep 1
 done
-echo "slurm-up: one-node cluster ready (sinfo: $state, $cpus CPUs, RealMemory=${real_mem}M)"
+echo "slurm-up: kerneltracer's one-node test cluster ready (sinfo: $state, $cpus CPUs, RealMemory=${real_mem}M, ports $CTLD_PORT/$SLURMD_PORT)"
+echo "SLURM_CONF=$CONF"

@@ -53,3 +53,11 @@ def clean_env(home: Path) -> dict[str, str]:
 @pytest.fixture
 def kt_env(tmp_path: Path) -> Iterator[dict[str, str]]:
     yield clean_env(tmp_path)
+
+
+def pytest_report_header() -> str:
+    # Said up front so a run on a machine with another Slurm shows which one its tests use.
+    from tests.slurm.choice import choose
+
+    choice = choose()
+    return f"slurm: {choice.refusal or choice.label}"

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Generic, Literal, TypeVar
 
 from kerneltracer.core.interrupts import default_signals, signal_of
+from kerneltracer.supervisor import describe_exit, kill_group
 from kerneltracer.worker.lifeline import arm_parent_death
 
 R = TypeVar("R")
@@ -286,19 +287,12 @@ def _raised(exc: BaseException) -> Raised:
 
 def _death_reason(exitcode: int | None) -> str:
     if exitcode is None or exitcode >= 0:
-        return f"worker exited with code {exitcode} without a result"
-    try:
-        name = signal.Signals(-exitcode).name
-    except ValueError:
-        name = f"signal {-exitcode}"
-    if -exitcode == signal.SIGKILL:
-        return f"killed by {name} (out of memory? the kernel's OOM killer sends it)"
-    return f"killed by {name}"
+        return f"worker {describe_exit(exitcode)} without a result"
+    return describe_exit(exitcode)
 
 
 def _kill_group(worker: _Worker) -> None:
-    with contextlib.suppress(OSError):
-        os.killpg(_pid(worker), signal.SIGKILL)
+    kill_group(_pid(worker))
     worker.process.join(5.0)
     worker.conn.close()
 

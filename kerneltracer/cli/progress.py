@@ -84,6 +84,9 @@ class ConsoleObserver:
             self.progress.advance(self.task)
         self._refresh()
 
+    def notice(self, text: str) -> None:
+        self.console.print(f"note: {escape(text)}", highlight=False)
+
     def _refresh(self) -> None:
         if self.progress is not None and self.task is not None:
             self.progress.update(self.task, description=escape(", ".join(self.running)))

@@ -57,6 +57,13 @@ from kerneltracer.cli.options import split_values
     help="Let several GPU jobs run on one GPU (default: one GPU job per visible GPU).",
 )
 @click.option(
+    "--preload/--no-preload",
+    default=True,
+    show_default=True,
+    help="Fork light jobs from a server that imported the framework once (seconds saved "
+    "per job); --no-preload starts every worker as a fresh interpreter.",
+)
+@click.option(
     "--shard",
     metavar="I/N",
     help="Run only shard I of N (1-based): a stable slice of the models, all their tracers.",
@@ -71,6 +78,7 @@ def run(
     output_dir: Path | None,
     kill_grace: float,
     share_gpus: bool,
+    preload: bool,
     shard: str | None,
 ) -> None:
     """Trace every (model, tracer) of CONFIG, one isolated worker process per job.
@@ -96,6 +104,7 @@ def run(
         jobs=jobs,
         kill_grace_s=kill_grace,
         share_gpus=share_gpus,
+        preload=preload,
         shard=parse_shard(shard) if shard is not None else None,
     )
     from kerneltracer.cli.download_cmd import DownloadView

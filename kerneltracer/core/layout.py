@@ -32,6 +32,7 @@ RUN_MANIFEST = "run.json"
 DOWNLOADS_DIR = "downloads"
 SLURM_DIR = "slurm"
 REPORT_DIR = "report"
+LOGS_DIR = "logs"  # the run's own logs (preloaded worker servers)
 
 _MODES = ("train",)
 _PHASES = ("decode", "generate")

@@ -26,6 +26,8 @@ from kerneltracer.corpus.model import (
     signature_key,
 )
 from kerneltracer.coverage.scan import InputProblem, JobRef, iter_job_refs
+from kerneltracer.errors import InputFileError
+from kerneltracer.inputguard import read_input
 from kerneltracer.jobs import JOBS_DIR
 
 KIND = ArtefactKind.DISPATCH_SIGNATURES
@@ -94,10 +96,10 @@ def _read_job(
     table: dict[bytes, Signature], models: set[str], ref: JobRef, rel: str
 ) -> list[CorpusProblem]:
     try:
-        lines = (ref.job_dir / rel).read_bytes().splitlines()
-    except OSError as exc:
+        lines = read_input(ref.job_dir / rel, what="job output", text=True, gzip=False).splitlines()
+    except InputFileError as exc:
         where = f"{JOBS_DIR}/{ref.key}/{rel}"
-        return [CorpusProblem(ref.model, where, f"unreadable ({exc.strerror or exc})")]
+        return [CorpusProblem(ref.model, where, f"unreadable ({exc})")]
     models.add(ref.model)
     problems = []
     for lineno, row, ranged in _rows(lines):

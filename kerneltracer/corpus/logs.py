@@ -6,14 +6,15 @@ from pathlib import Path
 
 from kerneltracer.corpus.model import Signature, signature_id
 from kerneltracer.corpus.operator_inp import OperatorLog, parse_log
-from kerneltracer.errors import UsageError
+from kerneltracer.errors import InputFileError, UsageError
+from kerneltracer.inputguard import read_input_text
 
 
 def signatures_from_log(path: Path) -> tuple[list[Signature], OperatorLog]:
     """One signature per entry; the log's stem stands for the model; outputs unknown."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_input_text(Path(path), what="operator_inp log")
+    except InputFileError as exc:
         raise UsageError(f"{path}: cannot read the operator_inp log ({exc})") from None
     log = parse_log(text)
     model = Path(path).stem

@@ -10,6 +10,8 @@ from pathlib import Path
 from pydantic import BaseModel, ValidationError
 
 from kerneltracer.corpus.readiness import Readiness
+from kerneltracer.errors import InputFileError
+from kerneltracer.inputguard import SMALL_FILE, read_input
 from kerneltracer.jsonio import atomic_write_bytes, atomic_write_text
 
 JSON = "readiness.json"
@@ -128,9 +130,11 @@ def write_readiness(r: Readiness, out_dir: Path) -> list[Path]:
 def read_readiness(path: Path) -> ReadinessFile | None:
     """The readiness file at ``path``; None when there is none; ValueError when corrupt."""
     try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        return None
+        data = read_input(Path(path), SMALL_FILE, what="readiness file", gzip=False)
+    except InputFileError as exc:
+        if not Path(path).exists():
+            return None
+        raise ValueError(str(exc)) from None
     try:
         return ReadinessFile.model_validate_json(data)
     except ValidationError as exc:

@@ -9,11 +9,8 @@ of the batch. A hang is detected per signature: no new result for ``timeout_s``.
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,6 +23,7 @@ import orjson
 
 from kerneltracer.corpus.model import Signature
 from kerneltracer.errors import KernelTracerError, UsageError
+from kerneltracer.supervisor import WorkerProcess, describe_exit
 
 DEVICES = ("cpu", "cuda")
 STATUSES = ("ok", "mismatch", "failed", "crashed", "timeout")
@@ -143,13 +141,14 @@ def _run_worker(
     out.write_bytes(b"")
     cmd = [options.python, "-m", "kerneltracer.worker.replay.main", str(batch_file), str(out)]
     log = out.with_suffix(".log")
-    with log.open("wb") as err:  # a file, not a pipe: a chatty op must not block on it
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
-        try:
-            ended = _watch(proc, out, options.timeout_s)
-        except BaseException:  # interrupted: the worker goes with us
-            _kill(proc)
-            raise
+    log.write_bytes(b"")  # a file, not a pipe: a chatty op must not block on it
+    proc = WorkerProcess.spawn(cmd, dict(os.environ), Path.cwd(), log)
+    try:
+        ended = _watch(proc, out, options.timeout_s)
+    except BaseException:  # interrupted: the worker goes with us
+        _kill(proc)
+        raise
+    _kill(proc)  # what it started and left behind
     lines = [orjson.loads(line) for line in out.read_bytes().splitlines() if line.strip()]
     if not lines and ended is None:
         # It died before its first op (a bad --import, a broken torch): every worker would.
@@ -163,7 +162,7 @@ def _run_worker(
     return done, ended if len(done) < len(batch) else None
 
 
-def _watch(proc: subprocess.Popen[bytes], out: Path, timeout_s: float) -> tuple[str, str] | None:
+def _watch(proc: WorkerProcess, out: Path, timeout_s: float) -> tuple[str, str] | None:
     size, last = 0, time.monotonic()
     while proc.poll() is None:
         time.sleep(POLL_S)
@@ -178,23 +177,14 @@ def _watch(proc: subprocess.Popen[bytes], out: Path, timeout_s: float) -> tuple[
     return None
 
 
-def _kill(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+def _kill(proc: WorkerProcess) -> None:
+    proc.kill_leftovers()  # the group and any descendant that left it
 
 
 def _exit_reason(code: int | None, log: Path) -> str:
     stderr = log.read_bytes()[-8192:].decode(errors="replace")
     tail = next((ln for ln in reversed(stderr.strip().splitlines()) if ln.strip()), "")
-    if code is not None and code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        why = f"worker killed by {name} ({code})"
-    else:
-        why = f"worker exited with code {code}"
+    why = f"worker {describe_exit(code)}"
     return f"{why}: {tail}"[:300] if tail else why
 
 

@@ -19,7 +19,8 @@ import orjson
 
 from kerneltracer.corpus.operator_inp import Entry, format_entry
 from kerneltracer.corpus.replay import ReplayOptions, ReplayResult
-from kerneltracer.errors import UsageError
+from kerneltracer.errors import InputFileError, UsageError
+from kerneltracer.inputguard import read_input
 from kerneltracer.jsonio import atomic_write_json, atomic_write_text
 
 CSV = "replay.csv"
@@ -118,11 +119,13 @@ def read_times(path: Path) -> dict[str, float]:
     if path.is_dir():
         path = path / JSON
     try:
-        doc = orjson.loads(path.read_bytes())
+        doc = orjson.loads(read_input(path, what="replay.json", json=True, gzip=False))
         return {
             str(r["sig_id"]): float(r["time_us"])
             for r in doc["results"]
             if r.get("time_us") is not None
         }
-    except (OSError, orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+    except InputFileError as exc:
+        raise UsageError(f"not a readable replay.json: {exc}") from None
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
         raise UsageError(f"{path}: not a readable replay.json ({exc})") from None

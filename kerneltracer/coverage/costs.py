@@ -16,6 +16,8 @@ import orjson
 from kerneltracer.core.artefacts import ArtefactKind
 from kerneltracer.costmodel import Device, estimate, roofline
 from kerneltracer.coverage.scan import JobRef
+from kerneltracer.errors import InputFileError
+from kerneltracer.inputguard import read_input
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,8 +32,10 @@ def job_op_costs(job: JobRef, device: Device) -> dict[str, OpEstimate | None]:
     totals: dict[str, list[float] | None] = {}
     for rel in job.artefact_names(ArtefactKind.DISPATCH_SIGNATURES):
         try:
-            lines = (job.job_dir / rel).read_bytes().splitlines()
-        except OSError:
+            lines = read_input(
+                job.job_dir / rel, what="job output", text=True, gzip=False
+            ).splitlines()
+        except InputFileError:
             return {}
         for line in lines:
             if not line.strip():

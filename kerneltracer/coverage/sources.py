@@ -22,6 +22,8 @@ import orjson
 
 from kerneltracer.core.artefacts import ArtefactKind, select
 from kerneltracer.coverage.scan import JobRef
+from kerneltracer.errors import InputFileError
+from kerneltracer.inputguard import read_input
 
 
 class SourceError(Exception):
@@ -42,12 +44,14 @@ class OpRow:
 
 
 def _read_bytes(job: JobRef, rel: str) -> tuple[bytes, str]:
+    path = job.job_dir / rel
+    if not path.exists():
+        raise SourceError(rel, "missing")
     try:
-        return (job.job_dir / rel).read_bytes(), rel
-    except FileNotFoundError:
-        raise SourceError(rel, "missing") from None
-    except OSError as exc:
-        raise SourceError(rel, f"unreadable ({exc.strerror or exc})") from None
+        # Through the input guard: a job dir may come from anywhere (copied, hand-edited).
+        return read_input(path, what="job output", text=True, gzip=False), rel
+    except InputFileError as exc:
+        raise SourceError(rel, f"unreadable ({exc})") from None
 
 
 class _RowError(Exception):

@@ -15,6 +15,7 @@ from pathlib import Path
 from kerneltracer.core.rootcause import last_exception_line
 from kerneltracer.core.status import JobStatus
 from kerneltracer.core.stop import StopReason
+from kerneltracer.supervisor import signal_name
 
 _STDLIB = re.compile(r"/lib/python3\.\d+/(?!site-packages/|dist-packages/)|^<frozen")
 _FAULT_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+) in (\S+)')
@@ -25,15 +26,6 @@ class Outcome:
     status: JobStatus
     reason: str
     signal: str | None = None
-
-
-def signal_name(returncode: int) -> str | None:
-    if returncode >= 0:
-        return None
-    try:
-        return signal.Signals(-returncode).name
-    except ValueError:
-        return f"signal {-returncode}"
 
 
 def classify_exit(

@@ -35,7 +35,6 @@ from kerneltracer.orchestrator.fetch import (
     FetchResult,
     result_path,
 )
-from kerneltracer.orchestrator.process import WorkerProcess
 from kerneltracer.orchestrator.snapshot import (
     FilePatterns,
     SnapshotCheck,
@@ -50,6 +49,7 @@ from kerneltracer.orchestrator.snapshot import (
     repo_storage,
     wanted_files,
 )
+from kerneltracer.supervisor import WorkerProcess, describe_exit
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
@@ -326,8 +326,11 @@ def _finish(fetch: _Fetch, timed_out: bool, limits: _Limits) -> ModelDownload:
     try:
         answer = FetchResult.model_validate(read_json(result_path(fetch.request)))
     except (OSError, ValueError):
-        rc = fetch.proc.popen.returncode
-        why = f"download of {ref.id} ended (exit {rc}) without a result: {_last_line(fetch.log)}"
+        rc = fetch.proc.returncode
+        why = (
+            f"download of {ref.id} {describe_exit(rc)} without a result: "
+            f"{_last_line(fetch.log)}"
+        )
         return _result(ref, DownloadOutcome.ERROR, reason=why, fetched=True, duration_s=took)
     if answer.outcome != DownloadOutcome.OK:
         return _result(

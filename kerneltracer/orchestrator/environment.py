@@ -31,7 +31,7 @@ def worker_env(
     threads: int,
     gpu: str | None,
 ) -> dict[str, str]:
-    env = dict(base)
+    env = common_env(base, threads)
     tmp = job_dir / "tmp"
     tmp.mkdir(parents=True, exist_ok=True)
     env.update(
@@ -40,6 +40,23 @@ def worker_env(
             "TORCHINDUCTOR_CACHE_DIR": str(tmp / "inductor_cache"),
             "TRITON_CACHE_DIR": str(tmp / "triton_cache"),
             "VLLM_RPC_BASE_PATH": str(rpc_dir(job_dir, create=True)),
+        }
+    )
+    if gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = gpu
+        env[ENV_GPU_SLOT] = gpu
+    cls = TRACERS.get(job.tracer)
+    if cls is not None:
+        env.update(cls.worker_env(job_dir, cls.Options.model_validate(job.options)))
+    return env
+
+
+def common_env(base: Mapping[str, str], threads: int) -> dict[str, str]:
+    """What every worker of a run shares: also the environment a preloaded worker server
+    imports its framework with (libraries read some of it once, at import)."""
+    env = dict(base)
+    env.update(
+        {
             "HF_HUB_OFFLINE": "1",
             "TRANSFORMERS_OFFLINE": "1",
             "HF_HUB_DISABLE_TELEMETRY": "1",
@@ -52,12 +69,6 @@ def worker_env(
     )
     # An explicit thread count from the user wins; otherwise share the cores fairly.
     env.setdefault("OMP_NUM_THREADS", str(threads))
-    if gpu is not None:
-        env["CUDA_VISIBLE_DEVICES"] = gpu
-        env[ENV_GPU_SLOT] = gpu
-    cls = TRACERS.get(job.tracer)
-    if cls is not None:
-        env.update(cls.worker_env(job_dir, cls.Options.model_validate(job.options)))
     return env
 
 

@@ -15,6 +15,9 @@ class RunObserver(Protocol):
 
     def job_finished(self, job: JobSpec, status: TraceStatus) -> None: ...
 
+    def notice(self, text: str) -> None:
+        """One line about the run itself (e.g. how its workers start), said once."""
+
 
 class NullObserver:
     def planned(self, total: int, to_run: int) -> None:
@@ -24,4 +27,7 @@ class NullObserver:
         pass
 
     def job_finished(self, job: JobSpec, status: TraceStatus) -> None:
+        pass
+
+    def notice(self, text: str) -> None:
         pass

@@ -45,6 +45,7 @@ class RunRequest:
     jobs: int = 1
     kill_grace_s: float = 5.0
     share_gpus: bool = False
+    preload: bool = True  # False: every worker starts a fresh interpreter (--no-preload)
     shard: Shard | None = None  # run only this slice of the jobs (see orchestrator.shard)
 
 
@@ -84,6 +85,10 @@ class RunSession:
             interpreters=self.interpreters,
             kill_grace_s=self.request.kill_grace_s,
             share_gpus=self.request.share_gpus,
+            preload=self.request.preload,
+            preload_off=frozenset(
+                str(name) for name, fw in self.config.frameworks.items() if not fw.preload
+            ),
         )
         observer.planned(len(self.jobs), len(self.plan.to_run) + len(failed_early))
         if self.stopped_by is None:

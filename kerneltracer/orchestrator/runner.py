@@ -27,8 +27,9 @@ from kerneltracer.jsonio import atomic_write_json
 from kerneltracer.orchestrator import environment as envmod
 from kerneltracer.orchestrator.classify import classify_exit, interrupted_phase
 from kerneltracer.orchestrator.events import NullObserver, RunObserver
+from kerneltracer.orchestrator.forkserver import ForkedChild
 from kerneltracer.orchestrator.planner import Chain, PlannedJob, RunPlan
-from kerneltracer.orchestrator.process import WorkerProcess
+from kerneltracer.orchestrator.preload import Preloader
 from kerneltracer.status import (
     JobStatus,
     TraceStatus,
@@ -37,6 +38,7 @@ from kerneltracer.status import (
     read_status,
     write_status,
 )
+from kerneltracer.supervisor import WorkerProcess
 
 GiB = 1024**3
 
@@ -49,6 +51,8 @@ class RunOptions:
     poll_s: float = 0.05  # exit checks: cheap, and every job's end waits on one
     sample_s: float = 0.25  # tree RSS sampling walks /proc: less often
     share_gpus: bool = False
+    preload: bool = True  # fork light jobs from a preloaded server (orchestrator.preload)
+    preload_off: frozenset[str] = frozenset()  # frameworks whose config turns it off
 
 
 @dataclass
@@ -71,6 +75,7 @@ class RunResult:
     # Why the run stopped before its end without a signal: the run dir took no more
     # writes (disk full, quota, read-only); one line from core.oserrors.
     stopped_by: str | None = None
+    notes: list[str] = field(default_factory=list)  # how workers started (preloading)
 
 
 class _Stop:
@@ -119,7 +124,8 @@ def execute(plan: RunPlan, options: RunOptions, observer: RunObserver | None = N
     free_gpus = list(gpus)
     stop = _Stop()
     threads = max(1, (os.cpu_count() or 1) // max(1, options.max_parallel))
-    with _stop_on_signals(stop):
+    preloader = _preloader(plan, options, threads)
+    with _stop_on_signals(stop), _closing(preloader, options, observer):
         while (pending or active) and not stop.stopped:
             while pending and len(active) < options.max_parallel and not stop.stopped:
                 chain, index = pending[0]
@@ -132,7 +138,7 @@ def execute(plan: RunPlan, options: RunOptions, observer: RunObserver | None = N
                     free_gpus.remove(gpu)
                 pending.popleft()
                 try:
-                    active.append(_start(plan, chain, member, options, threads, gpu, observer))
+                    active.append(_start(chain, member, options, threads, gpu, observer, preloader))
                 except OSError as exc:  # its job dir cannot be prepared
                     if gpu is not None:
                         free_gpus.append(gpu)
@@ -155,7 +161,29 @@ def execute(plan: RunPlan, options: RunOptions, observer: RunObserver | None = N
                 _advance(plan, act.chain, act.planned, status, pending, statuses, observer)
         if stop.stopped:
             _interrupt_all(active, stop, options, statuses, observer)
-    return RunResult(statuses, stop.signal is not None, time.monotonic() - t0, stop.fatal)
+    notes = preloader.notes if preloader is not None else []
+    return RunResult(statuses, stop.signal is not None, time.monotonic() - t0, stop.fatal, notes)
+
+
+def _preloader(plan: RunPlan, options: RunOptions, threads: int) -> Preloader | None:
+    if not options.preload:
+        return None
+    base = envmod.common_env(os.environ, threads)
+    preloader = Preloader(plan.run_dir, options.interpreters, base, options.preload_off)
+    preloader.plan(p.job for p in plan.to_run)
+    return preloader
+
+
+@contextlib.contextmanager
+def _closing(
+    preloader: Preloader | None, options: RunOptions, observer: RunObserver
+) -> Iterator[None]:
+    """Stop the servers at the end (after every worker was sealed): nothing outlives a run."""
+    try:
+        yield
+    finally:
+        if preloader is not None:
+            preloader.close(options.kill_grace_s)
 
 
 def _save(job_dir: Path, status: TraceStatus, stop: _Stop) -> TraceStatus:
@@ -287,13 +315,13 @@ def _prepare_dir(job_dir: Path) -> None:
 
 
 def _start(
-    plan: RunPlan,
     chain: Chain,
     member: PlannedJob,
     options: RunOptions,
     threads: int,
     gpu: str | None,
     observer: RunObserver,
+    preloader: Preloader | None,
 ) -> _Active:
     job, job_dir = member.job, member.job_dir
     _prepare_dir(job_dir)
@@ -303,7 +331,16 @@ def _start(
     env = envmod.worker_env(job, job_dir, os.environ, threads, gpu)
     argv = envmod.worker_argv(envmod.python_for(job.framework, options.interpreters), job_file)
     observer.job_started(job)
-    proc = WorkerProcess.spawn(argv, env, job_dir, job_dir / WORKER_LOG)
+    child = None
+    if preloader is not None:
+        said = len(preloader.notes)
+        child = preloader.spawn(job, job_file, env, job_dir, job_dir / WORKER_LOG)
+        for note in preloader.notes[said:]:
+            observer.notice(note)
+    if child is not None:
+        proc = WorkerProcess.watch(child)
+    else:
+        proc = WorkerProcess.spawn(argv, env, job_dir, job_dir / WORKER_LOG)
     return _Active(member, chain, proc, attempt, now_iso(), gpu)
 
 
@@ -333,7 +370,7 @@ def _finish(act: _Active, options: RunOptions, stop: _Stop) -> TraceStatus:
         act.proc.terminate(options.kill_grace_s)
     else:
         act.proc.kill_leftovers()  # a clean exit may still leave compile workers behind
-    rc = act.proc.popen.returncode if act.proc.popen.returncode is not None else -9
+    rc = act.proc.returncode if act.proc.returncode is not None else -9
     return _seal(act, rc, stop)
 
 
@@ -350,6 +387,9 @@ def _seal(act: _Active, rc: int, stop: _Stop) -> TraceStatus:
         status = base_status(
             job, act.attempt, outcome.status, reason=outcome.reason, signal=outcome.signal
         )
+    lost = act.proc.handle.lost if isinstance(act.proc.handle, ForkedChild) else None
+    if lost is not None:
+        status.reason = f"{status.reason}: {lost}" if status.reason else lost
     status.started_at = status.started_at or act.started_at
     status.finished_at = now_iso()
     status.duration_s = round(time.monotonic() - act.proc.started, 3)
@@ -378,7 +418,7 @@ def _interrupt_all(
         time.sleep(0.05)
     for act in active:
         act.proc.kill_leftovers()
-        rc = act.proc.popen.returncode if act.proc.popen.returncode is not None else -9
+        rc = act.proc.returncode if act.proc.returncode is not None else -9
         status = _seal(act, rc, stop)
         statuses[act.planned.job.key] = status
         observer.job_finished(act.planned.job, status)

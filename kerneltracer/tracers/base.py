@@ -47,6 +47,10 @@ class Tracer(ABC, Generic[Ctx]):
     # Why it cannot trace a model with weights fake (built on fake tensors: shapes, no
     # values); None when it can. Shown as the job's `unsupported` reason.
     fake_weights_refusal: ClassVar[str | None] = "it has not been made to run on fake tensors"
+    # True when its worker must start a fresh interpreter, never a fork of a preloaded one:
+    # what it sets in worker_env (TORCH_TRACE, TORCH_LOGS, compile caches) is read once, at
+    # `import torch`, and cannot be re-initialised in a forked child.
+    fresh_interpreter: ClassVar[bool] = False
     summary: ClassVar[str] = ""
     outputs_doc: ClassVar[str] = ""
     Options: ClassVar[type[TracerOptions]] = TracerOptions

@@ -48,6 +48,7 @@ class VllmCompileTracer(Tracer["VLLMContext"]):
     name: ClassVar[str] = "vllm_compile"
     version: ClassVar[str] = "1"
     frameworks: ClassVar[frozenset[str]] = frozenset({"vllm"})
+    fresh_interpreter: ClassVar[bool] = True  # TORCH_TRACE, VLLM_CACHE_ROOT at import
     fake_weights_refusal: ClassVar[str | None] = (
         "vLLM's engine loads and runs real weights (trace the model with framework huggingface)"
     )

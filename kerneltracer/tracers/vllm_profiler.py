@@ -101,6 +101,7 @@ class VllmProfilerTracer(Tracer["VLLMContext"]):
     name: ClassVar[str] = "vllm_profiler"
     version: ClassVar[str] = "1"
     frameworks: ClassVar[frozenset[str]] = frozenset({"vllm"})
+    fresh_interpreter: ClassVar[bool] = True  # vLLM reads its environment at import
     fake_weights_refusal: ClassVar[str | None] = (
         "vLLM's engine loads and runs real weights (trace the model with framework huggingface)"
     )

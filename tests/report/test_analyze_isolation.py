@@ -79,7 +79,7 @@ def test_hang_and_segfault_are_recorded_and_the_others_finish(run_dir: Path) -> 
     crash = _marker(run_dir, "segfault")
     assert crash["state"] == "crashed" and "SIGSEGV" in crash["error"]
     assert "Segmentation fault" in (_out(run_dir, "segfault") / crash["log"]).read_text()
-    assert f"crashed   segfault         {KEY}  killed by SIGSEGV (log: " in proc.stderr
+    assert f"crashed   segfault         {KEY}  killed by SIGSEGV (-11) (log: " in proc.stderr
 
     for name in ("records", "timeline"):
         marker = _marker(run_dir, name)

@@ -35,7 +35,7 @@ def test_each_task_ends_in_exactly_one_way_and_the_rest_go_on() -> None:
     left = {c.pid for c in psutil.Process().children(recursive=True)} - before
     assert not left, "workers outlived run_isolated"
     assert results[1] == Died("timeout", "no result after 3 s, killed")
-    assert results[2] == Died("crashed", "killed by SIGSEGV")
+    assert results[2] == Died("crashed", "killed by SIGSEGV (-11)")
     raised = results[3]
     assert isinstance(raised, Raised) and raised.summary == "ValueError: bad input"
     assert "bad input" in raised.traceback and not raised.out_of_memory

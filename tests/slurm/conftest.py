@@ -1,31 +1,36 @@
-"""Fixtures for the real-Slurm tests: a cluster that answers (required under CI=true)."""
+"""Fixtures for the real-Slurm tests: a cluster of the project's own that runs jobs (required
+under CI=true). Which cluster and why: tests/slurm/choice.py."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from tests.conftest import require
+from tests.slurm.choice import choose, probe
 
 
 @pytest.fixture(scope="session")
-def slurm_cluster() -> Iterator[list[str]]:
-    """Yields a list the tests append their Slurm job ids to; all are cancelled at the end."""
+def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str]]:
+    """Yields a list the tests append their Slurm job ids to; all are cancelled at the end.
+
+    Sets SLURM_CONF for the session, so the tests' own calls, the CLI subprocesses (``kt_env``
+    copies the environment) and kerneltracer's in-process Slurm calls all reach the chosen one.
+    """
     have = shutil.which("sbatch") is not None and shutil.which("sinfo") is not None
     require(have, "Slurm (sbatch and sinfo on PATH; scripts/slurm-up.sh sets one up)")
-    try:
-        proc = subprocess.run(
-            ["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=20
-        )
-        states = proc.stdout.split() if proc.returncode == 0 else []
-    except subprocess.TimeoutExpired:
-        states = []
-    usable = any(s.rstrip("*~#") in ("idle", "mixed", "allocated", "completing") for s in states)
-    require(usable, f"a Slurm cluster with a usable node (sinfo states: {states or 'no answer'})")
-    submitted: list[str] = []
-    yield submitted
-    if submitted:
-        subprocess.run(["scancel", *submitted], capture_output=True, timeout=30)
+    choice = choose()
+    require(not choice.refusal, choice.refusal)
+    with pytest.MonkeyPatch.context() as mp:
+        if choice.conf is not None:
+            mp.setenv("SLURM_CONF", str(choice.conf))
+        problem = probe(choice, Path(tmp_path_factory.mktemp("slurm-probe")))
+        require(not problem, f"a Slurm that runs jobs: {problem}")
+        submitted: list[str] = []
+        yield submitted
+        if submitted:
+            subprocess.run(["scancel", *submitted], capture_output=True, timeout=30)

@@ -63,6 +63,14 @@ class FrameworkLoader(ABC):
     install_hint: ClassVar[str] = ""
     # Modules whose versions go into _TRACE_STATUS.json when the worker has imported them.
     version_modules: ClassVar[tuple[str, ...]] = ()
+    # Why this framework's workers cannot be forked from a preloaded server; None: they can.
+    preload_refusal: ClassVar[str | None] = "no preload has been written for this framework"
+
+    @classmethod
+    def preload(cls, hints: list[str]) -> list[str]:
+        """Import what jobs of this framework need (``hints``: e.g. the run's model types)
+        without running an op or starting a thread pool; returns the modules that failed."""
+        return []
 
     @abstractmethod
     def load(self, job: JobSpec, job_dir: Path, tracer: object) -> RunContext:

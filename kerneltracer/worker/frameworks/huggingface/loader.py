@@ -23,6 +23,13 @@ class HuggingFaceLoader(FrameworkLoader):
     name: ClassVar[str] = "huggingface"
     context_type: ClassVar[type[HFContext]] = HFContext
     version_modules: ClassVar[tuple[str, ...]] = ("torch", "transformers")
+    preload_refusal: ClassVar[str | None] = None
+
+    @classmethod
+    def preload(cls, hints: list[str]) -> list[str]:
+        from kerneltracer.worker.frameworks.huggingface.preload import preload
+
+        return preload(hints)
 
     def load(self, job: JobSpec, job_dir: Path, tracer: object) -> HFContext:
         return load_huggingface(job, job_dir)

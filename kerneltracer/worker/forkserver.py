@@ -1,0 +1,220 @@
+"""The preloaded worker: one process per framework interpreter imports the framework once,
+then forks one child per job, so a light job pays milliseconds of start-up, not seconds.
+
+``python -m kerneltracer.worker.forkserver REQ_FD RESP_FD [RUN_DIR]``: requests arrive as JSON lines
+on REQ_FD, replies leave on RESP_FD (stdout and stderr are the server's log, where import
+warnings may go). The orchestrator's side is ``kerneltracer.orchestrator.forkserver``.
+
+- ``{"op": "preload", "framework": F, "hints": [...]}`` imports what the framework's loader
+  names for those hints; reply ``{"op": "ready", "pid": ..., "seconds": ..., "failed": [...]}``
+  or ``{"op": "refused", "why": ...}`` when the framework cannot be preloaded.
+- ``{"op": "spawn", "id": N, "job_file": P, "env": {...}, "cwd": D, "log": L}`` forks;
+  reply ``{"op": "started", "id": N, "pid": ...}``. When the child ends:
+  ``{"op": "exit", "pid": ..., "rc": ...}`` (negative: killed by that signal, like Popen).
+
+Isolation is the spawned worker's: each child is the leader of a new session, runs with the
+job's environment, cwd and log, arms its parent-death signal on this server (which arms its
+own on the orchestrator), and ends with ``os._exit``. The server never starts a thread, never
+runs an op and never initialises CUDA before forking: a fork is only safe from one thread,
+and thread pools or a CUDA context do not survive into a child.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import sys
+import time
+import traceback
+from types import FrameType
+from typing import Any
+
+import orjson
+
+from kerneltracer.jobs import ENV_ORCHESTRATOR_PID
+from kerneltracer.worker import lifeline
+
+# The server's children get this long after SIGTERM to take their trees down (their own
+# lifeline grace) before the server SIGKILLs their groups and exits.
+STOP_GRACE_S = lifeline.CHILD_GRACE_S + 1.0
+_POLL_S = 0.02
+
+
+class _Server:
+    def __init__(self, req_fd: int, resp_fd: int) -> None:
+        self.req_fd, self.resp_fd = req_fd, resp_fd
+        self.children: set[int] = set()
+        self.buffer = b""
+        self.stopping = False
+
+    def reply(self, message: dict[str, Any]) -> None:
+        data = orjson.dumps(message) + b"\n"
+        while data:
+            data = data[os.write(self.resp_fd, data) :]
+
+    def serve(self) -> None:
+        while not self.stopping:
+            ready, _, _ = select.select([self.req_fd], [], [], _POLL_S)
+            if ready and not self._read():
+                break  # the orchestrator closed its end: it is gone or done
+            self._reap()
+        self.stop_children()
+
+    def _read(self) -> bool:
+        chunk = os.read(self.req_fd, 1 << 16)
+        if not chunk:
+            return False
+        self.buffer += chunk
+        while b"\n" in self.buffer:
+            line, self.buffer = self.buffer.split(b"\n", 1)
+            if line.strip():
+                self._handle(orjson.loads(line))
+        return True
+
+    def _handle(self, request: dict[str, Any]) -> None:
+        if request["op"] == "preload":
+            self.reply(_preload(str(request["framework"]), list(request.get("hints", []))))
+        elif request["op"] == "spawn":
+            pid = self._fork(request)
+            self.children.add(pid)
+            self.reply({"op": "started", "id": request["id"], "pid": pid})
+
+    def _fork(self, request: dict[str, Any]) -> int:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child ends in os._exit; tests see its effects
+            _run_child(request, self)
+        return pid
+
+    def _reap(self) -> None:
+        while self.children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            self.children.discard(pid)
+            self.reply({"op": "exit", "pid": pid, "rc": os.waitstatus_to_exitcode(status)})
+
+    def stop_children(self) -> None:
+        """SIGTERM every child's group (each takes its own tree down), SIGKILL what stays."""
+        for pid in self.children:
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE_S
+        while self.children and time.monotonic() < deadline:
+            with contextlib.suppress(OSError):
+                self._reap()
+            time.sleep(_POLL_S)
+        for pid in self.children:
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)
+
+
+def _preload(framework: str, hints: list[str]) -> dict[str, Any]:
+    from kerneltracer.worker.frameworks.registry import loader_class
+
+    cls = loader_class(framework)
+    if cls.preload_refusal is not None:
+        return {"op": "refused", "why": cls.preload_refusal}
+    t0 = time.monotonic()
+    failed = cls.preload(hints)
+    # The worker's own modules, so a child starts at its first line of work.
+    import kerneltracer.tracers.registry
+    import kerneltracer.worker.main  # noqa: F401
+
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        # A forked child cannot use a CUDA context its parent made: spawn instead.
+        return {"op": "refused", "why": "CUDA was initialised while preloading"}
+
+    return {
+        "op": "ready",
+        "pid": os.getpid(),
+        "seconds": round(time.monotonic() - t0, 3),
+        "failed": failed,
+    }
+
+
+def _run_child(request: dict[str, Any], server: _Server) -> None:
+    """In the forked child: become the job's worker process, then exit without teardown."""
+    code = 1
+    try:
+        os.setsid()
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
+            signal.signal(sig, signal.SIG_DFL)
+        os.close(server.req_fd)
+        os.close(server.resp_fd)
+        env = dict(request["env"])
+        env[ENV_ORCHESTRATOR_PID] = str(os.getppid())  # the parent to outlive: this server
+        os.environ.clear()
+        os.environ.update(env)
+        _redirect(str(request["log"]))
+        os.chdir(request["cwd"])
+        _apply_env_to_preloaded()
+        from kerneltracer.worker.main import main
+
+        sys.argv = ["kerneltracer.worker", str(request["job_file"])]
+        code = main([str(request["job_file"])])
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:
+        with contextlib.suppress(BaseException):
+            traceback.print_exc()
+    finally:
+        with contextlib.suppress(BaseException):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+
+
+def _redirect(log: str) -> None:
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
+def _apply_env_to_preloaded() -> None:
+    """What imported modules read from the environment once, set again from the job's."""
+    import tempfile
+
+    tempfile.tempdir = None  # TMPDIR: the job's own scratch dir
+    torch = sys.modules.get("torch")
+    threads = os.environ.get("OMP_NUM_THREADS", "")
+    if torch is not None and threads.isdigit() and int(threads) > 0:
+        # OpenMP read the variable when torch was imported; its pool starts at the first op.
+        torch.set_num_threads(int(threads))
+
+
+def main(argv: list[str]) -> int:
+    # RUN_DIR is only a label: `ps` shows which run a server belongs to.
+    if len(argv) not in (2, 3) or not all(a.isdigit() for a in argv[:2]):
+        print(
+            "usage: python -m kerneltracer.worker.forkserver REQ_FD RESP_FD [RUN_DIR]",
+            file=sys.stderr,
+        )
+        return 2
+    server = _Server(int(argv[0]), int(argv[1]))
+
+    def on_term(signum: int, frame: FrameType | None) -> None:
+        server.stopping = True
+
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the orchestrator's to handle
+    parent = os.environ.get(ENV_ORCHESTRATOR_PID)
+    if not lifeline.arm_parent_death(signal.SIGTERM, int(parent) if parent else None):
+        return 1  # the orchestrator is already gone
+    server.serve()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
