@@ -156,28 +156,10 @@ def _times(uses: list[OpUse], device: str) -> tuple[str, str, list[tuple[str, fl
 
 
 def _counts(uses: list[OpUse], cov: Coverage) -> list[tuple[str, float]]:
-    # Calls from the best source (dispatch: every aten call), not summed across sources.
-    kinds = dict(cov.source_kinds)
-    if not uses:
-        return []
-    best = min(
-        {u.source for u in uses},
-        key=lambda s: (
-            [str(k) for k in _SOURCE_ORDER].index(kinds[s]) if kinds.get(s) in _SOURCE_ORDER else 99
-        ),
-    )
+    # Calls from the best source (dispatch: every aten call), never summed across sources.
+    have = {u.source for u in uses}
+    best = next((s for s in cov.preferred_sources() if s in have), None)
     return [(u.op, float(u.calls)) for u in uses if u.source == best]
-
-
-_SOURCE_ORDER = tuple(
-    str(k)
-    for k in (
-        ArtefactKind.DISPATCH_SUMMARY,
-        ArtefactKind.KEY_AVERAGES,
-        ArtefactKind.OP_TABLE,
-        ArtefactKind.CHROME_TRACE,
-    )
-)
 
 
 # --- coverage page ---------------------------------------------------------------------

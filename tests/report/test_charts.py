@@ -135,3 +135,37 @@ def test_timeline_puts_overlapping_jobs_on_separate_tracks() -> None:
     tracks = re.findall(r'class="lbl">(worker \d+)<', chart)
     assert tracks == ["worker 1", "worker 2"]
     assert timeline_chart([_job("x/t")]) == ""  # never started: nothing to draw
+
+
+def test_model_op_charts_measure_when_profiled_else_estimate() -> None:
+    from kerneltracer.coverage.matrix import Coverage, OpUse
+    from kerneltracer.report.collect import ModelRow
+    from kerneltracer.report.pictures import ESTIMATED, MEASURED, model_op_charts
+
+    dispatch = [
+        OpUse("aten.mm.default", label, "torch_dispatch", 4, 1, None, 10, 10, est)
+        for label, est in (("llm", 2.0), ("llm [decode]", 0.5))
+    ]
+    profile = [OpUse("aten::mm", "llm", "torch_profiler", 8, None, 120.0)]
+    cov = Coverage(
+        models=("llm", "llm [decode]"),
+        uses=(*dispatch, *profile),
+        jobs_read=(
+            ("llm", "torch_dispatch"),
+            ("llm", "torch_profiler"),
+            ("llm [decode]", "torch_dispatch"),
+        ),
+        source_kinds=(("torch_dispatch", "dispatch_summary"), ("torch_profiler", "key_averages")),
+        variants={"llm": ("llm", "eval", "prefill"), "llm [decode]": ("llm", "eval", "decode")},
+        est_device="H100",
+    )
+    charts = model_op_charts(cov, ModelRow("llm", "llm"))
+    assert [(c.variant.label, c.time_kind) for c in charts] == [
+        ("eval · prefill", MEASURED),  # the profiler job of this variant
+        ("eval · decode", ESTIMATED),  # no profiler job: from shapes, and says so
+    ]
+    assert "aten.mm.default" in charts[0].time_chart and "aten::mm" in charts[0].time_chart
+    assert "not measured" in charts[1].time_note
+    # Calls come from the dispatch trace (every aten call), not the profiler's count.
+    assert ">4</text>" in charts[0].count_chart and ">8</text>" not in charts[0].count_chart
+    assert model_op_charts(cov, ModelRow("other", "other")) == []
