@@ -352,13 +352,19 @@ def test_demo_readiness_and_coverage_have_content(demo_report: Path, browser: Br
 
 def test_demo_track_view_zooms(demo_report: Path, browser: Browser) -> None:
     browser.load((demo_report / "models" / "tiny-llama.html").as_uri())
+    # The visible range, and px per time unit of the longest span drawn whole (not cut at
+    # an edge, and wide enough that rounding to 0.1 px does not matter).
     state = (
         "(() => { const s = document.querySelector('svg.zoomable');"
-        " const r = [...s.querySelectorAll('g.span rect')]"
-        ".map(r => Number(r.getAttribute('width')));"
-        " return [s.querySelector('[data-axis=end]').textContent, Math.max(...r)]; })()"
+        " const [v0, v1] = s.getAttribute('data-view').split(' ').map(Number);"
+        " const len = g => Number(g.dataset.e) - Number(g.dataset.s);"
+        " const whole = [...s.querySelectorAll('g.span')].filter(g => g.style.display !== 'none'"
+        " && Number(g.dataset.s) > v0 && Number(g.dataset.e) < v1);"
+        " const g = whole.reduce((a, b) => len(b) > len(a) ? b : a);"
+        " const w = Number(g.querySelector('rect').getAttribute('width'));"
+        " return [v1 - v0, w / len(g)]; })()"
     )
-    before_axis, before_widest = browser.evaluate(state)
+    before_range, before_scale = browser.evaluate(state)
     browser.evaluate(
         "(() => { const s = document.querySelector('svg.zoomable');"
         " const b = s.getBoundingClientRect();"
@@ -366,13 +372,14 @@ def test_demo_track_view_zooms(demo_report: Path, browser: Browser) -> None:
         " clientX: b.left + b.width / 2, clientY: b.top + 20, bubbles: true,"
         " cancelable: true})); })()"
     )
-    after_axis, after_widest = browser.evaluate(state)
-    # Zoomed in: a shorter visible range, and the spans in it drawn wider.
-    assert after_axis != before_axis and after_widest >= before_widest
+    after_range, after_scale = browser.evaluate(state)
+    # Five wheel steps of 0.8: a third of the range, each span drawn three times as wide.
+    assert after_range == pytest.approx(before_range * 0.8**5, rel=0.01)
+    assert after_scale == pytest.approx(before_scale / 0.8**5, rel=0.05)
     browser.evaluate(
         "document.querySelector('svg.zoomable').dispatchEvent(new MouseEvent('dblclick'))"
     )
-    assert browser.evaluate(state)[0] == before_axis
+    assert browser.evaluate(state)[0] == pytest.approx(before_range)
 
 
 def test_grid_of_1000_models_pages_and_filters(

@@ -125,6 +125,7 @@
       }
       if (axisStart) axisStart.textContent = fmt(view[0]);
       if (axisEnd) axisEnd.textContent = fmt(view[1]);
+      svg.setAttribute("data-view", view[0] + " " + view[1]);
     }
     function timeAt(ev) {
       var box = svg.getBoundingClientRect();
