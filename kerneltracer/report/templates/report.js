@@ -103,6 +103,7 @@
     var perSecond = svg.getAttribute("data-unit") === "us" ? 1e6 : 1;
     function fmt(t) {
       var s = t / perSecond;
+      if (s === 0) return "0";
       if (s < 1e-3) return (s * 1e6).toFixed(1) + "\u00b5s";
       return s < 1 ? (s * 1000).toFixed(s < 0.01 ? 2 : 0) + "ms" : s.toFixed(1) + "s";
     }
@@ -119,8 +120,13 @@
         rect.setAttribute("x", cx.toFixed(1));
         rect.setAttribute("width", Math.max(cw, 1).toFixed(1));
         if (text) {
+          // Text never runs past its bar: cut to what fits (about 6 px a character).
+          if (text._full === undefined) text._full = text.textContent;
+          var fit = Math.floor((cw - 6) / 6);
+          text.textContent = fit >= text._full.length ? text._full
+            : text._full.slice(0, Math.max(fit - 1, 0)) + "\u2026";
           text.setAttribute("x", (cx + 3).toFixed(1));
-          text.style.display = cw > 40 ? "" : "none";
+          text.style.display = fit > 3 ? "" : "none";
         }
       }
       if (axisStart) axisStart.textContent = fmt(view[0]);
