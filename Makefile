@@ -62,6 +62,8 @@ models: $(MODELS)/.built
 demo: models
 	$(KT) run configs/demo.yaml --jobs 2
 	$(KT) analyze runs/demo
+	@# What a new out-of-tree backend (no kernels but PyTorch's composite ones) must add first.
+	$(KT) readiness runs/demo --dispatch-key PrivateUse1
 	$(KT) report runs/demo
 	@echo "run dir: $(CURDIR)/runs/demo   (kerneltracer status runs/demo)"
 	@echo "report:  $(CURDIR)/runs/demo/report/index.html"

@@ -9,6 +9,11 @@ are interleaved run by run; medians are printed, with the page sizes of the repo
     .venv/bin/python bench/bench_report.py                 # 500 x 6, 3 runs each
     .venv/bin/python bench/bench_report.py --models 50 --repeats 1
     .venv/bin/python bench/bench_report.py --analyze runs/demo   # analyze -j 1 vs -j NCPU
+    .venv/bin/python bench/bench_report.py --demo runs/demo      # report of the demo run
+
+With ``--demo RUN_DIR`` it times `kerneltracer report` on a copy of that run (after `make
+demo`: 24 jobs, analyses and readiness) and prints the size of every page and how many
+charts each draws (the charts are inline SVG, so their bytes are in the pages' sizes).
 
 With ``--analyze RUN_DIR`` it times `kerneltracer analyze --force` on a copy of that run,
 serial (-j 1) against one worker process per CPU (-j NCPU), interleaved.
@@ -47,16 +52,42 @@ def timed(args: list[str]) -> tuple[float, float]:
     return wall, int(rss.group(1)) / 1024 if rss else float("nan")
 
 
-def sizes(report: Path) -> dict[str, float]:
+def sizes(report: Path) -> dict[str, float | int]:
     models = list((report / "models").glob("*.html"))
     model_sizes = [p.stat().st_size for p in models]
-    return {
-        "index.html KiB": (report / "index.html").stat().st_size / 1024,
-        "coverage.html KiB": (report / "coverage.html").stat().st_size / 1024,
-        "model pages": len(models),
-        "model page median KiB": statistics.median(model_sizes) / 1024,
-        "all HTML MiB": (sum(model_sizes) + (report / "index.html").stat().st_size) / (1 << 20),
-    }
+    pages = [report / n for n in ("index.html", "coverage.html", "readiness.html")]
+    out: dict[str, float | int] = {}
+    for page in pages:
+        out[f"{page.name} KiB"] = page.stat().st_size / 1024
+        out[f"{page.name} charts"] = page.read_text().count('<svg class="chart')
+    out["model pages"] = len(models)
+    out["model page median KiB"] = statistics.median(model_sizes) / 1024
+    out["model page charts (median)"] = statistics.median(
+        p.read_text().count('<svg class="chart') for p in models
+    )
+    everything = sum(model_sizes) + sum(p.stat().st_size for p in pages)
+    out["all HTML MiB"] = everything / (1 << 20)
+    return out
+
+
+def print_sizes(report: Path) -> None:
+    for name, value in sizes(report).items():
+        shown = f"{value:,.1f}" if isinstance(value, float) else str(value)
+        print(f"  {name:<28} {shown}")
+
+
+def bench_demo(run_dir: Path, repeats: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-demo-") as tmp:
+        run = Path(tmp) / "run"
+        shutil.copytree(run_dir, run)
+        runs = [timed(["report", str(run)]) for _ in range(repeats)]
+        listed = ", ".join(f"{w:.2f}" for w, _ in runs)
+        print(
+            f"kerneltracer report (demo {run_dir}): median "
+            f"{statistics.median(w for w, _ in runs):.2f}s  peak RSS "
+            f"{statistics.median(r for _, r in runs):.0f} MiB  (runs: {listed})"
+        )
+        print_sizes(run / "report")
 
 
 def bench_analyze(run_dir: Path, repeats: int) -> None:
@@ -80,9 +111,13 @@ def main() -> None:
     parser.add_argument("--models", type=int, default=500)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--analyze", type=Path, metavar="RUN_DIR", default=None)
+    parser.add_argument("--demo", type=Path, metavar="RUN_DIR", default=None)
     args = parser.parse_args()
     if args.analyze is not None:
         bench_analyze(args.analyze, args.repeats)
+        return
+    if args.demo is not None:
+        bench_demo(args.demo, args.repeats)
         return
     from kerneltracer.report.synth import SIX_TRACERS, make_synthetic_run
 
@@ -110,12 +145,7 @@ def main() -> None:
             f"{statistics.median(r for _, r in status_runs):6.0f} MiB"
         )
         print(f"report / status: {rep_t / st_t:.1f}x   (budget: report under 60 s)")
-        for name, value in sizes(run / "report").items():
-            print(
-                f"  {name:<24} {value:,.1f}"
-                if isinstance(value, float)
-                else f"  {name:<24} {value}"
-            )
+        print_sizes(run / "report")
 
 
 if __name__ == "__main__":

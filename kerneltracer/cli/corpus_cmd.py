@@ -65,8 +65,10 @@ def corpus(
     bb = write_backendbench(built.signatures, out)
     written.append(bb.path)
     calls = sum(s.calls for s in built.signatures)
+    variants = len(built.models)
+    also = f" ({variants} model variants)" if variants != len(built.distinct_models) else ""
     click.echo(
-        f"{len(built.models)} model(s): {len(built.ops())} op(s), "
+        f"{len(built.distinct_models)} model(s){also}: {len(built.ops())} op(s), "
         f"{len(built.signatures)} signature(s), {calls} call(s)"
     )
     if built.fake_models:

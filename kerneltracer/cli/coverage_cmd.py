@@ -62,10 +62,13 @@ def coverage(
             "nothing written"
         )
     written = write_coverage(cov, out)
-    click.echo(f"{len(cov.models)} model(s), {len(cov.jobs_read)} job(s) read")
+    models = len(cov.distinct_models())
+    variants = f" ({len(cov.models)} model variants)" if len(cov.models) != models else ""
+    click.echo(f"{models} model(s){variants}, {len(cov.jobs_read)} job(s) read")
     for source in cov.sources():
         unique = sum(len(v) for v in cov.unique_ops(source).values())
-        click.echo(f"  {source}: {len(cov.ops(source))} op(s), {unique} used by one model only")
+        ops = len(cov.ops(source))
+        click.echo(f"  {source}: {ops} op(s), {unique} used by one model variant only")
     if cov.not_ok:
         click.echo(f"{len(cov.not_ok)} job(s) left out (not ok)")
     ranked = cov.top_ops_by_time(top)

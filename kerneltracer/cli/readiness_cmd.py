@@ -78,7 +78,7 @@ def readiness(
         else support_from_dispatch_key(str(dispatch_key))
     )
     device = resolve_device(device_name, devices_file)
-    sigs, models = _signatures(run_dir)
+    sigs, models, distinct = _signatures(run_dir)
     if replay_dir is not None:
         times, weight, note = read_times(replay_dir), REPLAY, f"replayed ({replay_dir})"
     else:
@@ -88,7 +88,9 @@ def readiness(
     written = write_readiness(result, out)
     blocked = {m: bs for m, bs in result.blockers.items() if bs}
     click.echo(
-        f"{len(result.models)} model(s), {result.ops_checked} op(s) checked against "
+        f"{distinct} model(s)"
+        + (f" ({len(result.models)} model variants)" if len(result.models) != distinct else "")
+        + f", {result.ops_checked} op(s) checked against "
         f"{result.support}: {len(result.ready_models)} ready, {len(blocked)} blocked"
     )
     for model, items in blocked.items():
@@ -104,13 +106,15 @@ def readiness(
     click.echo(f"wrote {len(written)} files to {out}")
 
 
-def _signatures(path: Path) -> tuple[list[Signature], tuple[str, ...]]:
+def _signatures(path: Path) -> tuple[list[Signature], tuple[str, ...], int]:
+    """The signatures, the model labels (one per variant) and the number of models."""
     from kerneltracer.corpus.build import build_corpus
     from kerneltracer.corpus.schema import PARQUET, read_signatures
 
     if (path / PARQUET).is_file():
         sigs = read_signatures(path)
-        return sigs, tuple(sorted({m for s in sigs for m in s.models}))
+        labels = tuple(sorted({m for s in sigs for m in s.models}))
+        return sigs, labels, len(labels)
     built = build_corpus(path)
     echo_problems([f"{p.path}: {p.reason}" for p in built.problems])
-    return built.signatures, built.models
+    return built.signatures, built.models, len(built.distinct_models)

@@ -35,8 +35,10 @@ def report(run_dir: Path, out_dir: Path | None) -> None:
         click.echo(f"warning: {warning}", err=True)
     run = result.run
     counts = ", ".join(f"{n} {state}" for state, n in run.counts.items()) or "no jobs"
+    tracers = len({j.tracer for j in run.jobs})
+    variants = f" ({run.variants} model variants)" if run.variants != len(run.models) else ""
     click.echo(
-        f"{len(run.models)} models x {len(run.columns)} tracers: {counts}"
+        f"{len(run.models)} models{variants} x {tracers} tracers: {counts}"
         f"{' (run in progress)' if run.in_progress else ''}"
     )
     click.echo(f"{len(result.pages)} pages, {result.html_bytes / 1024:.0f} KiB of HTML")

@@ -37,6 +37,7 @@ def row_of(record: JobRecord) -> JobRow:
             None,
             None,
             record.problem_text if state == UNREADABLE else None,
+            phase=record.phase,
         )
     return JobRow(
         key=record.key,
@@ -48,6 +49,7 @@ def row_of(record: JobRecord) -> JobRow:
         peak_rss_bytes=raw.get("tree_peak_rss_bytes") or raw.get("peak_rss_bytes"),
         reason=raw.get("reason"),
         weights=str(raw.get("weights") or "real"),
+        phase=record.phase,
     )
 
 

@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kerneltracer.cli.progress import STYLE
+from kerneltracer.core.identity import DEFAULT_PHASE, Variant, collapsed_alternatives, variant_of
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,11 @@ class JobRow:
     peak_rss_bytes: int | None
     reason: str | None
     weights: str = "real"  # "fake": traced from the config on fake tensors
+    phase: str = DEFAULT_PHASE
+
+    @property
+    def variant(self) -> Variant:
+        return variant_of(self.mode, self.phase)
 
 
 def console(stderr: bool = False) -> Console:
@@ -38,33 +44,49 @@ PROBLEM_LIMIT = 50
 def status_table(rows: list[JobRow], full: bool = False) -> Group:
     if len(rows) > GRID_LIMIT and not full:
         return Group(_counts_table(rows), *_problems(rows))
-    tracers = list(
-        dict.fromkeys(f"{r.tracer}" + ("" if r.mode == "eval" else f".{r.mode}") for r in rows)
-    )
-    grid = Table(title="jobs", show_lines=False)
+    folded = collapsed_alternatives({r.key: (r.status, r.reason) for r in rows})
+    shown = [r for r in rows if r.key not in folded]
+    alternatives = Counter(folded.values())
+    tracers = list(dict.fromkeys(r.tracer for r in shown))
+    models = {r.model for r in rows}
+    variants = {(r.model, r.variant) for r in rows}
+    grid = Table(title=f"jobs: {len(models)} models, {len(variants)} model variants")
     grid.add_column("model")
+    grid.add_column("mode · phase")
     for t in tracers:
         grid.add_column(t)
-    by_model: dict[str, dict[str, JobRow]] = {}
-    for r in rows:
-        col = r.tracer + ("" if r.mode == "eval" else f".{r.mode}")
-        by_model.setdefault(r.model, {})[col] = r
-    for model, cells in by_model.items():
-        grid.add_row(Text(model), *[_cell(cells.get(t)) for t in tracers])
+    by_variant: dict[tuple[str, Variant], dict[str, JobRow]] = {}
+    for r in sorted(shown, key=lambda r: r.variant.rank):
+        by_variant.setdefault((r.model, r.variant), {})[r.tracer] = r
+    for (model, variant), cells in sorted(
+        by_variant.items(), key=lambda kv: _model_order(rows)[kv[0][0]]
+    ):
+        grid.add_row(
+            Text(model),
+            Text(variant.label),
+            *[
+                _cell(cells.get(t), alternatives.get(cells[t].key, 0) if t in cells else 0)
+                for t in tracers
+            ],
+        )
     return Group(grid, *_problems(rows))
+
+
+def _model_order(rows: list[JobRow]) -> dict[str, int]:
+    return {m: i for i, m in enumerate(dict.fromkeys(r.model for r in rows))}
 
 
 def _counts_table(rows: list[JobRow]) -> Table:
     per: dict[str, Counter[str]] = {}
     for r in rows:
-        per.setdefault(r.tracer + ("" if r.mode == "eval" else f".{r.mode}"), Counter())[
-            r.status
-        ] += 1
+        per.setdefault(r.tracer + r.variant.suffix, Counter())[r.status] += 1
     states = sorted({r.status for r in rows})
+    models = len({r.model for r in rows})
     table = Table(
-        title=f"jobs by tracer ({len(rows)} jobs; `kerneltracer status --full` for the grid)"
+        title=f"jobs by tracer ({len(rows)} jobs of {models} models; "
+        "`kerneltracer status --full` for the grid)"
     )
-    table.add_column("tracer")
+    table.add_column("tracer [mode, phase]")
     for state in states:
         table.add_column(state, justify="right")
     for tracer, counts in per.items():
@@ -86,13 +108,15 @@ def _problems(rows: list[JobRow]) -> list[Table]:
     return [why]
 
 
-def _cell(row: JobRow | None) -> Text:
+def _cell(row: JobRow | None, alternatives: int = 0) -> Text:
     if row is None:
         return Text("-", style="dim")
     style = STYLE.get(row.status, "dim")
     took = f" {row.duration_s:.1f}s" if row.duration_s is not None and row.status == "ok" else ""
     fake = " fake" if row.weights == "fake" else ""
-    return Text(f"{row.status}{fake}{took}", style=style)
+    # Skipped alternatives of its exclusive group live in the winner's cell, not in columns.
+    alt = f" (+{alternatives} alt. skipped)" if alternatives else ""
+    return Text(f"{row.status}{fake}{took}{alt}", style=style)
 
 
 def summary_line(rows: list[JobRow], wall_s: float | None = None) -> str:

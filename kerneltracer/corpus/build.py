@@ -59,6 +59,7 @@ def corpus_from_refs(
     problems: list[tuple[CorpusProblem, str | None]] = []
     not_ok: list[tuple[str, str, str]] = []
     read: set[str] = set()
+    ids: dict[str, str] = {}  # label -> display id
     for ref in refs:
         if isinstance(ref, InputProblem):
             tracer = ref.job_key.rsplit("/", 1)[-1].split(".", 1)[0]
@@ -74,6 +75,8 @@ def corpus_from_refs(
         read.update([ref.tracer] if rels else [])
         if rels and ref.weights == "fake":
             fake.add(ref.model)
+        if rels:
+            ids[ref.model] = ref.display or ref.model
         for rel in rels:
             problems += [(p, None) for p in _read_job(table, models, ref, rel)]
     sigs = sorted(table.values(), key=lambda s: (s.op, -s.calls, s.sig_id))
@@ -85,6 +88,7 @@ def corpus_from_refs(
         kept,
         sorted((m, st) for m, st, t in not_ok if t in sources),
         tuple(sorted(fake & models)),
+        tuple(sorted({ids.get(m, m) for m in models})),
     )
 
 

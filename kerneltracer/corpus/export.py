@@ -82,7 +82,8 @@ def summary(corpus: Corpus, estimated: CostBreakdown | None = None) -> dict[str,
     per_model = corpus.by_model()
     return {
         "schema_version": 2,  # 2: est_costs
-        "models": list(corpus.models),
+        "models": list(corpus.models),  # one label per model variant (mode, phase)
+        "distinct_models": len(corpus.distinct_models),
         # Traced with weights fake: shapes and ops of the full-size model, no values, no times.
         "fake_weight_models": list(corpus.fake_models),
         "ops": len(corpus.ops()),

@@ -128,6 +128,13 @@ class Corpus:
     # Models traced with weights fake: their signatures are the real shapes, but no value
     # (integer ranges) was seen, and nothing of them was timed.
     fake_models: tuple[str, ...] = ()
+    # The distinct models (display ids) behind ``models``, whose labels are per variant
+    # (``tiny-llama [decode]``): one model traced in two phases is one model here.
+    model_ids: tuple[str, ...] = ()
+
+    @property
+    def distinct_models(self) -> tuple[str, ...]:
+        return self.model_ids or self.models
 
     def ops(self) -> list[str]:
         return sorted({s.op for s in self.signatures})

@@ -1,6 +1,8 @@
 """Write a :class:`Coverage` as files users query with pandas / DuckDB, all atomically.
 
 - ``coverage.csv``: long format, one row per (op, model, source); empty cell = null.
+  ``model`` is the model variant's label (``tiny-llama [decode]``); ``model_id``, ``mode``
+  and ``phase`` are its parts.
   ``est_flops`` / ``est_bytes`` / ``est_time_lb_us`` are estimated from shapes (dispatch
   signatures; the time is the roofline lower bound on ``est_device`` of the summary).
 - ``coverage.parquet``: the same rows with proper dtypes (int64 / float64, nullable).
@@ -29,6 +31,9 @@ if TYPE_CHECKING:
 COLUMNS = (
     "op",
     "model",
+    "model_id",
+    "mode",
+    "phase",
     "source",
     "calls",
     "signatures",
@@ -41,7 +46,9 @@ LONG_CSV = "coverage.csv"
 PARQUET = "coverage.parquet"
 MATRIX_CSV = "coverage_matrix.csv"
 SUMMARY_JSON = "coverage_summary.json"
-SUMMARY_SCHEMA_VERSION = 2  # 2: est_device, top_ops_by_est_time
+# 2: est_device, top_ops_by_est_time; 3: model labels carry the phase, distinct_models,
+# model_variants
+SUMMARY_SCHEMA_VERSION = 3
 TOP_OPS = 50
 
 
@@ -66,6 +73,7 @@ def write_long_csv(cov: Coverage, path: Path) -> Path:
                 (
                     u.op,
                     u.model,
+                    *cov.variant(u.model),
                     u.source,
                     u.calls,
                     _cell(u.signatures),
@@ -95,6 +103,9 @@ def arrow_schema() -> pa.Schema:
         [
             pa.field("op", pa.string(), nullable=False),
             pa.field("model", pa.string(), nullable=False),
+            pa.field("model_id", pa.string(), nullable=False),
+            pa.field("mode", pa.string(), nullable=False),
+            pa.field("phase", pa.string(), nullable=False),
             pa.field("source", pa.string(), nullable=False),
             pa.field("calls", pa.int64(), nullable=False),
             pa.field("signatures", pa.int64(), nullable=True),
@@ -111,10 +122,12 @@ def write_parquet(cov: Coverage, path: Path) -> Path:
     import pyarrow.parquet as pq
 
     uses = cov.uses
+    variants = [cov.variant(u.model) for u in uses]
     table = pa.Table.from_arrays(
         [
             pa.array([u.op for u in uses], pa.string()),
             pa.array([u.model for u in uses], pa.string()),
+            *(pa.array([v[i] for v in variants], pa.string()) for i in range(3)),
             pa.array([u.source for u in uses], pa.string()),
             pa.array([u.calls for u in uses], pa.int64()),
             pa.array([u.signatures for u in uses], pa.int64()),
@@ -135,6 +148,11 @@ def summary(cov: Coverage, top: int = TOP_OPS) -> dict[str, Any]:
     return {
         "schema_version": SUMMARY_SCHEMA_VERSION,
         "models": list(cov.models),
+        "distinct_models": len(cov.distinct_models()),
+        "model_variants": [
+            {"model": label, "model_id": d, "mode": m, "phase": p}
+            for label, (d, m, p) in cov.variants.items()
+        ],
         "fake_weight_models": list(cov.fake_models),
         "sources": sources,
         "ops_per_source": {s: len(cov.ops(s)) for s in sources},

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kerneltracer.core.artefacts import ArtefactKind
+from kerneltracer.core.identity import DEFAULT_MODE, DEFAULT_PHASE
 from kerneltracer.costmodel import DEFAULT_DEVICE, Device, load_devices
 from kerneltracer.coverage.costs import job_op_costs
 from kerneltracer.coverage.gpu_time import attributed_gpu_time
@@ -71,6 +72,9 @@ class Coverage:
     est_device: str = ""  # the device the estimated times are for
     # (model, source) whose self_time_us is the GPU time attributed to each op (ops.csv)
     gpu_attributed: tuple[tuple[str, str], ...] = ()
+    # label -> (display id, mode, phase) of every model variant read: labels are per
+    # variant, a model traced in two phases has two labels and is one model
+    variants: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     _index: dict[str, dict[str, dict[str, OpUse]]] = field(
         init=False, repr=False, compare=False, hash=False, default_factory=dict
     )
@@ -78,6 +82,15 @@ class Coverage:
     def __post_init__(self) -> None:
         for use in self.uses:
             self._index.setdefault(use.source, {}).setdefault(use.op, {})[use.model] = use
+
+    def variant(self, label: str) -> tuple[str, str, str]:
+        """(display id, mode, phase) of a model label (a label not read: itself, defaults)."""
+        return self.variants.get(label, (label, DEFAULT_MODE, DEFAULT_PHASE))
+
+    def distinct_models(self, labels: Iterable[str] | None = None) -> list[str]:
+        """The distinct models (display ids) of ``labels`` (default: every model read)."""
+        labels = self.models if labels is None else labels
+        return sorted({self.variant(m)[0] for m in labels})
 
     def sources(self) -> list[str]:
         return sorted({s for _, s in self.jobs_read} | set(self._index))
@@ -190,6 +203,7 @@ class _Reading:
     not_ok: list[tuple[str, str, str]] = field(default_factory=list)
     fake: set[str] = field(default_factory=set)
     gpu_attributed: set[tuple[str, str]] = field(default_factory=set)
+    variants: dict[str, tuple[str, str, str]] = field(default_factory=dict)
 
     def add(self, ref: JobRef, writers: frozenset[str]) -> None:
         if ref.status != "ok":
@@ -202,6 +216,7 @@ class _Reading:
                 self.problems.append((InputProblem(ref.key, _run_rel(ref, ""), reason), None))
             return
         self.models.add(ref.model)
+        self.variants[ref.model] = (ref.display or ref.model, ref.mode, ref.phase)
         if ref.weights == "fake":
             self.fake.add(ref.model)
         kind, rels = found
@@ -265,6 +280,7 @@ def coverage_from_refs(
         fake_models=tuple(sorted(acc.fake)),
         est_device=acc.device.key,
         gpu_attributed=tuple(sorted(acc.gpu_attributed)),
+        variants=dict(sorted(acc.variants.items())),
     )
 
 

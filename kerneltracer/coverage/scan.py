@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from kerneltracer.core.artefacts import ArtefactKind, output_kinds, select
+from kerneltracer.core.identity import DEFAULT_MODE, DEFAULT_PHASE, variant_of
+from kerneltracer.core.identity import model_label as variant_label
 from kerneltracer.core.layout import JOBS_DIR, STATUS_FILE
 from kerneltracer.core.rundir import JobRecord, RunDir, StatusProblem
 from kerneltracer.errors import RunDirError
@@ -40,6 +42,9 @@ class JobRef:
     recorded_kinds: tuple[str | None, ...] = ()
     # "fake": traced from the config on fake tensors (shapes and ops; no measured time).
     weights: str = "real"
+    display: str = ""  # the model's display id, the same for every variant
+    mode: str = DEFAULT_MODE
+    phase: str = DEFAULT_PHASE
 
     def output_kinds(self) -> tuple[ArtefactKind | None, ...]:
         """The kind of every output: recorded, else derived from its name."""
@@ -50,12 +55,15 @@ class JobRef:
         return select(self.outputs, self.output_kinds(), (kind,))
 
 
-def model_label(raw: dict[str, Any]) -> str:
-    """The model's display id; a non-eval mode is appended so eval and train jobs stay apart."""
+def model_display(raw: dict[str, Any]) -> str:
     model = raw.get("model")
-    display = str(model.get("display", "")) if isinstance(model, dict) else ""
-    mode = raw.get("mode")
-    return display if mode in (None, "eval") else f"{display} [{mode}]"
+    return str(model.get("display", "")) if isinstance(model, dict) else ""
+
+
+def model_label(raw: dict[str, Any]) -> str:
+    """The label of the model variant: the display id, plus a mode or phase that is not the
+    default (``tiny-llama [train, decode]``), so every variant stays apart."""
+    return variant_label(model_display(raw), raw.get("mode"), raw.get("phase"))
 
 
 def iter_job_refs(run_dir: Path) -> Iterator[JobRef | InputProblem]:
@@ -91,6 +99,9 @@ def _job_ref(record: JobRecord) -> JobRef | InputProblem:
             outputs=outputs,
             recorded_kinds=kinds,
             weights="fake" if raw.get("weights") == "fake" else "real",
+            display=model_display(raw),
+            mode=variant_of(raw.get("mode"), raw.get("phase")).mode,
+            phase=variant_of(raw.get("mode"), raw.get("phase")).phase,
         )
     except (KeyError, TypeError, AttributeError):
         return InputProblem(key, rel, "status file lacks tracer/status/outputs fields")

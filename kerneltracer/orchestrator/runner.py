@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
+from kerneltracer.core.identity import EXCLUSIVE_SKIP
 from kerneltracer.core.oserrors import os_error_status, os_error_text, stops_run
 from kerneltracer.core.stop import StopKind, StopReason
 from kerneltracer.jobs import JOB_FILE, PHASE_LOG, WORKER_LOG
@@ -254,7 +255,7 @@ def _record_satisfied(plan: RunPlan) -> dict[str, TraceStatus]:
     written = {}
     for key, winner in plan.satisfied_by.items():
         p = by_key[key]
-        reason = f"exclusive group satisfied by {winner}"
+        reason = f"{EXCLUSIVE_SKIP}{winner}"
         raw = p.status or {}
         if (raw.get("status"), raw.get("reason"), raw.get("request_hash")) == (
             JobStatus.SKIPPED.value,
@@ -299,7 +300,7 @@ def _advance(
         return
     if status.status == JobStatus.OK:
         for other in rest:
-            _skip(other, f"exclusive group satisfied by {member.job.key}", statuses, observer)
+            _skip(other, f"{EXCLUSIVE_SKIP}{member.job.key}", statuses, observer)
     elif status.status == JobStatus.INTERRUPTED:
         return
     else:

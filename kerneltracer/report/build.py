@@ -55,10 +55,11 @@ def build_report(run_dir: Path, out_dir: Path | None = None) -> ReportResult:
 
     pages = {MODELS_DIR + "/" + page_name(m.slug): m for m in run.models}
     for rel, model in pages.items():
-        _write(result, out_dir / rel, render_model(run, model, "../" + jobs_base))
+        _write(result, out_dir / rel, render_model(run, model, "../" + jobs_base, cov.coverage))
     _remove_stale_pages(models_dir, {Path(rel).name for rel in pages})
     _write(result, out_dir / "coverage.html", render_coverage(run, cov))
-    _write(result, out_dir / "readiness.html", render_readiness(run, build_readiness_view(out_dir)))
+    readiness = build_readiness_view(out_dir, cov.displays)
+    _write(result, out_dir / "readiness.html", render_readiness(run, readiness))
     ops = build_ops_view(run)
     result.warnings += ops.problems
     result.data_files.append(write_fleet_csv(ops, out_dir / FLEET_CSV))

@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from kerneltracer.core.artefacts import ArtefactKind, output_kind
+from kerneltracer.core.identity import Variant, collapsed_alternatives, variant_of
 from kerneltracer.core.layout import (
     ANALYSIS_DIR,
     ANALYSIS_MARKER,
@@ -143,6 +144,10 @@ class Job:
         return self.status in {s.value for s in FAILURE_STATUSES}
 
     @property
+    def variant(self) -> Variant:
+        return variant_of(self.mode, self.phase)
+
+    @property
     def graphs(self) -> tuple[FileRef, ...]:
         return tuple(o for o in self.outputs if o.kind in GRAPH_KINDS)
 
@@ -182,6 +187,19 @@ class RunData:
     columns: list[str]
     models: list[ModelRow]
     jobs: list[Job]
+    # Skipped exclusive-group alternatives (job key -> the winner's key): shown in the
+    # winner's grid cell, not as columns of their own.
+    folded: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def tracers(self) -> list[str]:
+        """The grid's columns: every tracer with a job that is not folded into another."""
+        return list(dict.fromkeys(j.tracer for j in self.jobs if j.key not in self.folded))
+
+    @property
+    def variants(self) -> int:
+        """Model variants (model, mode, phase): the grid's rows."""
+        return len({(j.slug, j.variant) for j in self.jobs})
 
     @property
     def name(self) -> str:
@@ -222,6 +240,7 @@ def collect_run(run_dir: Path) -> RunData:
         columns=_columns(jobs),
         models=_rows(jobs),
         jobs=jobs,
+        folded=collapsed_alternatives({j.key: (j.status, j.reason) for j in jobs}),
     )
 
 

@@ -24,6 +24,9 @@ JOB_COLUMNS = (
     "device",
     "reason",
     "analyses",
+    # after the older columns, so scripts reading them by position keep working
+    "phase",
+    "weights",
 )
 
 
@@ -42,7 +45,8 @@ def run_summary(run: RunData, coverage_note: str | None) -> dict[str, Any]:
         "interrupted": run.interrupted,
         "wall_s": run.wall_s,
         "kerneltracer_version": run.kerneltracer_version,
-        "models": len(run.models),
+        "models": len(run.models),  # distinct models
+        "model_variants": run.variants,  # (model, mode, phase)
         "tracers": run.columns,
         "jobs": len(run.jobs),
         "counts": run.counts,
@@ -78,6 +82,8 @@ def jobs_csv(jobs: list[Job]) -> str:
                 j.device or "",
                 j.reason or "",
                 ";".join(f"{a.name}:{a.state}" for a in j.analyses),
+                j.phase,
+                j.weights,
             )
         )
     return buf.getvalue()

@@ -10,12 +10,15 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from markupsafe import Markup
 
 from kerneltracer.corpus.readiness_export import BLOCKERS_CSV, JSON, RANKED_CSV, ReadinessFile
+from kerneltracer.report.charts import Bar, bar_chart
 
 READINESS_DIR = "readiness"
 REPLAY_JSON = "corpus/replay/replay.json"
 FAILURES_SHOWN = 100
+RANKED_CHART = 30
 
 
 @dataclass(frozen=True)
@@ -33,9 +36,14 @@ class ReadinessView:
     files: tuple[str, ...] = ()
     replay: ReplaySummary | None = None
     blocked: dict[str, list[Any]] = field(default_factory=dict)
+    # models ready after each op added, in rank order; missing ops per model
+    ready_chart: Markup = field(default_factory=Markup)
+    missing_chart: Markup = field(default_factory=Markup)
+    distinct_models: int = 0  # models behind the variants assessed (0: not known)
 
 
-def build_readiness_view(out_dir: Path) -> ReadinessView:
+def build_readiness_view(out_dir: Path, displays: dict[str, str] | None = None) -> ReadinessView:
+    """``displays``: model label -> display id (the coverage's), to count distinct models."""
     from kerneltracer.corpus.readiness_export import read_readiness
 
     replay = _replay(out_dir / REPLAY_JSON)
@@ -48,7 +56,29 @@ def build_readiness_view(out_dir: Path) -> ReadinessView:
         return ReadinessView(False, f"no readiness assessment yet: {how}", replay=replay)
     files = tuple(f"{READINESS_DIR}/{n}" for n in (JSON, RANKED_CSV, BLOCKERS_CSV))
     blocked = {m: bs for m, bs in data.blockers.items() if bs}
-    return ReadinessView(True, data=data, files=files, replay=replay, blocked=blocked)
+    ready = bar_chart(
+        [
+            Bar(f"{o.rank}. {o.op}", o.ready_after, f"after adding {o.op}: {o.ready_after} ready")
+            for o in data.ranked[:RANKED_CHART]
+        ],
+        "models ready after each op added",
+        lambda v: f"{v:.0f} of {len(data.models)} ready",
+    )
+    missing = bar_chart(
+        [Bar(m, len(data.blockers.get(m, []))) for m in data.models],
+        "missing ops per model",
+        lambda v: f"{v:.0f} missing",
+    )
+    return ReadinessView(
+        True,
+        data=data,
+        files=files,
+        replay=replay,
+        blocked=blocked,
+        ready_chart=ready,
+        missing_chart=missing,
+        distinct_models=len({(displays or {}).get(m, m) for m in data.models}) if displays else 0,
+    )
 
 
 def _replay(path: Path) -> ReplaySummary | None:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import quote
 
+from kerneltracer.core.identity import Variant
 from kerneltracer.report.collect import PENDING, PHASES, UNREADABLE, Job, ModelRow
 from kerneltracer.status import FAILURE_STATUSES
 
@@ -37,6 +38,13 @@ class Cell:
     files_href: str | None
     report_href: str | None  # the job's first HTML analysis report, if any
     fake: bool = False  # weights fake: no measured time
+    # Skipped alternatives of its exclusive group shown in this cell: "tracer: reason"
+    folded: tuple[str, ...] = ()
+
+    @property
+    def jobs(self) -> int:
+        """Jobs this cell stands for: itself and the alternatives folded into it."""
+        return 1 + len(self.folded)
 
 
 @dataclass(frozen=True)
@@ -46,6 +54,18 @@ class GridRow:
     worst: str
     worst_rank: int
     cells: tuple[Cell | None, ...]
+    variant: Variant = field(default_factory=Variant)
+    slug: str = ""
+
+    @property
+    def jobs(self) -> int:
+        return sum(c.jobs for c in self.cells if c is not None)
+
+    @property
+    def sort_variant(self) -> str:
+        """Defaults first: eval before train, prefill before decode and generate."""
+        v = self.variant
+        return f"{int(v.mode != 'eval')}{int(v.phase != 'prefill')} {v.mode} {v.phase}"
 
 
 @dataclass(frozen=True)
@@ -73,18 +93,48 @@ def job_href(jobs_base: str, job: Job) -> str:
     return f"{jobs_base}{quote(job.slug)}/{quote(job.column)}/"
 
 
-def grid_rows(models: list[ModelRow], columns: list[str], jobs_base: str) -> list[GridRow]:
+def grid_rows(
+    models: list[ModelRow], tracers: list[str], jobs_base: str, folded: dict[str, str]
+) -> list[GridRow]:
+    """One row per model variant (model, mode, phase), one column per tracer; skipped
+    alternatives of an exclusive group sit in the cell of the member that ran."""
+    into: dict[str, list[Job]] = {}
+    for model in models:
+        for job in model.jobs.values():
+            if job.key in folded:
+                into.setdefault(folded[job.key], []).append(job)
     rows = []
     for model in models:
-        cells = tuple(_cell(model.jobs.get(c), jobs_base) for c in columns)
-        worst = model.worst
-        rows.append(
-            GridRow(model.display, page_name(model.slug), worst, STATUS_RANK.get(worst, 9), cells)
-        )
+        by_variant: dict[Variant, dict[str, Job]] = {}
+        for job in model.jobs.values():
+            if job.key not in folded:
+                by_variant.setdefault(job.variant, {})[job.tracer] = job
+        for variant in sorted(by_variant, key=lambda v: v.rank):
+            jobs = by_variant[variant]
+            cells = tuple(
+                _cell(jobs.get(t), jobs_base, into.get(jobs[t].key, []) if t in jobs else [])
+                for t in tracers
+            )
+            worst = _worst({j.status for j in jobs.values()})
+            rows.append(
+                GridRow(
+                    model.display,
+                    page_name(model.slug),
+                    worst,
+                    STATUS_RANK.get(worst, 9),
+                    cells,
+                    variant,
+                    model.slug,
+                )
+            )
     return rows
 
 
-def _cell(job: Job | None, jobs_base: str) -> Cell | None:
+def _worst(states: set[str]) -> str:
+    return min(states, key=lambda s: (STATUS_RANK.get(s, 9), s)) if states else PENDING
+
+
+def _cell(job: Job | None, jobs_base: str, folded: list[Job]) -> Cell | None:
     if job is None:
         return None
     rank = STATUS_RANK.get(job.status, 9)
@@ -94,11 +144,12 @@ def _cell(job: Job | None, jobs_base: str) -> Cell | None:
         status=job.status,
         duration=job.duration_s,
         rss=job.peak_rss_bytes,
-        title=tooltip(job),
+        title=tooltip(job, folded),
         sort=sort,
         files_href=job_href(jobs_base, job) if job.has_dir else None,
         report_href=_report_href(job, jobs_base),
         fake=job.weights == "fake",
+        folded=tuple(f"{f.tracer}: {f.status}" for f in folded),
     )
 
 
@@ -110,12 +161,16 @@ def _report_href(job: Job, jobs_base: str) -> str | None:
     return None
 
 
-def tooltip(job: Job) -> str:
+def tooltip(job: Job, folded: list[Job] | None = None) -> str:
     # Duration and RSS are already in the cell; the tooltip adds who and why.
-    text = f"{job.model} · {job.column}: {job.status}"
+    text = f"{job.model} · {job.tracer} · {job.variant.label}: {job.status}"
     if job.weights == "fake":
         text += " (weights fake: shapes and ops at full size, no measured time)"
-    return f"{text}\n{job.reason}" if job.reason else text
+    if job.reason:
+        text += f"\n{job.reason}"
+    for alt in folded or ():
+        text += f"\nalternative {alt.tracer}: {alt.status} (not needed: {job.tracer} ran)"
+    return text
 
 
 def phase_bar(job: Job) -> PhaseBar:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from kerneltracer.corpus.model import Signature, signature_id
@@ -35,7 +36,10 @@ def test_page_lists_blockers_and_the_add_order(tmp_path: Path) -> None:
     write_readiness(r, run / "report" / "readiness")
     html = (build_report(run).out_dir / "readiness.html").read_text()
     assert "my-npu.yaml" in html and "0 of 2 models ready, 2 blocked" in html
-    assert html.count("aten.mm.default") == 3  # ranked row + one per blocked model
+    # The charts name ops too: count in the tables only.
+    tables = re.sub(r"<svg .*?</svg>", "", html, flags=re.S)
+    assert html.count('<svg class="chart') == 2
+    assert tables.count("aten.mm.default") == 3  # ranked row + one per blocked model
     assert "&lt;b&gt;evil&lt;/b&gt;" in html and "<b>evil</b>" not in html
     assert 'href="readiness/readiness_ranked.csv"' in html
 

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from kerneltracer.core.layout import job_key
 from kerneltracer.jsonio import atomic_write_json
 from kerneltracer.status import JobStatus, TraceStatus, describe_output, write_status
 
@@ -31,10 +32,11 @@ def make_job(
     reason: str | None = None,
     mode: str = "eval",
     slug: str | None = None,
+    phase: str = "prefill",
 ) -> Path:
     """A job dir with ``files`` and a schema-valid status listing them as outputs."""
     slug = slug or "".join(c if c.isalnum() or c in "._-" else "-" for c in model)
-    key = f"{slug}/{tracer}" + ("" if mode == "eval" else f".{mode}")
+    key = job_key(slug, tracer, mode, phase)
     job_dir = run_dir / "jobs" / key
     job_dir.mkdir(parents=True, exist_ok=True)
     for name, content in files.items():
@@ -52,6 +54,7 @@ def make_job(
         "framework": "vllm" if tracer == "vllm_profiler" else "huggingface",
         "device": "cpu",
         "mode": mode,
+        "phase": phase,
         "dtype": "auto",
         "options_hash": "0" * 16,
         "reason": reason,

@@ -202,6 +202,9 @@ def test_exports_keep_odd_names_and_nulls(tmp_path: Path, run: Path) -> None:
         {
             "op": u.op,
             "model": u.model,
+            "model_id": cov.variant(u.model)[0],
+            "mode": cov.variant(u.model)[1],
+            "phase": cov.variant(u.model)[2],
             "source": u.source,
             "calls": u.calls,
             "signatures": u.signatures,

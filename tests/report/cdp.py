@@ -40,6 +40,7 @@ FLAGS = (
 class PageLoad:
     url: str
     errors: list[str] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)  # every URL the page asked for
 
 
 class Browser:
@@ -61,7 +62,7 @@ class Browser:
         )
         self._next_id = 0
         self._events: list[dict[str, Any]] = []
-        for domain in ("Page", "Runtime", "Log"):
+        for domain in ("Page", "Runtime", "Log", "Network"):
             self.call(f"{domain}.enable")
 
     def _wait_port(self, port_file: Path, timeout: float = 60) -> int:
@@ -111,7 +112,15 @@ class Browser:
                 raise TimeoutError(f"{url} did not finish loading")
             self._pump(0.1)
         self._pump(settle)  # late errors: deferred scripts, resource failures
-        return PageLoad(url, [_error_text(e) for e in self._events if _is_error(e)])
+        return PageLoad(
+            url,
+            [_error_text(e) for e in self._events if _is_error(e)],
+            [
+                e["params"]["request"]["url"]
+                for e in self._events
+                if e["method"] == "Network.requestWillBeSent"
+            ],
+        )
 
     def evaluate(self, expression: str) -> Any:
         result = self.call("Runtime.evaluate", expression=expression, returnByValue=True)
@@ -119,8 +128,16 @@ class Browser:
             raise RuntimeError(f"evaluate failed: {result['exceptionDetails']}")
         return result["result"].get("value")
 
-    def screenshot(self) -> bytes:
-        return base64.b64decode(self.call("Page.captureScreenshot", format="png")["data"])
+    def screenshot(self, full_page: bool = False) -> bytes:
+        if not full_page:
+            return base64.b64decode(self.call("Page.captureScreenshot", format="png")["data"])
+        width = self.evaluate("document.documentElement.clientWidth")
+        height = min(self.evaluate("document.documentElement.scrollHeight"), 16000)
+        clip = {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}
+        shot = self.call(
+            "Page.captureScreenshot", format="png", captureBeyondViewport=True, clip=clip
+        )
+        return base64.b64decode(shot["data"])
 
     def close(self) -> None:
         with contextlib.suppress(Exception):

@@ -143,7 +143,8 @@ def test_status_command_shows_grid(demo_run: tuple[Path, Path], kt_env: dict[str
     _, run_dir = demo_run
     proc = kt("status", str(run_dir), env=kt_env)
     assert proc.returncode == 0
-    assert "tiny-llama-train" in proc.stdout and "torch_profiler.train" in proc.stdout
+    # the train variant is its own row, labelled, under the tracer's own column
+    assert "tiny-llama-train" in proc.stdout and "train · prefill" in proc.stdout
     assert "8 jobs: 8 ok" in proc.stdout
     rows = [
         json.loads(line)
