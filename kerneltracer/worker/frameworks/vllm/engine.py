@@ -117,7 +117,7 @@ def model_length_limit(config: dict[str, Any]) -> tuple[int, str] | None:
 
 
 def engine_length(
-    job: JobSpec, config: dict[str, Any], settings: EngineSettings
+    seq_len: int, config: dict[str, Any], settings: EngineSettings
 ) -> tuple[int, str | None]:
     """The engine's max_model_len and, when it is not what was asked, a note that says why.
 
@@ -125,17 +125,17 @@ def engine_length(
     limit that is refused (vLLM would refuse it too, after half a minute of start-up);
     an asked or default length above the limit is brought down to it.
     """
-    wanted = job.seq_len + settings.max_tokens
+    wanted = seq_len + settings.max_tokens
     asked = settings.max_model_len
     limit = model_length_limit(config)
     if limit is not None and wanted > limit[0]:
         raise UnsupportedError(
-            f"seq_len {job.seq_len} + max_tokens {settings.max_tokens} = {wanted} tokens, "
+            f"seq_len {seq_len} + max_tokens {settings.max_tokens} = {wanted} tokens, "
             f"more than the model allows ({limit[1]} {limit[0]}): lower seq_len or max_tokens"
         )
     if asked is not None and asked < wanted:
         raise UnsupportedError(
-            f"max_model_len {asked} is shorter than seq_len {job.seq_len} + max_tokens "
+            f"max_model_len {asked} is shorter than seq_len {seq_len} + max_tokens "
             f"{settings.max_tokens} = {wanted} tokens"
         )
     length = asked if asked is not None else max(DEFAULT_MODEL_LEN, wanted)
@@ -218,7 +218,7 @@ def load_vllm(job: JobSpec, job_dir: Path, settings: EngineSettings) -> VLLMCont
         raise UnsupportedError("model has no local directory (it was not resolved)")
     config = prevalidate(Path(path))
     check_architecture(config, job.model.trust_remote_code)
-    length, length_note = engine_length(job, config, settings)
+    length, length_note = engine_length(job.seq_len, config, settings)
     no_tokenizer = has_tokenizer(Path(path), job.model.trust_remote_code)
     notes = [n for n in (length_note,) if n is not None]
     if no_tokenizer is not None:
