@@ -97,7 +97,8 @@ def _decode(spec: InputSpec, inputs: dict[str, Any]) -> Decode:
     length = int(ids.shape[1])
     prompt = {k: v for k, v in inputs.items() if k not in _NOT_FOR_GENERATE}
     for key in _per_token(prompt, ids):
-        if not (key == "attention_mask" and spec.encoder_decoder):
+        # An encoder-decoder's prompt is the decoder's: the encoder keeps its whole input.
+        if not spec.encoder_decoder or key.startswith("decoder_"):
             prompt[key] = prompt[key][:, : length - 1]
     if spec.encoder_decoder:
         prompt["decoder_input_ids"] = ids[:, : length - 1]
