@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from torch._subclasses.fake_tensor import is_fake
 from torch.utils._python_dispatch import TorchDispatchMode
 
 _TENSOR = "T"
@@ -141,7 +142,9 @@ def _range(t: torch.Tensor) -> tuple[int, int] | None:
 
 
 def _true_count(t: torch.Tensor) -> int | None:
-    if t.device.type == "meta" or t.is_sparse:
+    # A fake tensor has no values, and counting them would dispatch a decomposition
+    # (sum, _to_copy) that lands in the trace.
+    if t.device.type == "meta" or t.is_sparse or is_fake(t):
         return None
     try:
         return int(torch.count_nonzero(t))
