@@ -20,6 +20,7 @@ from kerneltracer.tracers.vllm_profiler import VllmProfilerOptions, profiler_set
 from kerneltracer.worker import shm
 from kerneltracer.worker.frameworks.vllm.engine import (
     ModelFilesError,
+    architecture_refusal,
     engine_length,
     model_length_limit,
     prevalidate,
@@ -242,3 +243,12 @@ def test_engine_length_follows_the_models_limit_and_the_job() -> None:
         engine_length(128, gpt2, default)
     with pytest.raises(UnsupportedError, match="max_model_len 20 is shorter"):
         engine_length(32, {}, VllmProfilerOptions(max_model_len=20).engine())
+
+
+def test_vllms_own_architecture_refusal_is_unsupported() -> None:
+    text = ("1 validation error for ModelConfig\n  Value error, Model architectures "
+            "['RwkvForCausalLM'] are not supported for now. Supported architectures: "
+            "dict_keys(['LlamaForCausalLM'])")
+    assert architecture_refusal(text) == (
+        "vLLM does not support architecture 'RwkvForCausalLM' (its own check)")
+    assert architecture_refusal("KeyError: 'layers.1.mlp.gate.e_score_correction_bias'") is None

@@ -180,7 +180,25 @@ def build_engine(
         "skip_tokenizer_init": not tokenizer,
         **settings.extra,
     }
-    return LLM(**kwargs)
+    try:
+        return LLM(**kwargs)
+    except ValueError as exc:  # pydantic's ValidationError is one
+        refusal = architecture_refusal(str(exc))
+        if refusal is not None:
+            raise UnsupportedError(refusal) from exc
+        raise
+
+
+_NOT_SUPPORTED = re.compile(r"Model architectures? \[?([^\]]*?)\]? (?:are|is) not supported")
+
+
+def architecture_refusal(text: str) -> str | None:
+    """vLLM's own refusal of an architecture (one its transformers backend cannot run
+    either, e.g. RWKV), as one line; None for any other error."""
+    match = _NOT_SUPPORTED.search(text)
+    if match is None:
+        return None
+    return f"vLLM does not support architecture {match.group(1).strip()} (its own check)"
 
 
 def resolved_device() -> str:
