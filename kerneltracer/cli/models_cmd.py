@@ -33,16 +33,18 @@ def build_tiny(directory: Path, force: bool) -> None:
 def build_zoo(directory: Path | None, names: tuple[str, ...], list_only: bool) -> None:
     """Write one tiny random-weight model per architecture of the zoo into DIRECTORY.
 
-    Decoders, encoders with every task head, encoder-decoders, MoE, state-space, vision,
-    audio and multimodal models, built offline from transformers configs (no tokenizers:
-    inputs are seeded random ids). Entries already built by this version are kept.
+    Decoders, encoders with every task head, encoder-decoders, MoE, state-space, hybrid,
+    recurrent, vision, video, detection, audio, time-series and multimodal models, built
+    offline from transformers configs (no tokenizers but XLM's: inputs are seeded random
+    ids). Entries already built by this version are kept.
     """
     from kerneltracer.cli.options import split_values
     from kerneltracer.worker.frameworks.huggingface.zoo import ZOO, build_zoo
 
     if list_only:
         for entry in ZOO:
-            click.echo(f"{entry.name:16} {entry.family:16} {entry.arch}")
+            sibling = f"  (sibling of {entry.sibling})" if entry.sibling else ""
+            click.echo(f"{entry.name:24} {entry.family:16} {entry.arch}{sibling}")
         return
     if directory is None:
         raise click.UsageError("give the DIRECTORY to build into (or --list)")

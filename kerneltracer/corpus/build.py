@@ -118,7 +118,7 @@ def _rows(lines: list[bytes]) -> Iterator[tuple[int, Any, bool]]:
             continue
         try:
             # Most rows have no integer tensor: skip stripping and merging ranges for them.
-            yield n, orjson.loads(line), b'"min"' in line
+            yield n, orjson.loads(line), b'"min"' in line or b'"true"' in line
         except orjson.JSONDecodeError:
             yield n, None, False
 

@@ -3,13 +3,15 @@
 Values (inputs, kwargs, outputs) keep the JSON form torch_dispatch writes:
 
 - a tensor is a dict with ``shape``, ``dtype``, ``device``, optional ``stride`` and, for
-  integer tensors, the ``min`` / ``max`` value seen (merged over calls and models);
+  integer tensors, the ``min`` / ``max`` value seen (merged over calls and models), for
+  bool tensors the count of ``true`` values of the call whose outputs are recorded;
 - a scalar JSON has no type for is tagged: ``{"$": "dtype"|"device"|"layout"|
   "memory_format"|"float"|"opaque", "v": text}``;
 - sequences are lists; ints, floats, bools, strings and null are themselves.
 
-A signature's identity leaves the integer ranges out: the same call with other index values
-is the same signature, and its range grows to cover both.
+A signature's identity leaves the integer ranges and true counts out: the same call with
+other index values is the same signature, and its range grows to cover both (its true
+count stays the first one's).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 
 import orjson
 
-RANGE_KEYS = ("min", "max")
+RANGE_KEYS = ("min", "max", "true")
 TAG = "$"
 PHASES = ("forward", "backward")
 
@@ -44,7 +46,7 @@ def merge_ranges(into: Any, other: Any) -> Any:
     """``into`` with every integer tensor's range widened to cover ``other``'s (same shape)."""
     if is_tensor(into) and is_tensor(other):
         if "min" not in other:
-            return into
+            return into  # a bool tensor's true count too: into's outputs are the ones kept
         if "min" not in into:
             return {**into, "min": other["min"], "max": other["max"]}
         return {

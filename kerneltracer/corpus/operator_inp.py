@@ -9,7 +9,8 @@ A log is a sequence of blocks::
 
 Each ``cnt`` line is one signature: its call count, then the positional arguments as a
 tuple and the keyword arguments as a dict. Values: ``T(shape, dtype[, stride=(..)]
-[, min=a, max=b])`` tensors (stride only when not contiguous; min/max for integer tensors),
+[, min=a, max=b][, true=n])`` tensors (stride only when not contiguous; min/max for integer
+tensors; true, the count of true values, for bool tensors),
 ``[..]`` lists, ints, floats (``repr`` text, and ``nan`` / ``inf`` / ``-inf``), single-quoted
 strings, ``None`` / ``True`` / ``False``, ``torch.float16`` dtypes (also layouts and memory
 formats), ``device('cpu')`` and ``<Name>`` for opaque objects. The writer is canonical, so
@@ -109,6 +110,8 @@ def _format_tensor(t: dict[str, Any]) -> str:
         parts.append("stride=(" + ", ".join(str(s) for s in stride) + trail + ")")
     if "min" in t:
         parts += [f"min={t['min']}", f"max={t['max']}"]
+    if "true" in t:
+        parts.append(f"true={t['true']}")
     return "T(" + ", ".join(parts) + ")"
 
 
@@ -370,7 +373,7 @@ class _Parser:
             self.expect("=")
             if key == "stride":
                 t["stride"] = self.sequence("(", ")")
-            elif key in ("min", "max"):
+            elif key in ("min", "max", "true"):
                 t[key] = self.integer()
             else:
                 self.fail(f"unknown tensor field {key!r}")

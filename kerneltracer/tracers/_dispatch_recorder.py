@@ -6,7 +6,10 @@ tuple, dtypes and devices hash); turning them into JSON happens once per unique 
 Besides the signature, each entry keeps what replaying the call needs and the signature
 does not say: the value range of every integer input tensor (indices of embedding, gather,
 index, nll_loss must stay in bounds), merged over calls, and the module path the call came
-from (maintained by global module hooks, see :class:`ModulePaths`).
+from (maintained by global module hooks, see :class:`ModulePaths`). Bool tensors keep
+their count of true values (``true``) from the first call, the one whose outputs are
+recorded: a boolean mask decides the output shape of ``index``, ``masked_select``,
+``nonzero``, and how much of its source ``masked_scatter`` reads.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from torch._subclasses.fake_tensor import is_fake
 from torch.utils._python_dispatch import TorchDispatchMode
 
 _TENSOR = "T"
@@ -109,6 +113,8 @@ class DispatchRecorder(TorchDispatchMode):
         if isinstance(value, torch.Tensor):
             if ranges is not None and _is_integer(value.dtype):
                 ranges.append(_range(value))
+            elif ranges is not None and value.dtype == torch.bool:
+                ranges.append(_true_count(value))
             if self.record_strides and value.layout == torch.strided:
                 return (_TENSOR, value.shape, value.dtype, value.device.type, value.stride())
             return (_TENSOR, value.shape, value.dtype, value.device.type, None)
@@ -135,11 +141,27 @@ def _range(t: torch.Tensor) -> tuple[int, int] | None:
         return None
 
 
-def _merge(a: tuple[int, int] | None, b: tuple[int, int] | None) -> tuple[int, int] | None:
+def _true_count(t: torch.Tensor) -> int | None:
+    # A fake tensor has no values, and counting them would dispatch a decomposition
+    # (sum, _to_copy) that lands in the trace.
+    if t.device.type == "meta" or t.is_sparse or is_fake(t):
+        return None
+    try:
+        return int(torch.count_nonzero(t))
+    except (RuntimeError, NotImplementedError):  # fake / functional tensors have no data
+        return None
+
+
+Span = tuple[int, int] | int | None
+
+
+def _merge(a: Span, b: Span) -> Span:
     if a is None:
         return b
     if b is None:
         return a
+    if isinstance(a, int) or isinstance(b, int):
+        return a  # a true count: the first call's, which the recorded outputs match
     return min(a[0], b[0]), max(a[1], b[1])
 
 
@@ -156,8 +178,12 @@ def _json(sig: Any, ranges: Any = None) -> Any:
             out["stride"] = [_int(s) for s in stride]
         if ranges is not None and _is_integer(dtype):
             span = next(ranges, None)
-            if span is not None:
+            if isinstance(span, tuple):
                 out["min"], out["max"] = span
+        elif ranges is not None and dtype == torch.bool:
+            count = next(ranges, None)
+            if isinstance(count, int):
+                out["true"] = count
         return out
     if isinstance(sig, tuple) and sig and sig[0] == _SEQ:
         return [_json(s, ranges) for s in sig[1:]]

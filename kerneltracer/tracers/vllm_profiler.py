@@ -35,7 +35,10 @@ class VllmEngineOptions(TracerOptions):
     )
     max_tokens: int = Field(8, ge=1, le=4096, description="Tokens generated per prompt")
     max_model_len: int | None = Field(
-        None, ge=16, description="Context length (default: max(256, seq_len + max_tokens))"
+        None,
+        ge=16,
+        description="Context length (default: max(256, seq_len + max_tokens), at most the "
+        "model's limit)",
     )
     enforce_eager: bool = Field(True, description="No torch.compile / CUDA graphs in the engine")
     warmup_requests: int = Field(1, ge=0, le=100, description="Untraced generate calls first")

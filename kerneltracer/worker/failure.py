@@ -9,6 +9,7 @@ from kerneltracer.core.oserrors import os_error_status, os_error_text
 from kerneltracer.core.rootcause import exception_line, innermost, location, message
 from kerneltracer.errors import UnsupportedError
 from kerneltracer.status import ErrorInfo, JobStatus
+from kerneltracer.worker.dependencies import missing_dependency
 
 # Allocator failures that surface as RuntimeError rather than MemoryError.
 ALLOCATOR_ERROR = re.compile(
@@ -35,6 +36,18 @@ def classify_exception(
             phase=phase,
         )
         return os_error_status(root), info
+    missing = missing_dependency(exc)
+    if missing is not None:
+        # Not the model's failure: this interpreter lacks a package the step needs.
+        return JobStatus.UNSUPPORTED, ErrorInfo(
+            type=type(exc).__name__,
+            message=message(exc),
+            root_cause=missing.reason(_who_needs(root)),
+            location=location(root) or location(exc),
+            phase=phase,
+            missing_dependency=missing.package,
+            install=missing.install,
+        )
     if any(isinstance(e, UnsupportedError) for e in chain):
         status = JobStatus.UNSUPPORTED
     elif any(
@@ -54,3 +67,9 @@ def classify_exception(
         phase=phase,
     )
     return status, info
+
+
+def _who_needs(root: BaseException) -> str:
+    """``HungarianMatcher requires it`` from transformers' text; '' for a bare import."""
+    head = message(root).split(" requires the ", 1)
+    return f"{head[0]} requires it" if len(head) == 2 and head[0] else ""

@@ -84,10 +84,10 @@ def _trace(job: JobSpec, tmp_path: Path) -> set[str]:
 
 
 def _norm(value: Any) -> Any:
-    """Integer ranges dropped (a fake run has no values), and the strides of size-1 dims,
-    which mean nothing and differ between a kernel and its meta function."""
+    """Integer ranges and true counts dropped (a fake run has no values), and the strides
+    of size-1 dims, which mean nothing and differ between a kernel and its meta function."""
     if isinstance(value, dict) and "shape" in value:
-        out = {k: v for k, v in value.items() if k not in ("min", "max", "stride")}
+        out = {k: v for k, v in value.items() if k not in ("min", "max", "true", "stride")}
         if "stride" in value:
             out["stride"] = [s for s, n in zip(value["stride"], value["shape"], strict=True)
                              if n != 1]

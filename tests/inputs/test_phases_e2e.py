@@ -1,5 +1,6 @@
-"""Decode and generate through real workers on the tiny Llama; inputs in the status and the
-report; a model whose inputs cannot be built ends unsupported, naming the argument."""
+"""Decode and generate through real workers on the tiny Llama, an encoder-decoder (T5) and a
+vision-language model (Qwen2-VL); inputs in the status and the report; a model whose inputs
+cannot be built ends unsupported, naming the argument."""
 
 from __future__ import annotations
 
@@ -16,11 +17,13 @@ pytestmark = pytest.mark.e2e
 SEQ = 16
 NEW = 3
 SDPA = "aten._scaled_dot_product_flash_attention_for_cpu.default"
+# An encoder-decoder and a vision-language model of the zoo: (name, the decoded tokens).
+GENERATING_FAMILIES = {"t5": "decoder_input_ids", "qwen2-vl": "input_ids"}
 
 
 @pytest.fixture(scope="module")
 def phase_run(
-    tmp_path_factory: pytest.TempPathFactory, tiny_models: dict[str, Path]
+    tmp_path_factory: pytest.TempPathFactory, tiny_models: dict[str, Path], zoo_dir: Path
 ) -> Path:
     import os
 
@@ -45,6 +48,12 @@ def phase_run(
             {"path": llama, "phase": "generate", "new_tokens": NEW,
              "tracers": ["torch_dispatch", "print_fx"]},
             {"path": str(odd), "trust_remote_code": True, "tracers": ["torch_dispatch"]},
+            *[
+                {"path": str(zoo_dir / name), "phase": phase, "new_tokens": NEW,
+                 "tracers": ["torch_dispatch"]}
+                for name in GENERATING_FAMILIES
+                for phase in ("decode", "generate")
+            ],
         ],
         defaults={"seq_len": SEQ},
     )
@@ -126,3 +135,27 @@ def test_report_model_page_lists_inputs(phase_run: Path) -> None:
     assert "<h3>Inputs</h3>" in html
     assert "past_key_values" in html and "DynamicCache" in html
     assert "1×1" in html and f"1×{SEQ}" in html
+
+
+@pytest.mark.parametrize("name", list(GENERATING_FAMILIES))
+def test_encoder_decoders_and_vlms_decode_and_generate(phase_run: Path, name: str) -> None:
+    decode = status_of(phase_run, f"{name}/torch_dispatch.decode")
+    assert decode["status"] == "ok", decode.get("reason")
+    inputs = {i["name"]: i for i in decode["inputs"]}
+    assert inputs[GENERATING_FAMILIES[name]]["shape"] == [1, 1]  # one new token
+    cache = inputs["past_key_values"]
+    assert cache["kind"] == "cache" and cache["tokens"] >= SEQ - 1
+    if name == "t5":
+        # The encoder ran at load time: the step only decodes, reading its output.
+        assert inputs["encoder_outputs"]["shape"][:2] == [1, SEQ]
+    else:
+        # The image is in the cache (its tokens before the text); the step has none.
+        assert cache["tokens"] > SEQ and "pixel_values" not in inputs
+        assert len(inputs["position_ids"]["shape"]) == 3  # multimodal RoPE positions
+    generate = status_of(phase_run, f"{name}/torch_dispatch.generate")
+    assert generate["status"] == "ok", generate.get("reason")
+    rows = _rows(phase_run, f"{name}/torch_dispatch.generate")
+    # One decoder forward per new token. T5 runs its encoder once more, and each of its
+    # forwards embeds twice: the tokens and the relative position bias.
+    embeddings = sum(r["count"] for r in rows if r["op"] == "aten.embedding.default")
+    assert embeddings == (2 * (NEW + 1) if name == "t5" else NEW)

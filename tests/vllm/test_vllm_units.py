@@ -13,12 +13,16 @@ from pathlib import Path
 import psutil
 import pytest
 
+from kerneltracer.errors import UnsupportedError
 from kerneltracer.status import ErrorInfo, JobStatus
 from kerneltracer.tracers import _op_table
 from kerneltracer.tracers.vllm_profiler import VllmProfilerOptions, profiler_setup
 from kerneltracer.worker import shm
 from kerneltracer.worker.frameworks.vllm.engine import (
     ModelFilesError,
+    architecture_refusal,
+    engine_length,
+    model_length_limit,
     prevalidate,
     prompt_token_ids,
     version_tuple,
@@ -216,3 +220,35 @@ def test_worker_prevalidation_names_every_problem(
         prevalidate(model)
     assert "config.json is missing" in str(err.value)
     assert "model.safetensors" in str(err.value)
+
+
+def test_engine_length_follows_the_models_limit_and_the_job() -> None:
+    gpt2 = {"n_positions": 128, "vocab_size": 256}
+    assert model_length_limit(gpt2) == (128, "n_positions")
+    vlm = {"text_config": {"max_position_embeddings": 4096}, "vision_config": {}}
+    assert model_length_limit(vlm) == (4096, "max_position_embeddings")
+    assert model_length_limit({"vocab_size": 10}) is None
+    default = VllmProfilerOptions().engine()  # max_tokens 8, no max_model_len
+    # The default 256 would be more than GPT-2's 128 positions: the engine gets 128.
+    assert engine_length(32, gpt2, default) == (128, None)
+    assert engine_length(32, {"max_position_embeddings": 2048}, default) == (256, None)
+    assert engine_length(500, {}, default) == (508, None)
+    # An asked length above the limit is brought down, and the job's notes say so.
+    asked = VllmProfilerOptions(max_model_len=1024).engine()
+    length, note = engine_length(32, gpt2, asked)
+    assert length == 128 and note is not None and "max_model_len 1024 asked" in note
+    # A job that needs more than the model allows is refused in one line.
+    with pytest.raises(UnsupportedError, match=r"= 136 tokens, more than the model allows "
+                                               r"\(n_positions 128\)"):
+        engine_length(128, gpt2, default)
+    with pytest.raises(UnsupportedError, match="max_model_len 20 is shorter"):
+        engine_length(32, {}, VllmProfilerOptions(max_model_len=20).engine())
+
+
+def test_vllms_own_architecture_refusal_is_unsupported() -> None:
+    text = ("1 validation error for ModelConfig\n  Value error, Model architectures "
+            "['RwkvForCausalLM'] are not supported for now. Supported architectures: "
+            "dict_keys(['LlamaForCausalLM'])")
+    assert architecture_refusal(text) == (
+        "vLLM does not support architecture 'RwkvForCausalLM' (its own check)")
+    assert architecture_refusal("KeyError: 'layers.1.mlp.gate.e_score_correction_bias'") is None

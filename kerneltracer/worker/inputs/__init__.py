@@ -25,7 +25,10 @@ from kerneltracer.worker.inputs.workload import (
 __all__ = ["PHASES", "InputSpec", "Workload", "build_inputs", "build_workload", "describe"]
 
 # Arguments that carry the model's data; a forward taking none of them cannot be fed.
-_PRIMARY = ("input_ids", "pixel_values", "input_values", "input_features")
+_PRIMARY = ("input_ids", "pixel_values", "input_values", "input_features", "past_values")
+# Where a model returns (and takes back) its decoding state: attention KV caches,
+# state-space caches, RWKV's recurrent state.
+_CACHE_ARGS = ("past_key_values", "cache_params", "state")
 # What generate() builds itself, or must not be given.
 _NOT_FOR_GENERATE = ("labels", "start_positions", "end_positions", "decoder_input_ids")
 
@@ -93,8 +96,9 @@ def _decode(spec: InputSpec, inputs: dict[str, Any]) -> Decode:
         raise UnsupportedError(f"phase decode needs {token_key} of at least 2 tokens (seq_len)")
     length = int(ids.shape[1])
     prompt = {k: v for k, v in inputs.items() if k not in _NOT_FOR_GENERATE}
-    for key in (token_key, "attention_mask", "token_type_ids"):
-        if key in prompt and not (key == "attention_mask" and spec.encoder_decoder):
+    for key in _per_token(prompt, ids):
+        # An encoder-decoder's prompt is the decoder's: the encoder keeps its whole input.
+        if not spec.encoder_decoder or key.startswith("decoder_"):
             prompt[key] = prompt[key][:, : length - 1]
     if spec.encoder_decoder:
         prompt["decoder_input_ids"] = ids[:, : length - 1]
@@ -110,8 +114,15 @@ def _decode(spec: InputSpec, inputs: dict[str, Any]) -> Decode:
         extra["encoder_outputs"] = BaseModelOutput(last_hidden_state=out.encoder_last_hidden_state)
         if "attention_mask" in inputs:
             extra["attention_mask"] = inputs["attention_mask"]
-    elif "attention_mask" in inputs:
-        extra["attention_mask"] = inputs["attention_mask"]
+    else:
+        if "attention_mask" in inputs:
+            extra["attention_mask"] = inputs["attention_mask"]
+        # Token types and modality ids at full length: the step slices them to the new token.
+        extra.update({k: inputs[k] for k in _per_token(inputs, ids) if k not in (
+            token_key, "attention_mask")})
+        positions = _positions(spec, ids, inputs)
+        if positions is not None:
+            extra["position_ids"] = positions
     position = torch.tensor([length - 1], device=ids.device)
     # Only the new token: the cache holds the rest (generate() slices the same way).
     step = spec.model.prepare_inputs_for_generation(
@@ -122,8 +133,28 @@ def _decode(spec: InputSpec, inputs: dict[str, Any]) -> Decode:
     return Decode(step, cache_arg)
 
 
+def _positions(spec: InputSpec, ids: Any, inputs: dict[str, Any]) -> Any:
+    """Position ids of the whole sequence as generate() makes them before its first step
+    (multimodal RoPE computes 3-D ones from the image grid); None where the model takes
+    none or this transformers has no such hook."""
+    prepare = getattr(spec.model, "_prepare_position_ids_for_generation", None)
+    if prepare is None or "position_ids" not in spec.params:
+        return None
+    return prepare(ids, dict(inputs))
+
+
+def _per_token(inputs: dict[str, Any], ids: Any) -> list[str]:
+    """The inputs with one entry per token of ``ids`` (mask, token types, modality ids)."""
+    import torch
+
+    return [
+        k for k, v in inputs.items()
+        if torch.is_tensor(v) and v.dim() == 2 and tuple(v.shape) == tuple(ids.shape)
+    ]
+
+
 def _cache_of(out: Any) -> tuple[str, Any]:
-    for name in ("past_key_values", "cache_params"):
+    for name in _CACHE_ARGS:
         value = getattr(out, name, None)
         if value is not None:
             return name, value
@@ -150,7 +181,12 @@ def describe(workload: Workload) -> list[dict[str, Any]]:
                     "dtype": str(value.dtype).removeprefix("torch."),
                 }
             )
-        elif name in ("past_key_values", "cache_params"):
+        elif isinstance(value, list) and value and isinstance(value[0], dict):
+            # Per-image targets: one row, its shape the number of images.
+            kind = BUILDERS[name].kind if name in BUILDERS else "step"
+            rows.append({"name": name, "kind": kind, "shape": [len(value)], "dtype": "list",
+                         "keys": sorted(value[0])})
+        elif name in _CACHE_ARGS:
             rows.append(_describe_cache(name, value))
         elif name == "encoder_outputs":
             hidden = getattr(value, "last_hidden_state", None)
@@ -193,4 +229,8 @@ def _describe_cache(name: str, cache: Any) -> dict[str, Any]:
 
 
 def _to(value: Any, device: str) -> Any:
+    if isinstance(value, list):  # per-image targets (detection labels)
+        return [_to(v, device) for v in value]
+    if isinstance(value, dict):
+        return {k: _to(v, device) for k, v in value.items()}
     return value.to(device) if hasattr(value, "to") else value

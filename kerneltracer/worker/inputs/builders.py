@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kerneltracer.worker.inputs import labels, media
+from kerneltracer.worker.inputs import grids, labels, media, series
 from kerneltracer.worker.inputs.spec import InputSpec
 
 Built = dict[str, Any]
@@ -26,7 +26,7 @@ _SAMPLE_TEXT = (
 @dataclass(frozen=True)
 class Builder:
     name: str  # the forward argument
-    kind: str  # text | vision | audio | layout | label
+    kind: str  # text | vision | audio | series | layout | label | flag
     build: Callable[[InputSpec, Built], Any]
     wanted: Callable[[InputSpec, Built], bool] = lambda spec, built: True
     train_only: bool = False
@@ -45,10 +45,20 @@ def _token_ids(spec: InputSpec, built: Built) -> Any:
     if image_tokens:
         marker = media.image_token_id(spec) or 0  # set: image_token_count found one
         prefix = torch.full((spec.batch, image_tokens), marker, dtype=torch.long)
-        ids = torch.cat([prefix, ids], dim=1)
+        ids = torch.cat([*_framed(spec, prefix), ids], dim=1)
+        length = int(ids.shape[1])
     if spec.choices is not None:
         ids = ids.unsqueeze(1).expand(spec.batch, spec.choices, length).contiguous()
     return ids
+
+
+def _framed(spec: InputSpec, image: Any) -> list[Any]:
+    """The image's placeholders between the vision start and end tokens, where the config
+    names them (as the model's processor writes its prompts)."""
+    start, end = spec.find("vision_start_token_id"), spec.find("vision_end_token_id")
+    if not (isinstance(start, int) and isinstance(end, int)):
+        return [image]
+    return [image.new_full((spec.batch, 1), start), image, image.new_full((spec.batch, 1), end)]
 
 
 def _tokenized(spec: InputSpec, vocab: int) -> Any:
@@ -120,11 +130,22 @@ BUILDERS: Mapping[str, Builder] = {
     b.name: b
     for b in (
         Builder("pixel_values", "vision", media.pixel_values),
+        Builder("image_grid_thw", "vision", grids.image_grid_thw, grids.wants_grid),
         Builder("input_values", "audio", media.input_values),
         Builder("input_features", "audio", media.input_features),
+        Builder("past_values", "series", series.past_values),
+        Builder("past_time_features", "series", series.past_time_features, series.has_past),
+        Builder("past_observed_mask", "series", series.observed_mask, series.has_past),
+        Builder("static_categorical_features", "series", series.static_categorical,
+                series.wants_static_categorical),
+        Builder("static_real_features", "series", series.static_real, series.wants_static_real),
+        Builder("future_values", "series", series.future_values, series.wants_future),
+        Builder("future_time_features", "series", series.future_time_features,
+                series.wants_future_features),
         Builder("input_ids", "text", _token_ids),
         Builder("attention_mask", "text", lambda s, b: _ones_like_ids(b), _wants_mask),
         Builder("token_type_ids", "text", lambda s, b: _zeros_like_ids(b), _wants_token_types),
+        Builder("mm_token_type_ids", "text", grids.mm_token_type_ids, grids.wants_token_types),
         Builder("bbox", "layout", _bbox, _wants_bbox),
         Builder("decoder_input_ids", "text", _decoder_ids, _is_encoder_decoder),
         Builder("labels", "label", labels.labels, labels.wants_labels, train_only=True),

@@ -20,12 +20,16 @@ _SUFFIXES = (
     ("ForSpeechSeq2Seq", "seq2seq"),
     ("ForSequenceClassification", "classification"),
     ("ForImageClassification", "classification"),
+    ("ForVideoClassification", "classification"),
     ("ForAudioClassification", "classification"),
     ("ForMultipleChoice", "multiple_choice"),
     ("ForTokenClassification", "token_classification"),
     ("ForQuestionAnswering", "question_answering"),
     ("ForCTC", "ctc"),
     ("ForSemanticSegmentation", "segmentation"),
+    ("ForObjectDetection", "detection"),
+    # Forecasters: the target is future_values (see series), not labels.
+    ("ForPrediction", "forecast"),
 )
 
 
@@ -40,7 +44,7 @@ def head_of(spec: InputSpec) -> str | None:
 
 
 def wants_labels(spec: InputSpec, built: dict[str, Any]) -> bool:
-    return head_of(spec) not in (None, "question_answering")
+    return head_of(spec) not in (None, "question_answering", "forecast")
 
 
 def is_qa(spec: InputSpec, built: dict[str, Any]) -> bool:
@@ -66,6 +70,8 @@ def labels(spec: InputSpec, built: dict[str, Any]) -> Any:
     if head == "ctc":
         frames = max(2, spec.seq_len // 2)  # shorter than the frames, as CTC requires
         return spec.randint(spec.vocab(), (spec.batch, frames), salt=23, low=1)
+    if head == "detection":
+        return _boxes(spec, num_labels)
     if head == "segmentation":
         side = int(built["pixel_values"].shape[-1])
         return spec.randint(num_labels, (spec.batch, side, side), salt=24)
@@ -83,3 +89,21 @@ def span_start(spec: InputSpec, built: dict[str, Any]) -> Any:
 
 def span_end(spec: InputSpec, built: dict[str, Any]) -> Any:
     return spec.randint(spec.seq_len, (spec.batch,), salt=29)
+
+
+def _boxes(spec: InputSpec, num_labels: int) -> list[dict[str, Any]]:
+    """DETR-style targets: per image a few objects, each a class and a (cx, cy, w, h) box
+    normalised to the image."""
+    import torch
+
+    objects = 3
+    out = []
+    for i in range(spec.batch):
+        gen = spec.generator(30 + i)
+        centre = torch.rand((objects, 2), generator=gen) * 0.5 + 0.25
+        size = torch.rand((objects, 2), generator=gen) * 0.4 + 0.1
+        out.append({
+            "class_labels": spec.randint(num_labels, (objects,), salt=31 + i),
+            "boxes": torch.cat([centre, size], dim=1).to(spec.float_dtype),
+        })
+    return out

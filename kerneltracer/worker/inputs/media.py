@@ -1,13 +1,25 @@
-"""Image and audio inputs, sized from the config; image placeholder tokens for VLMs."""
+"""Image, video and audio inputs, sized from the config; image placeholder tokens for VLMs.
+
+The layout follows what the config names, never the architecture's name: a config with
+``num_frames`` is a video model (frames before channels), one with mel bins and a fixed
+``max_length`` but no conv front end takes a spectrogram, one whose forward takes
+``image_grid_thw`` takes flattened patches (:mod:`.grids`).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from kerneltracer.errors import UnsupportedError
+from kerneltracer.worker.inputs import grids
 from kerneltracer.worker.inputs.spec import InputSpec
 
 _DEFAULT_IMAGE = 64
+# Token ids a VLM reacts to: random text must not contain them.
+_SPECIAL = (
+    "image_token_id", "image_token_index", "video_token_id", "audio_token_id",
+    "vision_start_token_id", "vision_end_token_id",
+)
 # Samples per frame of wav2vec2-style conv front ends when the config does not say.
 _DEFAULT_HOP = 320
 
@@ -21,14 +33,32 @@ def _side(value: Any) -> int:
 
 
 def pixel_values(spec: InputSpec, built: dict[str, Any]) -> Any:
+    if grids.dynamic_resolution(spec):
+        return grids.patches(spec)
     channels = int(spec.find_in("vision_config", "num_channels", default=3))
-    size = spec.find_in("vision_config", "image_size", default=None)
-    side = _side(size) if size is not None else _DEFAULT_IMAGE
+    side = image_side(spec)
+    frames = spec.find_in("vision_config", "num_frames")
+    if isinstance(frames, int) and frames > 0:
+        # Video classifiers (VideoMAE, TimeSformer, ViViT): (batch, frames, channels, H, W);
+        # their position tables are sized for exactly num_frames.
+        return spec.randn((spec.batch, frames, channels, side, side), salt=10)
     return spec.randn((spec.batch, channels, side, side), salt=10)
 
 
+def image_side(spec: InputSpec) -> int:
+    size = spec.find_in("vision_config", "image_size", default=None)
+    return _side(size) if size is not None else _DEFAULT_IMAGE
+
+
 def input_values(spec: InputSpec, built: dict[str, Any]) -> Any:
-    """Raw audio long enough that the conv feature extractor yields ``seq_len`` frames."""
+    """Raw audio long enough that the conv feature extractor yields ``seq_len`` frames, or a
+    spectrogram where the config has mel bins and a fixed length but no conv front end."""
+    if spectrogram(spec):
+        # Audio-spectrogram transformers: (batch, max_length, num_mel_bins); the patch grid
+        # and its position table are sized for exactly max_length frames.
+        frames = int(spec.find_in("audio_config", "max_length"))
+        mels = int(spec.find_in("audio_config", "num_mel_bins"))
+        return spec.randn((spec.batch, frames, mels), salt=11)
     kernels = spec.find_in("audio_config", "conv_kernel")
     strides = spec.find_in("audio_config", "conv_stride")
     if kernels and strides:
@@ -38,6 +68,14 @@ def input_values(spec: InputSpec, built: dict[str, Any]) -> Any:
     else:
         samples = spec.seq_len * _DEFAULT_HOP
     return spec.randn((spec.batch, samples), salt=11)
+
+
+def spectrogram(spec: InputSpec) -> bool:
+    return (
+        isinstance(spec.find_in("audio_config", "num_mel_bins"), int)
+        and isinstance(spec.find_in("audio_config", "max_length"), int)
+        and spec.find_in("audio_config", "conv_kernel") is None
+    )
 
 
 def input_features(spec: InputSpec, built: dict[str, Any]) -> Any:
@@ -81,8 +119,10 @@ def image_token_count(spec: InputSpec, built: dict[str, Any]) -> int:
             f"{spec.class_name} takes image placeholder tokens but has no get_image_features "
             "to count them"
         )
+    # Dynamic-resolution models also need the grid the patches were cut from.
+    extra = {k: built[k].to(spec.device) for k in grids.GRID_ARGS if k in built}
     with torch.no_grad():
-        feats = get(pixel_values=built["pixel_values"].to(spec.device))
+        feats = get(pixel_values=built["pixel_values"].to(spec.device), **extra)
     count = _feature_rows(feats) // spec.batch
     if count <= 0:
         raise UnsupportedError(f"{spec.class_name}: could not count image tokens")
@@ -105,11 +145,7 @@ def _feature_rows(feats: Any) -> int:
 
 def avoid_special_ids(spec: InputSpec, ids: Any) -> Any:
     """Random ids must not hit the image/video/audio placeholders a VLM reacts to."""
-    special = {
-        int(v)
-        for name in ("image_token_id", "image_token_index", "video_token_id", "audio_token_id")
-        if isinstance(v := spec.find(name), int)
-    }
+    special = {int(v) for name in _SPECIAL if isinstance(v := spec.find(name), int)}
     for token in special:
         ids[ids == token] = (token + 1) % max(spec.vocab(), 2)
     return ids

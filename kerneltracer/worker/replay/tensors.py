@@ -2,7 +2,9 @@
 
 Tensors get random data with the recorded shape, strides and dtype; integer tensors stay
 within the recorded ``min``..``max`` (indices must be in bounds), others are small
-non-negative ints; bools are random. Recorded devices map to the replay device.
+non-negative ints; bools have exactly the recorded count of true values at random places
+(a mask decides the output shape of ``index``, ``masked_select``, ``nonzero`` and what
+``masked_scatter`` reads), else are random. Recorded devices map to the replay device.
 """
 
 from __future__ import annotations
@@ -43,8 +45,32 @@ def build_tensor(spec: dict[str, Any], device: torch.device, gen: torch.Generato
     target = device if spec.get("device") != "meta" else torch.device("meta")
     # Enough storage for every element the strides reach (overlapping strides included).
     numel = 1 + sum((s - 1) * st for s, st in zip(shape, stride, strict=True)) if all(shape) else 0
+    if dtype == torch.bool and isinstance(spec.get("true"), int):
+        return _mask(shape, stride, int(spec["true"]), gen).to(target)
     flat = _data(numel, dtype, spec, gen)
     return flat.to(target).as_strided(shape, stride)
+
+
+def _mask(shape: list[int], stride: list[int], true: int, gen: torch.Generator) -> torch.Tensor:
+    """A bool tensor with exactly ``true`` true elements, laid out with the recorded strides."""
+    n = 1
+    for size in shape:
+        n *= size
+    if not 0 <= true <= n:
+        raise InputError(f"{true} true values recorded for a bool tensor of {n} elements")
+    values = torch.zeros(n, dtype=torch.bool)
+    values[torch.randperm(n, generator=gen)[:true]] = True
+    values = values.reshape(shape)
+    if list(stride) == _contiguous(shape):
+        return values
+    # The strides reach the data in another order (or overlap): written element by element
+    # through the view, an overlapping layout could lose trues, so it keeps contiguous data.
+    try:
+        out = torch.empty_strided(shape, stride, dtype=torch.bool)
+        out.copy_(values)
+    except RuntimeError:
+        return values
+    return out if int(out.sum()) == true else values
 
 
 def _data(n: int, dtype: torch.dtype, spec: dict[str, Any], gen: torch.Generator) -> torch.Tensor:

@@ -123,7 +123,9 @@ def _context(
 ) -> HFContext:
     """The loaded model in the job's mode, with its tokenizer and the phase's workload."""
     model.train(job.mode == "train")
-    tokenizer = _tokenizer(path, job.model.trust_remote_code)
+    tokenizer, why_not = _tokenizer(path, job.model.trust_remote_code)
+    if why_not is not None:
+        extra["notes"] = [*extra.get("notes", []), why_not]
     workload = example_workload(model, config, tokenizer, job, device, dtype)
     return HFContext(
         job=job,
@@ -182,13 +184,21 @@ def _model_type(path: Path) -> str | None:
         return None
 
 
-def _tokenizer(path: str, remote: bool) -> Any:
+def _tokenizer(path: str, remote: bool) -> tuple[Any, str | None]:
+    """The model's tokenizer, else None (inputs fall back to seeded random ids) and, when
+    the files are there but need a package this interpreter lacks, a note that says so."""
     import transformers
 
+    from kerneltracer.worker.dependencies import missing_dependency
+
     try:
-        return transformers.AutoTokenizer.from_pretrained(path, trust_remote_code=remote)
-    except (OSError, ValueError, TypeError, KeyError):
-        return None  # no usable tokenizer: inputs fall back to seeded random ids
+        return transformers.AutoTokenizer.from_pretrained(path, trust_remote_code=remote), None
+    except Exception as exc:  # a tokenizer is optional: no step depends on its text
+        missing = missing_dependency(exc)
+        if missing is None:
+            return None, None
+        return None, (f"tokenizer not loaded, {missing.reason('')}: "
+                      "input ids are seeded random ids")
 
 
 def example_workload(

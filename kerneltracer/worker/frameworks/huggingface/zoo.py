@@ -1,9 +1,14 @@
 """A zoo of tiny random-weight models, one per architecture family, built offline.
 
 Users' model lists span every family transformers ships (decoders, encoders with task
-heads, encoder-decoders, MoE, state-space, vision, audio, multimodal); the zoo is what
-kerneltracer is tested against. Each entry is a small config saved with save_pretrained,
-no tokenizer (inputs fall back to seeded random ids), built in a temp dir and renamed.
+heads, encoder-decoders, MoE, state-space, hybrids, recurrent models, vision, video,
+detection, audio, time series, multimodal); the zoo is what kerneltracer is tested
+against. Each entry is a small config saved with save_pretrained, no tokenizer (inputs fall
+back to seeded random ids) unless the entry names one, built in a temp dir and renamed.
+
+An entry with a ``sibling`` is built by the same input builders as that entry (a newer
+decoder like an older one, a second video classifier): the test suite runs the entries
+without one, bench/bench_zoo.py runs them all.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from kerneltracer.jsonio import atomic_write_json, read_json
 ZOO_VERSION = 1
 MARKER = ".kerneltracer-zoo.json"
 
-_TEXT = {
+_TEXT: dict[str, Any] = {
     "vocab_size": 256,
     "hidden_size": 64,
     "num_hidden_layers": 2,
@@ -29,8 +34,8 @@ _TEXT = {
     "intermediate_size": 128,
     "max_position_embeddings": 128,
 }
-_DEC = {**_TEXT, "num_key_value_heads": 1, "head_dim": 32}
-_VIT = {
+_DEC: dict[str, Any] = {**_TEXT, "num_key_value_heads": 1, "head_dim": 32}
+_VIT: dict[str, Any] = {
     "image_size": 32,
     "patch_size": 8,
     "num_channels": 3,
@@ -39,7 +44,26 @@ _VIT = {
     "num_attention_heads": 2,
     "intermediate_size": 128,
 }
-_WAV = {
+# Transformer blocks of a tiny encoder whose input layout is set apart.
+_BLOCKS: dict[str, Any] = {
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "intermediate_size": 128,
+}
+# A GluonTS-style forecaster: 8 steps of context, 3 lags, 2 time features, 4 to predict.
+_SERIES: dict[str, Any] = {
+    "prediction_length": 4,
+    "context_length": 8,
+    "lags_sequence": [1, 2, 3],
+    "num_time_features": 2,
+    "d_model": 32,
+    "encoder_layers": 2,
+    "decoder_layers": 2,
+    "encoder_ffn_dim": 64,
+    "decoder_ffn_dim": 64,
+}
+_WAV: dict[str, Any] = {
     "vocab_size": 32,
     "hidden_size": 64,
     "num_hidden_layers": 2,
@@ -56,264 +80,175 @@ _WAV = {
 @dataclass(frozen=True)
 class ZooEntry:
     name: str
-    # decoder | encoder | encoder-decoder | moe | state-space | vision | audio | multimodal
+    # decoder | encoder | encoder-decoder | moe | state-space | hybrid | recurrent | vision |
+    # video | detection | audio | time-series | multimodal
     family: str
     arch: str  # the transformers model class
     config: str  # the transformers config class
     kwargs: dict[str, Any] = field(default_factory=dict)
+    # The tested entry whose input path this one shares (see the module docstring).
+    sibling: str | None = None
+    # A tokenizer to save beside the model (a key of zoo_tokenizers.WRITERS).
+    tokenizer: str | None = None
 
 
-def _e(name: str, family: str, arch: str, config: str, **kwargs: Any) -> ZooEntry:
-    return ZooEntry(name, family, arch, config, kwargs)
+def _e(name: str, family: str, arch: str, config: str, *, sibling: str | None = None,
+       tokenizer: str | None = None, **kwargs: Any) -> ZooEntry:
+    return ZooEntry(name, family, arch, config, kwargs, sibling, tokenizer)
 
 
 ZOO: tuple[ZooEntry, ...] = (
     # decoders
     _e("llama", "decoder", "LlamaForCausalLM", "LlamaConfig", **_DEC),
-    _e(
-        "gpt2",
-        "decoder",
-        "GPT2LMHeadModel",
-        "GPT2Config",
-        vocab_size=256,
-        n_embd=64,
-        n_layer=2,
-        n_head=2,
-        n_positions=128,
-        bos_token_id=1,
-        eos_token_id=2,
-    ),
+    _e("gpt2", "decoder", "GPT2LMHeadModel", "GPT2Config", vocab_size=256, n_embd=64,
+       n_layer=2, n_head=2, n_positions=128, bos_token_id=1, eos_token_id=2),
     _e("mistral", "decoder", "MistralForCausalLM", "MistralConfig", **_DEC),
     _e("qwen2", "decoder", "Qwen2ForCausalLM", "Qwen2Config", **_DEC),
     _e("gemma", "decoder", "GemmaForCausalLM", "GemmaConfig", **_DEC),
     _e("gpt_neox", "decoder", "GPTNeoXForCausalLM", "GPTNeoXConfig", **_TEXT),
-    _e(
-        "opt",
-        "decoder",
-        "OPTForCausalLM",
-        "OPTConfig",
-        vocab_size=256,
-        hidden_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        ffn_dim=128,
-        word_embed_proj_dim=64,
-        max_position_embeddings=128,
-    ),
+    _e("opt", "decoder", "OPTForCausalLM", "OPTConfig", vocab_size=256, hidden_size=64,
+       num_hidden_layers=2, num_attention_heads=2, ffn_dim=128, word_embed_proj_dim=64,
+       max_position_embeddings=128),
     _e("phi", "decoder", "PhiForCausalLM", "PhiConfig", **_TEXT),
-    _e(
-        "bloom",
-        "decoder",
-        "BloomForCausalLM",
-        "BloomConfig",
-        vocab_size=256,
-        hidden_size=64,
-        n_layer=2,
-        n_head=2,
-    ),
+    _e("bloom", "decoder", "BloomForCausalLM", "BloomConfig", vocab_size=256, hidden_size=64,
+       n_layer=2, n_head=2),
     # encoders, one per task head
     _e("bert-mlm", "encoder", "BertForMaskedLM", "BertConfig", **_TEXT),
     _e("bert-cls", "encoder", "BertForSequenceClassification", "BertConfig", **_TEXT),
     _e("roberta-tok", "encoder", "RobertaForTokenClassification", "RobertaConfig", **_TEXT),
-    _e(
-        "distilbert-qa",
-        "encoder",
-        "DistilBertForQuestionAnswering",
-        "DistilBertConfig",
-        vocab_size=256,
-        dim=64,
-        n_layers=2,
-        n_heads=2,
-        hidden_dim=128,
-    ),
+    _e("distilbert-qa", "encoder", "DistilBertForQuestionAnswering", "DistilBertConfig",
+       vocab_size=256, dim=64, n_layers=2, n_heads=2, hidden_dim=128),
     _e("albert", "encoder", "AlbertForMaskedLM", "AlbertConfig", **_TEXT, embedding_size=32),
     _e("electra", "encoder", "ElectraForPreTraining", "ElectraConfig", **_TEXT),
     _e("deberta-v2-mc", "encoder", "DebertaV2ForMultipleChoice", "DebertaV2Config", **_TEXT),
     _e("layoutlm", "encoder", "LayoutLMForTokenClassification", "LayoutLMConfig", **_TEXT),
     # encoder-decoders
-    _e(
-        "t5",
-        "encoder-decoder",
-        "T5ForConditionalGeneration",
-        "T5Config",
-        vocab_size=256,
-        d_model=64,
-        d_ff=128,
-        d_kv=32,
-        num_layers=2,
-        num_heads=2,
-        decoder_start_token_id=0,
-    ),
-    _e(
-        "bart",
-        "encoder-decoder",
-        "BartForConditionalGeneration",
-        "BartConfig",
-        vocab_size=256,
-        d_model=64,
-        encoder_layers=2,
-        decoder_layers=2,
-        encoder_attention_heads=2,
-        decoder_attention_heads=2,
-        encoder_ffn_dim=128,
-        decoder_ffn_dim=128,
-        max_position_embeddings=128,
-    ),
+    _e("t5", "encoder-decoder", "T5ForConditionalGeneration", "T5Config", vocab_size=256,
+       d_model=64, d_ff=128, d_kv=32, num_layers=2, num_heads=2, decoder_start_token_id=0),
+    _e("bart", "encoder-decoder", "BartForConditionalGeneration", "BartConfig", vocab_size=256,
+       d_model=64, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
+       decoder_attention_heads=2, encoder_ffn_dim=128, decoder_ffn_dim=128,
+       max_position_embeddings=128),
     # mixture of experts
-    _e(
-        "mixtral",
-        "moe",
-        "MixtralForCausalLM",
-        "MixtralConfig",
-        **_DEC,
-        num_local_experts=4,
-        num_experts_per_tok=2,
-    ),
-    _e(
-        "qwen2-moe",
-        "moe",
-        "Qwen2MoeForCausalLM",
-        "Qwen2MoeConfig",
-        **_DEC,
-        num_experts=4,
-        num_experts_per_tok=2,
-        moe_intermediate_size=64,
-        shared_expert_intermediate_size=64,
-    ),
+    _e("mixtral", "moe", "MixtralForCausalLM", "MixtralConfig", **_DEC, num_local_experts=4,
+       num_experts_per_tok=2),
+    _e("qwen2-moe", "moe", "Qwen2MoeForCausalLM", "Qwen2MoeConfig", **_DEC, num_experts=4,
+       num_experts_per_tok=2, moe_intermediate_size=64, shared_expert_intermediate_size=64),
     # state-space
-    _e(
-        "mamba",
-        "state-space",
-        "MambaForCausalLM",
-        "MambaConfig",
-        vocab_size=256,
-        hidden_size=64,
-        state_size=8,
-        num_hidden_layers=2,
-        expand=2,
-        conv_kernel=4,
-    ),
-    _e(
-        "mamba2",
-        "state-space",
-        "Mamba2ForCausalLM",
-        "Mamba2Config",
-        vocab_size=256,
-        hidden_size=64,
-        state_size=16,
-        num_hidden_layers=2,
-        expand=2,
-        head_dim=16,
-        num_heads=8,
-        n_groups=1,
-        conv_kernel=4,
-        chunk_size=16,
-    ),
+    _e("mamba", "state-space", "MambaForCausalLM", "MambaConfig", vocab_size=256,
+       hidden_size=64, state_size=8, num_hidden_layers=2, expand=2, conv_kernel=4),
+    _e("mamba2", "state-space", "Mamba2ForCausalLM", "Mamba2Config", vocab_size=256,
+       hidden_size=64, state_size=16, num_hidden_layers=2, expand=2, head_dim=16,
+       num_heads=8, n_groups=1, conv_kernel=4, chunk_size=16),
     # vision
     _e("vit", "vision", "ViTForImageClassification", "ViTConfig", **_VIT),
     _e("deit", "vision", "DeiTForImageClassification", "DeiTConfig", **_VIT),
     _e("dinov2", "vision", "Dinov2Model", "Dinov2Config", **_VIT),
-    _e(
-        "resnet",
-        "vision",
-        "ResNetForImageClassification",
-        "ResNetConfig",
-        embedding_size=16,
-        hidden_sizes=[16, 32],
-        depths=[1, 1],
-        layer_type="basic",
-    ),
-    _e(
-        "convnext",
-        "vision",
-        "ConvNextForImageClassification",
-        "ConvNextConfig",
-        num_stages=2,
-        hidden_sizes=[16, 32],
-        depths=[1, 1],
-        image_size=32,
-    ),
-    _e(
-        "swin",
-        "vision",
-        "SwinForImageClassification",
-        "SwinConfig",
-        image_size=32,
-        patch_size=4,
-        embed_dim=16,
-        depths=[1, 1],
-        num_heads=[1, 2],
-        window_size=4,
-    ),
-    _e(
-        "segformer",
-        "vision",
-        "SegformerForSemanticSegmentation",
-        "SegformerConfig",
-        image_size=32,
-        num_encoder_blocks=2,
-        depths=[1, 1],
-        sr_ratios=[2, 1],
-        hidden_sizes=[16, 32],
-        num_attention_heads=[1, 2],
-        decoder_hidden_size=32,
-        patch_sizes=[7, 3],
-        strides=[4, 2],
-        mlp_ratios=[2, 2],
-    ),
+    _e("resnet", "vision", "ResNetForImageClassification", "ResNetConfig", embedding_size=16,
+       hidden_sizes=[16, 32], depths=[1, 1], layer_type="basic"),
+    _e("convnext", "vision", "ConvNextForImageClassification", "ConvNextConfig",
+       num_stages=2, hidden_sizes=[16, 32], depths=[1, 1], image_size=32),
+    _e("swin", "vision", "SwinForImageClassification", "SwinConfig", image_size=32,
+       patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[1, 2], window_size=4),
+    _e("segformer", "vision", "SegformerForSemanticSegmentation", "SegformerConfig",
+       image_size=32, num_encoder_blocks=2, depths=[1, 1], sr_ratios=[2, 1],
+       hidden_sizes=[16, 32], num_attention_heads=[1, 2], decoder_hidden_size=32,
+       patch_sizes=[7, 3], strides=[4, 2], mlp_ratios=[2, 2]),
     # audio
     _e("wav2vec2-ctc", "audio", "Wav2Vec2ForCTC", "Wav2Vec2Config", **_WAV),
     _e("hubert", "audio", "HubertForSequenceClassification", "HubertConfig", **_WAV),
-    _e(
-        "whisper",
-        "audio",
-        "WhisperForConditionalGeneration",
-        "WhisperConfig",
-        vocab_size=256,
-        d_model=64,
-        encoder_layers=2,
-        decoder_layers=2,
-        encoder_attention_heads=2,
-        decoder_attention_heads=2,
-        encoder_ffn_dim=128,
-        decoder_ffn_dim=128,
-        num_mel_bins=16,
-        max_source_positions=32,
-        max_target_positions=64,
-        decoder_start_token_id=1,
-        pad_token_id=0,
-        bos_token_id=1,
-        eos_token_id=2,
-        suppress_tokens=[],
-        begin_suppress_tokens=[],
-    ),
+    _e("whisper", "audio", "WhisperForConditionalGeneration", "WhisperConfig", vocab_size=256,
+       d_model=64, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
+       decoder_attention_heads=2, encoder_ffn_dim=128, decoder_ffn_dim=128, num_mel_bins=16,
+       max_source_positions=32, max_target_positions=64, decoder_start_token_id=1,
+       pad_token_id=0, bos_token_id=1, eos_token_id=2, suppress_tokens=[],
+       begin_suppress_tokens=[]),
     # multimodal
-    _e(
-        "clip",
-        "multimodal",
-        "CLIPModel",
-        "CLIPConfig",
-        text_config={**_TEXT, "max_position_embeddings": 64},
-        vision_config={**_VIT},
-        projection_dim=32,
-    ),
-    _e(
-        "siglip",
-        "multimodal",
-        "SiglipModel",
-        "SiglipConfig",
-        text_config={**_TEXT, "max_position_embeddings": 64},
-        vision_config={**_VIT},
-    ),
-    _e(
-        "llava",
-        "multimodal",
-        "LlavaForConditionalGeneration",
-        "LlavaConfig",
-        text_config={"model_type": "llama", **_DEC},
-        vision_config={"model_type": "clip_vision_model", **_VIT, "projection_dim": 32},
-        image_token_index=250,
-    ),
+    _e("clip", "multimodal", "CLIPModel", "CLIPConfig",
+       text_config={**_TEXT, "max_position_embeddings": 64},
+       vision_config={**_VIT}, projection_dim=32),
+    _e("siglip", "multimodal", "SiglipModel", "SiglipConfig",
+       text_config={**_TEXT, "max_position_embeddings": 64}, vision_config={**_VIT}),
+    _e("llava", "multimodal", "LlavaForConditionalGeneration", "LlavaConfig",
+       text_config={"model_type": "llama", **_DEC},
+       vision_config={"model_type": "clip_vision_model", **_VIT, "projection_dim": 32},
+       image_token_index=250),
+    # round two: video, spectrograms, dynamic-resolution VLMs, time series, detection, an
+    # optional-dependency tokenizer, and newer architectures of every family
+    _e("videomae", "video", "VideoMAEForVideoClassification", "VideoMAEConfig", **_VIT,
+       num_frames=4, tubelet_size=2),
+    _e("vivit", "video", "VivitForVideoClassification", "VivitConfig", **_BLOCKS,
+       image_size=32, num_frames=4, tubelet_size=[2, 8, 8], sibling="videomae"),
+    _e("timesformer", "video", "TimesformerForVideoClassification", "TimesformerConfig",
+       **_VIT, num_frames=4, sibling="videomae"),
+    _e("ast", "audio", "ASTForAudioClassification", "ASTConfig", **_BLOCKS, patch_size=8,
+       frequency_stride=8, time_stride=8, max_length=32, num_mel_bins=16),
+    _e("qwen2-vl", "multimodal", "Qwen2VLForConditionalGeneration", "Qwen2VLConfig",
+       text_config={**_DEC, "model_type": "qwen2_vl_text", "bos_token_id": 1,
+                    "eos_token_id": 2, "rope_scaling": {"type": "mrope",
+                                                        "mrope_section": [4, 6, 6]}},
+       vision_config={"depth": 2, "embed_dim": 32, "hidden_size": 64, "num_heads": 2,
+                      "patch_size": 4, "spatial_merge_size": 2, "temporal_patch_size": 2,
+                      "in_channels": 3, "mlp_ratio": 2},
+       image_token_id=250, video_token_id=251, vision_start_token_id=252,
+       vision_end_token_id=253),
+    _e("glm4v", "multimodal", "Glm4vForConditionalGeneration", "Glm4vConfig",
+       text_config={**_DEC, "bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0,
+                    "rope_parameters": {"rope_type": "default", "mrope_section": [2, 3, 3],
+                                        "partial_rotary_factor": 0.5}},
+       vision_config={"depth": 2, "hidden_size": 32, "out_hidden_size": 64,
+                      "intermediate_size": 64, "num_heads": 2, "patch_size": 4,
+                      "spatial_merge_size": 2, "temporal_patch_size": 2, "in_channels": 3,
+                      "image_size": 32},
+       image_token_id=250, video_token_id=251, image_start_token_id=252,
+       image_end_token_id=253, sibling="qwen2-vl"),
+    _e("paligemma", "multimodal", "PaliGemmaForConditionalGeneration", "PaliGemmaConfig",
+       text_config={"model_type": "gemma", **_DEC},
+       vision_config={"model_type": "siglip_vision_model", **_VIT, "projection_dim": 64},
+       image_token_index=250, projection_dim=64, hidden_size=64, sibling="llava"),
+    _e("time-series-transformer", "time-series", "TimeSeriesTransformerForPrediction",
+       "TimeSeriesTransformerConfig", **_SERIES, input_size=1),
+    _e("informer", "time-series", "InformerForPrediction", "InformerConfig", **_SERIES,
+       input_size=2, sibling="time-series-transformer"),
+    _e("patchtst", "time-series", "PatchTSTForPrediction", "PatchTSTConfig",
+       num_input_channels=3, context_length=16, patch_length=4, patch_stride=4, d_model=32,
+       num_hidden_layers=2, num_attention_heads=2, ffn_dim=64, prediction_length=4),
+    _e("detr", "detection", "DetrForObjectDetection", "DetrConfig", use_timm_backbone=False,
+       backbone_config={"model_type": "resnet", "embedding_size": 16,
+                        "hidden_sizes": [16, 32], "depths": [1, 1], "layer_type": "basic",
+                        "out_features": ["stage2"]},
+       num_queries=8, d_model=32, encoder_layers=1, decoder_layers=1, encoder_ffn_dim=64,
+       decoder_ffn_dim=64, encoder_attention_heads=2, decoder_attention_heads=2,
+       num_labels=4),
+    _e("xlm", "encoder", "XLMWithLMHeadModel", "XLMConfig", vocab_size=256, emb_dim=64,
+       n_layers=2, n_heads=2, max_position_embeddings=128, tokenizer="xlm"),
+    _e("qwen3", "decoder", "Qwen3ForCausalLM", "Qwen3Config", **_DEC, sibling="llama"),
+    _e("phi3", "decoder", "Phi3ForCausalLM", "Phi3Config", **_TEXT, num_key_value_heads=1,
+       pad_token_id=0, sibling="llama"),
+    _e("gemma2", "decoder", "Gemma2ForCausalLM", "Gemma2Config", **_DEC, sibling="gemma"),
+    _e("deepseek-v3", "moe", "DeepseekV3ForCausalLM", "DeepseekV3Config",
+       **{**_DEC, "head_dim": 8, "num_key_value_heads": 2}, moe_intermediate_size=32,
+       n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=1, n_group=1,
+       topk_group=1, first_k_dense_replace=1, kv_lora_rank=16, q_lora_rank=24,
+       qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16, sibling="mixtral"),
+    _e("olmoe", "moe", "OlmoeForCausalLM", "OlmoeConfig", **_DEC, num_experts=4,
+       num_experts_per_tok=2, sibling="mixtral"),
+    _e("jamba", "hybrid", "JambaForCausalLM", "JambaConfig", **_TEXT, num_key_value_heads=1,
+       num_experts=2, num_experts_per_tok=1, expert_layer_period=2, expert_layer_offset=1,
+       attn_layer_period=2, attn_layer_offset=1, mamba_d_state=8, mamba_d_conv=4,
+       mamba_expand=2),
+    _e("falcon-h1", "hybrid", "FalconH1ForCausalLM", "FalconH1Config", **_DEC,
+       sibling="jamba"),
+    _e("rwkv", "recurrent", "RwkvForCausalLM", "RwkvConfig", vocab_size=256, hidden_size=64,
+       num_hidden_layers=2, attention_hidden_size=64, intermediate_size=128,
+       context_length=128),
+    _e("mpnet", "encoder", "MPNetForMaskedLM", "MPNetConfig", **_TEXT, sibling="bert-mlm"),
+    _e("mbart", "encoder-decoder", "MBartForConditionalGeneration", "MBartConfig",
+       vocab_size=256, d_model=64, encoder_layers=2, decoder_layers=2,
+       encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=128,
+       decoder_ffn_dim=128, max_position_embeddings=128, sibling="bart"),
+    _e("beit", "vision", "BeitForImageClassification", "BeitConfig", **_VIT, sibling="vit"),
+    _e("wavlm", "audio", "WavLMForCTC", "WavLMConfig", **_WAV, sibling="wav2vec2-ctc"),
 )
 
 
@@ -360,6 +295,10 @@ def _build_one(entry: ZooEntry, out_dir: Path) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix=f".{entry.name}.", dir=out_dir))
     try:
         model.save_pretrained(tmp)
+        if entry.tokenizer is not None:
+            from kerneltracer.worker.frameworks.huggingface.zoo_tokenizers import WRITERS
+
+            WRITERS[entry.tokenizer](tmp)
         atomic_write_json(tmp / MARKER, stamp)
         if target.exists():
             shutil.rmtree(target)

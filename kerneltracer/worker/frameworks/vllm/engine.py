@@ -96,19 +96,76 @@ def prompt_token_ids(vocab_size: int, batch: int, seq_len: int) -> list[list[int
     return [[4 + (i * 7 + b * 13) % span for i in range(seq_len)] for b in range(batch)]
 
 
-def build_engine(job: JobSpec, path: Path, config: dict[str, Any], settings: EngineSettings) -> Any:
+# Config keys that bound a model's context, as vLLM reads them (it takes the smallest).
+_LENGTH_KEYS = (
+    "max_position_embeddings", "n_positions", "max_seq_len", "seq_length",
+    "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len",
+)
+# The engine's context when nothing asks for more: room for a longer prompt later.
+DEFAULT_MODEL_LEN = 256
+
+
+def model_length_limit(config: dict[str, Any]) -> tuple[int, str] | None:
+    """The model's context limit and the key that sets it (text_config counts for VLMs)."""
+    found: list[tuple[int, str]] = []
+    for cfg in (config, config.get("text_config") or {}):
+        for key in _LENGTH_KEYS:
+            value = cfg.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                found.append((value, key))
+    return min(found) if found else None
+
+
+def engine_length(
+    seq_len: int, config: dict[str, Any], settings: EngineSettings
+) -> tuple[int, str | None]:
+    """The engine's max_model_len and, when it is not what was asked, a note that says why.
+
+    A job must fit: seq_len prompt tokens plus max_tokens new ones. Past the model's own
+    limit that is refused (vLLM would refuse it too, after half a minute of start-up);
+    an asked or default length above the limit is brought down to it.
+    """
+    wanted = seq_len + settings.max_tokens
+    asked = settings.max_model_len
+    limit = model_length_limit(config)
+    if limit is not None and wanted > limit[0]:
+        raise UnsupportedError(
+            f"seq_len {seq_len} + max_tokens {settings.max_tokens} = {wanted} tokens, "
+            f"more than the model allows ({limit[1]} {limit[0]}): lower seq_len or max_tokens"
+        )
+    if asked is not None and asked < wanted:
+        raise UnsupportedError(
+            f"max_model_len {asked} is shorter than seq_len {seq_len} + max_tokens "
+            f"{settings.max_tokens} = {wanted} tokens"
+        )
+    length = asked if asked is not None else max(DEFAULT_MODEL_LEN, wanted)
+    if limit is not None and length > limit[0]:
+        note = None
+        if asked is not None:
+            note = (f"max_model_len {asked} asked, the model allows {limit[0]} ({limit[1]}): "
+                    f"the engine ran with {limit[0]}")
+        return limit[0], note
+    return length, None
+
+
+def has_tokenizer(path: Path, trust_remote_code: bool) -> str | None:
+    """None when the model's tokenizer loads, else why not (no files, a missing package)."""
+    import transformers
+
+    try:
+        transformers.AutoTokenizer.from_pretrained(str(path), trust_remote_code=trust_remote_code)
+    except Exception as exc:  # any reason: the engine then runs on token ids alone
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        return f"{type(exc).__name__}: {text}"[:200]
+    return None
+
+
+def build_engine(
+    job: JobSpec, path: Path, config: dict[str, Any], settings: EngineSettings,
+    length: int, tokenizer: bool,
+) -> Any:
     from vllm import LLM
 
-    wanted = job.seq_len + settings.max_tokens
-    limit = settings.max_model_len or max(256, wanted)
-    positions = config.get("max_position_embeddings")
-    if isinstance(positions, int) and limit > positions:
-        if wanted > positions:
-            raise UnsupportedError(
-                f"seq_len {job.seq_len} + max_tokens {settings.max_tokens} exceeds the model's "
-                f"max_position_embeddings {positions}"
-            )
-        limit = positions
     kwargs: dict[str, Any] = {
         "model": str(path),
         "tokenizer": str(path),
@@ -116,12 +173,32 @@ def build_engine(job: JobSpec, path: Path, config: dict[str, Any], settings: Eng
         "dtype": job.dtype,  # "auto" and the torch dtype names are vLLM's own spellings
         "seed": 0,
         "enforce_eager": settings.enforce_eager,
-        "max_model_len": limit,
+        "max_model_len": length,
         "kv_cache_memory_bytes": settings.kv_cache_bytes,
         "disable_log_stats": True,
+        # Prompts are token ids: without tokenizer files the engine needs no tokenizer.
+        "skip_tokenizer_init": not tokenizer,
         **settings.extra,
     }
-    return LLM(**kwargs)
+    try:
+        return LLM(**kwargs)
+    except ValueError as exc:  # pydantic's ValidationError is one
+        refusal = architecture_refusal(str(exc))
+        if refusal is not None:
+            raise UnsupportedError(refusal) from exc
+        raise
+
+
+_NOT_SUPPORTED = re.compile(r"Model architectures? \[?([^\]]*?)\]? (?:are|is) not supported")
+
+
+def architecture_refusal(text: str) -> str | None:
+    """vLLM's own refusal of an architecture (one its transformers backend cannot run
+    either, e.g. RWKV), as one line; None for any other error."""
+    match = _NOT_SUPPORTED.search(text)
+    if match is None:
+        return None
+    return f"vLLM does not support architecture {match.group(1).strip()} (its own check)"
 
 
 def resolved_device() -> str:
@@ -159,6 +236,12 @@ def load_vllm(job: JobSpec, job_dir: Path, settings: EngineSettings) -> VLLMCont
         raise UnsupportedError("model has no local directory (it was not resolved)")
     config = prevalidate(Path(path))
     check_architecture(config, job.model.trust_remote_code)
+    length, length_note = engine_length(job.seq_len, config, settings)
+    no_tokenizer = has_tokenizer(Path(path), job.model.trust_remote_code)
+    notes = [n for n in (length_note,) if n is not None]
+    if no_tokenizer is not None:
+        notes.append(f"no tokenizer ({no_tokenizer}): prompts are seeded token ids, the "
+                     "engine's tokenizer is not initialised and outputs are not detokenized")
     from vllm import SamplingParams
 
     # The engine's processes create their shared memory while they start; watching only
@@ -166,12 +249,15 @@ def load_vllm(job: JobSpec, job_dir: Path, settings: EngineSettings) -> VLLMCont
     watch = shm.SegmentWatch().start()
     engine = None
     try:
-        engine = build_engine(job, Path(path), config, settings)
+        engine = build_engine(job, Path(path), config, settings, length, no_tokenizer is None)
         started = watch.stop()
         vocab = int(config.get("vocab_size") or 32000)
         token_ids = prompt_token_ids(vocab, job.batch_size, job.seq_len)
         prompts = [{"prompt_token_ids": ids} for ids in token_ids]
-        params = SamplingParams(max_tokens=settings.max_tokens, temperature=0.0, ignore_eos=True)
+        params = SamplingParams(
+            max_tokens=settings.max_tokens, temperature=0.0, ignore_eos=True,
+            detokenize=no_tokenizer is None,
+        )
         return VLLMContext(
             job=job,
             job_dir=job_dir,
@@ -182,6 +268,7 @@ def load_vllm(job: JobSpec, job_dir: Path, settings: EngineSettings) -> VLLMCont
             prompts=prompts,
             sampling_params=params,
             stop=lambda: shutdown(engine, started),
+            notes=notes,
         )
     except BaseException:
         shutdown(engine, watch.stop())

@@ -1,0 +1,97 @@
+"""Time-series forecasting inputs: a window of past values and what the config says goes
+with it (time features, the observed mask, static features), and the future to predict.
+
+Sizes come from the config only, so every forecaster with these forward arguments works:
+GluonTS-style models (TimeSeriesTransformer, Informer, Autoformer) look back
+``context_length + max(lags_sequence)`` steps of ``input_size`` variates (a univariate
+series is 2-D), patch models (PatchTST, PatchTSMixer) ``context_length`` steps of
+``num_input_channels`` channels.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kerneltracer.worker.inputs.spec import InputSpec
+
+Built = dict[str, Any]
+
+
+def _channels(spec: InputSpec) -> tuple[int, ...]:
+    gluon = spec.find("input_size")
+    if isinstance(gluon, int):
+        return () if gluon == 1 else (gluon,)
+    return (int(spec.find("num_input_channels", default=1) or 1),)
+
+
+def past_length(spec: InputSpec) -> int:
+    context = spec.find("context_length")
+    context = int(context) if isinstance(context, int) else spec.seq_len
+    lags = spec.find("lags_sequence") or [0]
+    return context + max(int(v) for v in lags)
+
+
+def horizon(spec: InputSpec) -> int:
+    value = spec.find("prediction_length")
+    return int(value) if isinstance(value, int) else max(1, spec.seq_len // 4)
+
+
+def past_values(spec: InputSpec, built: Built) -> Any:
+    return spec.randn((spec.batch, past_length(spec), *_channels(spec)), salt=40)
+
+
+def _time_features(spec: InputSpec, length: int, salt: int) -> Any:
+    features = int(spec.find("num_time_features", default=0) or 0)
+    return spec.randn((spec.batch, length, features), salt=salt)
+
+
+def past_time_features(spec: InputSpec, built: Built) -> Any:
+    return _time_features(spec, past_length(spec), 41)
+
+
+def observed_mask(spec: InputSpec, built: Built) -> Any:
+    import torch
+
+    return torch.ones_like(built["past_values"], dtype=torch.bool)
+
+
+def future_values(spec: InputSpec, built: Built) -> Any:
+    return spec.randn((spec.batch, horizon(spec), *_channels(spec)), salt=42)
+
+
+def future_time_features(spec: InputSpec, built: Built) -> Any:
+    return _time_features(spec, horizon(spec), 43)
+
+
+def static_categorical(spec: InputSpec, built: Built) -> Any:
+    count = int(spec.find("num_static_categorical_features", default=0) or 0)
+    cardinality = spec.find("cardinality") or [1]
+    return spec.randint(min(int(c) for c in cardinality), (spec.batch, count), salt=44)
+
+
+def static_real(spec: InputSpec, built: Built) -> Any:
+    count = int(spec.find("num_static_real_features", default=0) or 0)
+    return spec.randn((spec.batch, count), salt=45)
+
+
+def has_past(spec: InputSpec, built: Built) -> bool:
+    return "past_values" in built
+
+
+def wants_future(spec: InputSpec, built: Built) -> bool:
+    """The future is the target: always for encoder-decoders (their decoder reads it, as a
+    seq2seq decoder reads its ids), in train mode for the others (their loss)."""
+    return "past_values" in built and (spec.encoder_decoder or spec.train)
+
+
+def wants_future_features(spec: InputSpec, built: Built) -> bool:
+    return "future_values" in built and spec.find("num_time_features") is not None
+
+
+def wants_static_categorical(spec: InputSpec, built: Built) -> bool:
+    return has_past(spec, built) and int(
+        spec.find("num_static_categorical_features", default=0) or 0) > 0
+
+
+def wants_static_real(spec: InputSpec, built: Built) -> bool:
+    return has_past(spec, built) and int(spec.find("num_static_real_features", default=0) or 0) > 0

@@ -1,0 +1,128 @@
+"""Input layouts read from the config, per class of model: video frames, spectrograms,
+dynamic-resolution patches with their grid and image tokens, time series, detection
+targets; and optional dependencies recognised as such."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kerneltracer.worker.dependencies import missing_dependency
+from kerneltracer.worker.frameworks.huggingface.zoo import by_name
+from kerneltracer.worker.inputs import InputSpec, build_inputs
+
+SEQ = 12
+
+
+def _spec(zoo_dir: Path, name: str, train: bool = False) -> tuple[InputSpec, Any]:
+    import torch
+    import transformers
+
+    entry = by_name()[name]
+    config = transformers.AutoConfig.from_pretrained(zoo_dir / entry.name)
+    model = getattr(transformers, entry.arch).from_pretrained(zoo_dir / entry.name)
+    model.train(train)
+    spec = InputSpec.of(model, config=config, tokenizer=None, batch=2, seq_len=SEQ,
+                        device="cpu", float_dtype=torch.float32, train=train)
+    return spec, config
+
+
+def test_video_pixels_have_the_configs_frames(zoo_dir: Path) -> None:
+    spec, config = _spec(zoo_dir, "videomae")
+    pixels = build_inputs(spec)["pixel_values"]
+    side = config.image_size
+    assert list(pixels.shape) == [2, config.num_frames, config.num_channels, side, side]
+
+
+def test_spectrogram_is_max_length_by_mel_bins(zoo_dir: Path) -> None:
+    spec, config = _spec(zoo_dir, "ast")
+    values = build_inputs(spec)["input_values"]
+    assert list(values.shape) == [2, config.max_length, config.num_mel_bins]
+
+
+def test_dynamic_resolution_image_has_its_grid_and_one_token_per_merged_patch(
+    zoo_dir: Path,
+) -> None:
+    spec, config = _spec(zoo_dir, "qwen2-vl")
+    inputs = build_inputs(spec)
+    vision = config.vision_config
+    grid = inputs["image_grid_thw"]
+    assert grid.tolist() == [grid[0].tolist()] * 2
+    t, h, w = grid[0].tolist()
+    row = vision.in_channels * vision.temporal_patch_size * vision.patch_size**2
+    assert list(inputs["pixel_values"].shape) == [2 * t * h * w, row]
+    ids = inputs["input_ids"][0]
+    image = int((ids == config.image_token_id).sum())
+    assert image == t * h * w // vision.spatial_merge_size**2
+    # Framed as the processor frames it: start, the image's tokens, end, then the text.
+    assert int(ids[0]) == config.vision_start_token_id
+    assert int(ids[image + 1]) == config.vision_end_token_id
+    assert inputs["input_ids"].shape[1] == image + 2 + SEQ
+    types = inputs["mm_token_type_ids"][0]
+    assert int(types.sum()) == image and types.shape == ids.shape
+
+
+def test_time_series_windows_come_from_the_config(zoo_dir: Path) -> None:
+    spec, config = _spec(zoo_dir, "time-series-transformer")
+    inputs = build_inputs(spec)
+    past = config.context_length + max(config.lags_sequence)
+    assert list(inputs["past_values"].shape) == [2, past]  # univariate: 2-D
+    assert list(inputs["past_time_features"].shape) == [2, past, config.num_time_features]
+    assert inputs["past_observed_mask"].dtype.is_floating_point is False
+    # An encoder-decoder forecaster reads the future in its decoder, eval included.
+    assert list(inputs["future_values"].shape) == [2, config.prediction_length]
+    assert list(inputs["future_time_features"].shape) == [
+        2, config.prediction_length, config.num_time_features]
+
+    spec, config = _spec(zoo_dir, "patchtst")
+    inputs = build_inputs(spec)
+    assert list(inputs["past_values"].shape) == [2, config.context_length,
+                                                 config.num_input_channels]
+    assert "future_values" not in inputs  # the target: train mode only
+    spec, config = _spec(zoo_dir, "patchtst", train=True)
+    future = build_inputs(spec)["future_values"]
+    assert list(future.shape) == [2, config.prediction_length, config.num_input_channels]
+
+
+def test_detection_targets_are_per_image_classes_and_boxes(zoo_dir: Path) -> None:
+    spec, config = _spec(zoo_dir, "detr", train=True)
+    targets = build_inputs(spec)["labels"]
+    assert len(targets) == 2
+    for target in targets:
+        boxes = target["boxes"]
+        assert boxes.shape[1] == 4 and bool(((boxes > 0) & (boxes < 1)).all())
+        assert int(target["class_labels"].max()) < config.num_labels
+
+
+def test_missing_packages_are_named_with_their_install_command(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # transformers' requires_backends wording (DETR's matcher without scipy)
+    text = ("\nHungarianMatcher requires the scipy library but it was not found in your "
+            "environment. You can install it with pip:\n`pip install scipy`.")
+    found = missing_dependency(ImportError(text))
+    assert found is not None and found.package == "scipy"
+    assert found.install.endswith("-m pip install scipy")
+    # a tokenizer raising its own ImportError while importing sacremoses failed
+    try:
+        try:
+            import kt_absent_package  # type: ignore[import-not-found]  # noqa: F401
+        except ImportError:
+            # implicit chaining, as the XLM tokenizer raises it
+            raise ImportError("You need to install kt_absent_package to use X.")  # noqa: B904
+    except ImportError as exc:
+        found = missing_dependency(exc)
+    assert found is not None and found.module == "kt_absent_package"
+    # import names whose distribution is named otherwise (as if sklearn were absent here)
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    found = missing_dependency(ModuleNotFoundError("x", name="sklearn.metrics"))
+    assert found is not None and found.package == "scikit-learn"
+    monkeypatch.undo()
+    # not missing dependencies: a submodule missing from an installed package, other errors
+    assert missing_dependency(ModuleNotFoundError("x", name="json.nothing_here")) is None
+    assert missing_dependency(ImportError("cannot import name 'x' from 'y'")) is None
+    assert missing_dependency(ValueError("requires the scipy library but it was not found")) \
+        is None
