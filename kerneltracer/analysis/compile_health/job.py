@@ -134,7 +134,7 @@ def _counts(logs: list[LogHealth], records: list[CompileRecord]) -> dict[str, in
         "compile_ids": len(records),
         "frames": len({f for f in frames if f[2] is not None}),
         "graphs": sum(r.graphs for r in records),
-        "graph_breaks": sum(len(_break_list(r)) for r in records),
+        "graph_breaks": sum(len(breaks_of(r)) for r in records),
         "recompiles": len(recompiled),
         "restarts": sum(1 for r in records if r.attempt),
         "failed_frames": sum(1 for r in records if r.failed),
@@ -160,7 +160,7 @@ def _times(records: list[CompileRecord]) -> dict[str, float]:
     return times
 
 
-def _break_list(r: CompileRecord) -> list[Any]:
+def breaks_of(r: CompileRecord) -> list[Any]:
     """The breaks of one compile id: its graph-break artifacts, or, in a log of an older
     torch that wrote none (``r.restarts_are_breaks``), its restart reasons. A newer torch
     logs a break both ways (artifact in one attempt, restart reason in the next): once."""
@@ -182,7 +182,7 @@ def _breaks(model: str, records: list[CompileRecord]) -> list[BreakRow]:
     """Distinct breaks by (registry key, user frame), with how often and where they hit."""
     rows: dict[tuple[str, str | None], BreakRow] = {}
     for r in records:
-        for b in _break_list(r):
+        for b in breaks_of(r):
             row = rows.get((b.key, b.frame))
             if row is None:
                 row = rows[(b.key, b.frame)] = BreakRow(

@@ -76,6 +76,7 @@ class CompileRecord:
     autotune_metric_s: float = 0.0  # compilation_metrics' compile_time_autotune_time_us
     autotune_span_s: float = 0.0  # the chromium autotuning / benchmark spans
     has_metrics: bool = False
+    metrics_entries: int = 0
     restarts_are_breaks: bool = False  # set for every record of a log without break artifacts
 
     @property
@@ -116,6 +117,16 @@ class CompileRecord:
 def read_intermediate(inter: Path) -> list[CompileRecord]:
     """The compile records of one single-rank intermediate directory, in first-seen order."""
     records: dict[str, CompileRecord] = {}
+    # Every compile id any envelope named, in first-seen order, even one with nothing
+    # this module reads (a frame whose compile only started).
+    try:
+        manifest = orjson.loads((inter / "manifest.json").read_bytes())
+        seen = manifest.get("compile_id_display") or {}
+    except (OSError, orjson.JSONDecodeError):
+        seen = {}
+    for display in seen.values():
+        if isinstance(display, str) and display != "[-/-]":
+            records[display] = _new_record(display)
 
     def rec(entry: dict[str, Any]) -> CompileRecord | None:
         key = entry.get("display_id")
@@ -182,6 +193,22 @@ def _num(meta: dict[str, Any], s_key: str, us_key: str | None) -> tuple[float | 
     return None, None
 
 
+_TIME_FIELDS = (
+    ("backend_s", "backend_compile_time_s", "aot_autograd_cumulative_compile_time_us"),
+    ("inductor_s", "inductor_compile_time_s", "inductor_cumulative_compile_time_us"),
+    ("code_gen_s", "code_gen_time_s", "inductor_code_gen_cumulative_compile_time_us"),
+    (
+        "dynamo_before_restart_s",
+        "dynamo_time_before_restart_s",
+        "dynamo_compile_time_before_restart_us",
+    ),
+)
+
+
+def _add(a: float | None, b: float | None) -> float | None:
+    return a if b is None else (b if a is None else a + b)
+
+
 def _int(meta: dict[str, Any], key: str) -> int:
     v = meta.get(key)
     return v if isinstance(v, int) and not isinstance(v, bool) else 0
@@ -198,18 +225,15 @@ def _on_metrics(r: CompileRecord, entry: dict[str, Any]) -> None:
     r.guard_count += _int(meta, "guard_count")
     r.shape_env_guard_count += _int(meta, "shape_env_guard_count")
     r.graph_op_count += _int(meta, "graph_op_count")
-    r.entire_frame_s, src = _num(
-        meta, "entire_frame_compile_time_s", "dynamo_cumulative_compile_time_us"
-    )
-    r.backend_s, _ = _num(meta, "backend_compile_time_s", "aot_autograd_cumulative_compile_time_us")
-    r.inductor_s, _ = _num(meta, "inductor_compile_time_s", "inductor_cumulative_compile_time_us")
-    r.code_gen_s, _ = _num(
-        meta, "code_gen_time_s", "inductor_code_gen_cumulative_compile_time_us"
-    )
-    r.dynamo_before_restart_s, _ = _num(
-        meta, "dynamo_time_before_restart_s", "dynamo_compile_time_before_restart_us"
-    )
-    r.time_source = src
+    # A compile id can carry several metrics envelopes (a reset between runs of one
+    # process compiles [0/0] again): its times are their sums.
+    total, src = _num(meta, "entire_frame_compile_time_s", "dynamo_cumulative_compile_time_us")
+    r.entire_frame_s = _add(r.entire_frame_s, total)
+    for attr, s_key, us_key in _TIME_FIELDS:
+        setattr(r, attr, _add(getattr(r, attr), _num(meta, s_key, us_key)[0]))
+    if src is not None and r.time_source != "s":
+        r.time_source = src
+    r.metrics_entries += 1
     autotune, _ = _num(meta, "compile_time_autotune_time_s", "compile_time_autotune_time_us")
     r.autotune_metric_s += autotune or 0.0
     if meta.get("fail_type") is not None:
