@@ -76,8 +76,11 @@ def test_per_compile_id_equals_tlparse(name: str, testdata_dir: Path, tmp_path: 
         names = [a["name"] for a in directory[cid]["artifacts"]]
         r = ours[cid]
         assert r.graphs == sum(n.startswith("dynamo_output_graph") for n in names), cid
-        pages = [_page(tmp_path / "tl" / a["url"]) for a in directory[cid]["artifacts"]
-                 if a["name"].startswith("compilation_metrics")]
+        pages = [
+            _page(tmp_path / "tl" / a["url"])
+            for a in directory[cid]["artifacts"]
+            if a["name"].startswith("compilation_metrics")
+        ]
         restarts = [x for p in pages for x in p["restarts"]]  # type: ignore[attr-defined]
         assert r.restart_reasons == restarts, cid
         artifact_breaks = sum(n.startswith("dynamo_graph_break_reason") for n in names)
@@ -95,6 +98,10 @@ def test_per_compile_id_equals_tlparse(name: str, testdata_dir: Path, tmp_path: 
                 compared += 1
             elif not shown and label != "Dynamo Time Before Restart":
                 assert r.time_source != "s" or getattr(r, attr) is None, (cid, label)
-    if any(p for cid in theirs for p in directory[cid]["artifacts"]
-           if p["name"].startswith("compilation_metrics")):
+    if any(
+        p
+        for cid in theirs
+        for p in directory[cid]["artifacts"]
+        if p["name"].startswith("compilation_metrics")
+    ):
         assert compared or all(r.time_source != "s" for r in ours.values())

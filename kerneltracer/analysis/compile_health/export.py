@@ -79,9 +79,7 @@ RECOMPILE_COLUMNS = ("model", "compile_id", "function", "frame", "reason_key", "
 
 
 def break_rows(jobs: list[JobHealth]) -> list[dict[str, Any]]:
-    return [
-        {**vars(b), "compile_ids": " ".join(b.compile_ids)} for j in jobs for b in j.breaks
-    ]
+    return [{**vars(b), "compile_ids": " ".join(b.compile_ids)} for j in jobs for b in j.breaks]
 
 
 def recompile_rows(jobs: list[JobHealth]) -> list[dict[str, Any]]:

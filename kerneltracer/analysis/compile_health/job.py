@@ -221,9 +221,7 @@ def _recompiles(model: str, records: list[CompileRecord]) -> list[RecompileRow]:
     return out
 
 
-def _status(
-    health: JobHealth, records: list[CompileRecord], job_reason: str | None
-) -> None:
+def _status(health: JobHealth, records: list[CompileRecord], job_reason: str | None) -> None:
     failed = [r for r in records if r.failed]
     first = failed[0] if failed else None
     if health.job_status is not None and health.job_status != "ok":

@@ -27,12 +27,16 @@ def _environment() -> jinja2.Environment:
 def render_page(fleet: FleetHealth, *, data_prefix: str = "", back_link: str | None = None) -> str:
     """``data_prefix`` is where the CSV/Parquet files are relative to the page."""
     summary = fleet.summary()
-    return _environment().get_template("compile_health.html.j2").render(
-        fleet=fleet,
-        summary=summary,
-        jobs=fleet.jobs[:MAX_ROWS],
-        truncated=max(len(fleet.jobs) - MAX_ROWS, 0),
-        phases=PHASES,
-        prefix=data_prefix,
-        back_link=back_link,
+    return (
+        _environment()
+        .get_template("compile_health.html.j2")
+        .render(
+            fleet=fleet,
+            summary=summary,
+            jobs=fleet.jobs[:MAX_ROWS],
+            truncated=max(len(fleet.jobs) - MAX_ROWS, 0),
+            phases=PHASES,
+            prefix=data_prefix,
+            back_link=back_link,
+        )
     )
