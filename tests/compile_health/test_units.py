@@ -1,0 +1,124 @@
+"""Compile health without a compiler: break texts, synthetic logs, fleet ranking, diff."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from kerneltracer.analysis.compile_health.breaks import parse_break, recompile_key
+from kerneltracer.analysis.compile_health.diff import code_location, diff_fleets
+from kerneltracer.analysis.compile_health.export import TABLE_COLUMNS, write_fleet
+from kerneltracer.analysis.compile_health.fleet import logs_health
+from kerneltracer.analysis.compile_health.synth import SynthModel, write_log
+
+PRINT_BREAK = """\
+Graph break in user code at /work/m/modeling.py:9
+Graph Break Reason: Encountered graph break when attempting to trace CALL: a function call:
+
+Failed to trace builtin operator
+  Explanation: Dynamo does not know how to trace builtin operator `print`
+
+ For more details about this graph break, please visit: https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html
+
+User code traceback:
+  File "/venv/lib/python3.11/site-packages/torch/nn/modules/module.py", line 1789, in _call_impl
+    return forward_call(*args, **kwargs)
+  File "/work/m/modeling.py", line 9, in forward
+    print("hi")
+"""
+
+
+def test_break_text_gives_registry_id_type_user_frame_and_code() -> None:
+    b = parse_break(PRINT_BREAK)
+    assert (b.key, b.gb_id) == ("GB0059", "GB0059")
+    assert b.gb_type == "Failed to trace builtin operator"
+    assert b.frame == "/work/m/modeling.py:9"
+    assert b.code == 'print("hi")'
+
+
+def test_break_without_id_is_keyed_by_its_type() -> None:
+    b = parse_break("'some new kind of break nobody registered'")
+    assert b.gb_id is None
+    assert b.key == "type:some new kind of break nobody registered"
+
+
+def test_recompile_reasons_differing_in_sizes_are_one_reason() -> None:
+    a = recompile_key("0/0: tensor 'x' size mismatch at index 0. expected 2, actual 3")
+    b = recompile_key("[3/1]: tensor 'x' size mismatch at index 0. expected 4, actual 8")
+    assert a == b == "tensor 'x' size mismatch at index N. expected N, actual N"
+
+
+def test_code_location_ignores_the_install_root() -> None:
+    a = code_location("/venvA/lib/python3.11/site-packages/transformers/m.py:12")
+    b = code_location("/home/u/.venv/lib/python3.12/site-packages/transformers/m.py:12")
+    assert a == b == "transformers/m.py:12"
+
+
+@pytest.fixture
+def synth_logs(tmp_path: Path) -> list[Path]:
+    models = [
+        SynthModel("a", frames=3, recompiles=1),
+        SynthModel("b", frames=2, recompiles=0),
+        SynthModel("c", frames=1, recompiles=2, failed=True),
+    ]
+    return [write_log(tmp_path / f"{m.name}.log", m, seed=i) for i, m in enumerate(models)]
+
+
+def test_fleet_counts_ranks_and_writes(synth_logs: list[Path], tmp_path: Path) -> None:
+    fleet = logs_health(synth_logs)
+    rows = {Path(j.model).stem: j for j in fleet.jobs}
+    assert rows["a"].counts["graphs"] == 6 and rows["a"].counts["recompiles"] == 3
+    assert rows["a"].counts["distinct_breaks"] == 2 and rows["a"].counts["graph_breaks"] == 4
+    assert rows["b"].counts["recompiles"] == 0 and rows["b"].counts["distinct_breaks"] == 1
+    assert rows["c"].compile_status == "failed" and rows["c"].fail_type == "BackendCompilerFailed"
+    assert rows["a"].counts["kernels_cpp"] == 6 * 4 and rows["a"].counts["kernels_extern"] == 6
+    summary = fleet.summary()
+    assert summary["pass_rate"] == pytest.approx(2 / 3, abs=1e-4)
+    top = summary["top_breaks"]
+    # GB0170 (first frame's break) hits a and b; GB0059 only a.
+    assert [(t["key"], t["models"]) for t in top] == [("GB0170", 2), ("GB0059", 1)]
+    assert top[0]["example_frame"].endswith("a.py:10")
+    assert summary["top_recompile_reasons"][0]["models"] == 2
+
+    out = tmp_path / "out"
+    write_fleet(fleet, out)
+    table = pq.read_table(out / "compile_health.parquet")
+    assert tuple(table.column_names) == TABLE_COLUMNS and table.num_rows == 3
+    with open(out / "compile_health.csv") as fh:
+        assert len(list(csv.DictReader(fh))) == 3
+    page = (out / "compile_health.html").read_text()
+    assert "GB0170" in page and "Data-dependent branching" in page
+
+
+def test_diff_names_only_what_changed(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    same = SynthModel("same", frames=2, recompiles=1)
+    write_log(tmp_path / "a" / "same.log", same, seed=1)
+    write_log(tmp_path / "b" / "same.log", same, seed=1)
+    write_log(tmp_path / "a" / "x.log", SynthModel("x", frames=2, recompiles=1), seed=2)
+    write_log(tmp_path / "b" / "x.log", SynthModel("x", frames=3, recompiles=0), seed=2)
+    fa = logs_health(sorted((tmp_path / "a").iterdir()))
+    fb = logs_health(sorted((tmp_path / "b").iterdir()))
+    for j in fa.jobs + fb.jobs:  # paths differ by run: match by name, as job keys do
+        j.job = Path(j.job).name
+    d = diff_fleets(fa, fb)
+    assert [j.job for j in d.jobs] == ["x.log"]
+    changed = d.jobs[0].changed_fields()
+    assert {"graphs", "recompiles", "frames", "breaks", "recompile_reasons"} <= set(changed)
+    assert d.jobs[0].breaks_added[0]["gb_id"] == "GB0059"
+    assert diff_fleets(fa, fa).has_changes is False
+
+
+def test_time_threshold_separates_noise(synth_logs: list[Path]) -> None:
+    a = logs_health(synth_logs[:1])
+    b = logs_health(synth_logs[:1])
+    b.jobs[0].times = {k: v * 1.04 for k, v in a.jobs[0].times.items()}
+    assert not diff_fleets(a, b).has_changes
+    b.jobs[0].times = {k: v * 1.06 for k, v in a.jobs[0].times.items()}
+    d = diff_fleets(a, b)
+    assert "compile_time_s" in d.jobs[0].changed_fields()
+    assert not diff_fleets(a, b, threshold=0.10).has_changes
