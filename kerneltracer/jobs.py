@@ -41,9 +41,7 @@ ENV_ORCHESTRATOR_PID = "KT_ORCHESTRATOR_PID"
 ENV_GPU_SLOT = "KT_GPU_SLOT"
 
 
-def plan_jobs(
-    cfg: RunConfig, base_dir: Path, registry: TracerRegistry = TRACERS
-) -> list[JobSpec]:
+def plan_jobs(cfg: RunConfig, base_dir: Path, registry: TracerRegistry = TRACERS) -> list[JobSpec]:
     """Expand a validated config into jobs, in config order (models, then their tracers).
 
     Imports the module of every planned tracer (its version and options schema are there).

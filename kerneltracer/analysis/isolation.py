@@ -241,9 +241,7 @@ def _spawn(task: Callable[[int], R], limits: Limits) -> _Worker:
     return _Worker(process, ours)
 
 
-def _serve(
-    conn: Connection, task: Callable[[int], object], limits: Limits, parent: int
-) -> None:
+def _serve(conn: Connection, task: Callable[[int], object], limits: Limits, parent: int) -> None:
     """The worker's loop: receive a task index, reply (True, result) or (False, Raised)."""
     os.setpgid(0, 0)
     default_signals()

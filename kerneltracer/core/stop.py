@@ -46,4 +46,3 @@ class StopReason:
         except ValueError:
             valid = ", ".join(k.value for k in StopKind)
             raise ValueError(f"stop reason {text!r}: unknown kind (valid: {valid})") from None
-

@@ -148,9 +148,7 @@ def found_venvs(framework: str, base_dir: Path, cwd: Path) -> list[Path]:
     return found
 
 
-def _unset_message(
-    framework: str, wanted: tuple[str, ...], base_dir: Path, cwd: Path
-) -> str:
+def _unset_message(framework: str, wanted: tuple[str, ...], base_dir: Path, cwd: Path) -> str:
     line = (
         f"frameworks.{framework}.python is not set and this interpreter ({sys.executable}) "
         f"has none of {_names(wanted)}"
@@ -169,4 +167,3 @@ def _names(distributions: tuple[str, ...]) -> str:
 def _hint(framework: str) -> str:
     cls = LOADERS.get(framework)
     return f" ({cls.install_hint})" if cls is not None and cls.install_hint else ""
-

@@ -225,7 +225,8 @@ def _codegen_only(mode: str, dynamic: bool | None) -> Any:
     from torch._inductor.compile_fx import compile_fx
 
     patches = {
-        k: v for k, v in torch._inductor.list_mode_options(mode, dynamic).items()
+        k: v
+        for k, v in torch._inductor.list_mode_options(mode, dynamic).items()
         if k != "triton.cudagraphs"  # no graph is replayed
     }
 

@@ -131,7 +131,7 @@ def _report_pages(base: str) -> dict[str, _Page]:
 
 def test_every_link_on_every_report_page_resolves(server: str) -> None:
     pages = _report_pages(server)
-    assert len(pages) == 6  # index, coverage, readiness, three model pages
+    assert len(pages) == 7  # index, coverage, readiness, compile health, three model pages
     checked: dict[str, int] = {}
     for url, page in pages.items():
         for href in page.hrefs:

@@ -1,11 +1,13 @@
-"""The compile-health page: one self-contained HTML file (no script, no external resource;
-every model id, reason and frame is escaped by jinja2's autoescape)."""
+"""The compile-health page: its body (also embedded in the run report's page) and a
+self-contained standalone page around it (no script, no external resource). Every model
+id, reason and frame is escaped by jinja2's autoescape."""
 
 from __future__ import annotations
 
 from functools import cache
 
 import jinja2
+from markupsafe import Markup
 
 from kerneltracer.analysis.compile_health.fleet import FleetHealth
 from kerneltracer.analysis.compile_health.records import PHASES
@@ -24,19 +26,22 @@ def _environment() -> jinja2.Environment:
     )
 
 
-def render_page(fleet: FleetHealth, *, data_prefix: str = "", back_link: str | None = None) -> str:
-    """``data_prefix`` is where the CSV/Parquet files are relative to the page."""
-    summary = fleet.summary()
-    return (
-        _environment()
-        .get_template("compile_health.html.j2")
-        .render(
-            fleet=fleet,
-            summary=summary,
+def render_body(fleet: FleetHealth, *, data_prefix: str = "") -> Markup:
+    """The page's content; ``data_prefix`` is where the data files are, from the page."""
+    template = _environment().get_template("compile_health_body.html.j2")
+    return Markup(
+        template.render(
+            summary=fleet.summary(),
             jobs=fleet.jobs[:MAX_ROWS],
             truncated=max(len(fleet.jobs) - MAX_ROWS, 0),
             phases=PHASES,
             prefix=data_prefix,
-            back_link=back_link,
         )
+    )
+
+
+def render_page(fleet: FleetHealth, *, data_prefix: str = "") -> str:
+    template = _environment().get_template("compile_health.html.j2")
+    return template.render(
+        summary={"source": fleet.source}, body=render_body(fleet, data_prefix=data_prefix)
     )

@@ -137,8 +137,9 @@ def describe(workload: Workload) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for name, value in workload.inputs().items():
         if isinstance(value, bool):
-            rows.append({"name": name, "kind": "flag", "shape": [], "dtype": "bool",
-                         "value": value})
+            rows.append(
+                {"name": name, "kind": "flag", "shape": [], "dtype": "bool", "value": value}
+            )
         elif torch.is_tensor(value):
             kind = BUILDERS[name].kind if name in BUILDERS else "step"
             rows.append(
@@ -156,20 +157,33 @@ def describe(workload: Workload) -> list[dict[str, Any]]:
             shape = list(hidden.shape) if hidden is not None else []
             rows.append({"name": name, "kind": "encoder_outputs", "shape": shape, "dtype": ""})
     if isinstance(workload, Generate):
-        rows.append({"name": "max_new_tokens", "kind": "generate", "shape": [], "dtype": "",
-                     "value": workload.new_tokens})
+        rows.append(
+            {
+                "name": "max_new_tokens",
+                "kind": "generate",
+                "shape": [],
+                "dtype": "",
+                "value": workload.new_tokens,
+            }
+        )
     return rows
 
 
 def _describe_cache(name: str, cache: Any) -> dict[str, Any]:
-    row: dict[str, Any] = {"name": name, "kind": "cache", "shape": [], "dtype": "",
-                           "type": type(cache).__name__}
+    row: dict[str, Any] = {
+        "name": name,
+        "kind": "cache",
+        "shape": [],
+        "dtype": "",
+        "type": type(cache).__name__,
+    }
     inner = getattr(cache, "self_attention_cache", cache)
     layers = getattr(inner, "layers", None) or []
     keys = getattr(layers[0], "keys", None) if layers else None
     if keys is not None and hasattr(keys, "shape"):
-        row.update(shape=list(keys.shape), dtype=str(keys.dtype).removeprefix("torch."),
-                   layers=len(layers))
+        row.update(
+            shape=list(keys.shape), dtype=str(keys.dtype).removeprefix("torch."), layers=len(layers)
+        )
     length = getattr(cache, "get_seq_length", None)
     if callable(length):
         # Some caches cannot tell; the shape still says it.

@@ -255,8 +255,10 @@ def notes(config: Any) -> list[str]:
     # A checkpoint quantized on the hub (DeepSeek-V3's fp8) is traced unquantized.
     quant = getattr(config, "quantization_config", None)
     if quant:
-        method = quant.get("quant_method") if isinstance(quant, dict) else getattr(
-            quant, "quant_method", None
+        method = (
+            quant.get("quant_method")
+            if isinstance(quant, dict)
+            else getattr(quant, "quant_method", None)
         )
         out.append(
             f"the checkpoint is quantized ({method}); traced in the job's dtype, unquantized"

@@ -151,8 +151,15 @@ def _load_fake(job: JobSpec, job_dir: Path, path: str, config: Any) -> HFContext
         with fake.values_unsupported():
             model = fake.build_fake_model(cls, config, dtype, device, mode, remote)
             return _context(
-                job, job_dir, path, model, config, device, dtype,
-                notes=fake.notes(config), fake_session=session,
+                job,
+                job_dir,
+                path,
+                model,
+                config,
+                device,
+                dtype,
+                notes=fake.notes(config),
+                fake_session=session,
             )
     except BaseException:
         session.__exit__(None, None, None)
