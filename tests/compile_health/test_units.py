@@ -122,3 +122,10 @@ def test_time_threshold_separates_noise(synth_logs: list[Path]) -> None:
     d = diff_fleets(a, b)
     assert "compile_time_s" in d.jobs[0].changed_fields()
     assert not diff_fleets(a, b, threshold=0.10).has_changes
+
+
+def test_vllm_piecewise_compiles_are_tagged_not_recompiles(tmp_path: Path) -> None:
+    log = write_log(tmp_path / "v.log", SynthModel("v", frames=1, recompiles=0, piecewise=6))
+    (job,) = logs_health([log]).jobs
+    assert job.counts["piecewise_compiles"] == 6
+    assert job.counts["recompiles"] == 0 and not job.recompiles

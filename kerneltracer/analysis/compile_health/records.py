@@ -129,8 +129,10 @@ def read_intermediate(inter: Path) -> list[CompileRecord]:
             records[display] = _new_record(display)
 
     def rec(entry: dict[str, Any]) -> CompileRecord | None:
+        # Work outside any compile id ("[-/-]": vLLM's compiles for each size at run time)
+        # is kept under that id: its kernels and piecewise compiles count.
         key = entry.get("display_id")
-        if not isinstance(key, str) or key == "[-/-]":
+        if not isinstance(key, str):
             return None
         found = records.get(key)
         if found is None:
@@ -142,23 +144,11 @@ def read_intermediate(inter: Path) -> list[CompileRecord]:
             r = rec(entry)
             if r is not None:
                 handler(r, entry)
-    # Piecewise compiles of vLLM happen under no compile id or one: count them where seen.
-    for entry in _iter_type(inter, "artifact"):
-        if _meta(entry).get("name") == PIECEWISE_ARTIFACT:
-            r = rec(entry) or _orphan(records)
-            r.piecewise_compiles += 1
     _add_autotune(inter, records)
     if not any(r.breaks for r in records.values()):
         for r in records.values():
             r.restarts_are_breaks = True
     return list(records.values())
-
-
-def _orphan(records: dict[str, CompileRecord]) -> CompileRecord:
-    key = "[-/-]"
-    if key not in records:
-        records[key] = _new_record(key)
-    return records[key]
 
 
 def _new_record(display: str) -> CompileRecord:
@@ -266,6 +256,10 @@ def _on_artifact(r: CompileRecord, entry: dict[str, Any]) -> None:
     payload = entry.get("payload")
     if name == "dynamo_graph_break_reason":
         r.breaks.append(parse_break(payload if isinstance(payload, str) else ""))
+    elif name == PIECEWISE_ARTIFACT:
+        # vLLM compiles each piecewise submodule once per size under one Dynamo compile:
+        # tagged, never counted as recompiles.
+        r.piecewise_compiles += 1
     elif name == "recompile_reasons":
         lines = recompile_reason_lines(payload if isinstance(payload, str) else None)
         r.recompile_reasons = lines or r.recompile_reasons

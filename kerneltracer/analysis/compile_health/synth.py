@@ -26,6 +26,7 @@ class SynthModel:
     kernels: int = 4  # cpp kernels per output code
     failed: bool = False
     code_kb: int = 8  # size of each output code payload
+    piecewise: int = 0  # vLLM-style piecewise compiles of frame 0 (one per submodule x size)
 
 
 class _Writer:
@@ -75,6 +76,14 @@ def write_log(path: Path, model: SynthModel, seed: int = 0) -> Path:
                     f'  File "{src}", line {line}, in forward\n    {code}',
                 )
             w.emit({"dynamo_output_graph": {"sizes": {}}, **ids}, "graph():\n    return x")
+            for k in range(model.piecewise if frame == 0 else 0):
+                w.emit(
+                    {
+                        "artifact": {"name": "vllm_piecewise_compile_start", "encoding": "json"},
+                        **ids,
+                    },
+                    orjson.dumps({"piecewise_index": k, "submod_name": f"submod_{k}"}).decode(),
+                )
             w.emit({"artifact": {"name": "fx_graph_cache_miss", "encoding": "json"}, **ids}, "{}")
             w.emit(
                 {"inductor_output_code": {"filename": f"/tmp/c{frame}.py"}, **ids},
