@@ -44,7 +44,9 @@ def _config(path: Path, models: Path, out: Path, dynamic: bool | None) -> Path:
     ]
     cfg = {
         "output_dir": str(out),
-        "defaults": {"tracers": ["torch_compile"], "seq_len": 8},
+        # Batch 2, probe 3: a dimension of size 1 is always specialised, even under
+        # dynamic=True, so batch 1 -> 2 would recompile either way.
+        "defaults": {"tracers": ["torch_compile"], "seq_len": 8, "batch_size": 2},
         "models": entries,
     }
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
@@ -67,7 +69,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     cfg_b = _config(root / "b.yaml", models, b, True)
     proc = kt("run", str(cfg_b), "--models", "breaks", env=env)
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
-    assert "1 to run" in proc.stdout, proc.stdout  # only the changed job ran again
+    assert "1 jobs in" in proc.stdout, proc.stdout  # only the changed job ran again
     return {"a": a, "same": same, "b": b, "root": root}
 
 
@@ -115,9 +117,9 @@ def test_probe_recompiles_with_its_reason(runs: dict[str, Path]) -> None:
     assert rows, "the probe step did not recompile"
     first = next(r for r in rows if r["compile_id"] == "[0/1]")
     assert "input_ids" in first["reason"] and "size mismatch at index 0" in first["reason"]
-    assert first["reason"].endswith("expected 1, actual 2")  # batch 1 -> probe batch 2
+    assert first["reason"].endswith("expected 2, actual 3")  # batch 2 -> probe batch 3
     summary = json.loads((a / "jobs" / BREAKS / "compile_summary.json").read_text())
-    assert summary["probe"]["batch_size"] == 2 and summary["backend"] == "inductor"
+    assert summary["probe"]["batch_size"] == 3 and summary["backend"] == "inductor"
 
 
 def test_report_has_the_compile_health_page(runs: dict[str, Path]) -> None:
@@ -148,9 +150,10 @@ def test_diff_names_the_changed_model_and_fields(runs: dict[str, Path]) -> None:
     changed = set(job["changed_fields"])
     # dynamic=True: shapes symbolic from the start, so the probe's batch size no longer
     # recompiles, and dynamic symbols appear in the first compile.
-    assert {"recompiles", "recompile_reasons"} <= changed
+    assert {"recompiles", "recompile_reasons", "dynamic_symbols"} <= changed
     counts = {c["field"]: (c["before"], c["after"]) for c in job["counts"]}
     assert counts["recompiles"][0] > 0 and counts["recompiles"][1] == 0
+    assert job["recompile_reasons_removed"] and not job["recompile_reasons_added"]
     assert not job["breaks_added"] and not job["breaks_removed"]  # same code, same breaks
     assert [o["field"] for o in job["options"]] == ["dynamic"]
     assert "compile breaks:" in proc.stdout and "recompiles" in proc.stdout
