@@ -8,6 +8,7 @@ problem with its reason, not an exception: one bad log must not cost a fleet its
 
 from __future__ import annotations
 
+import os
 import re
 import tempfile
 from dataclasses import dataclass, field
@@ -66,7 +67,7 @@ def _intermediate_of(path: Path) -> Path | None:
 def _read_log(log: Path) -> tuple[list[LogHealth], list[SourceProblem]]:
     from kerneltracer.analysis.structured_logs.api import parse
 
-    with tempfile.TemporaryDirectory(prefix="kt-compile-health-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="kt-compile-health-", dir=_scratch_root()) as tmp:
         inter = Path(tmp) / "inter"
         try:
             parse(log, inter, write_events=False)
@@ -74,6 +75,13 @@ def _read_log(log: Path) -> tuple[list[LogHealth], list[SourceProblem]]:
             return [], [SourceProblem(str(log), str(exc))]
         rank = _rank_of(log.name)
         return _read_intermediate_tree(inter, str(log), rank), []
+
+
+def _scratch_root() -> str | None:
+    """Memory-backed scratch when there is one: an intermediate holds a directory per
+    compile id, and creating and removing those on a slow disk cost more than parsing."""
+    shm = Path("/dev/shm")
+    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK | os.X_OK) else None
 
 
 def _read_intermediate_tree(inter: Path, source: str, rank: int | None = None) -> list[LogHealth]:
