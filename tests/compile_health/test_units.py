@@ -129,3 +129,31 @@ def test_vllm_piecewise_compiles_are_tagged_not_recompiles(tmp_path: Path) -> No
     (job,) = logs_health([log]).jobs
     assert job.counts["piecewise_compiles"] == 6
     assert job.counts["recompiles"] == 0 and not job.recompiles
+
+
+def test_run_lists_compile_jobs_that_never_compiled(tmp_path: Path) -> None:
+    from kerneltracer.analysis.compile_health.fleet import run_health
+    from tests.report.runs import make_run, status
+
+    reason = "UsageError: unknown torch.compile backend 'nope' (valid: eager, inductor)"
+    log = {"path": "torch_trace/t.log", "kind": "torch_trace_log", "size": 1, "sha256": "0"}
+    run = make_run(
+        tmp_path / "run",
+        {
+            "bad/torch_compile": status("bad/torch_compile", "bad", "failed", reason=reason),
+            "gen/torch_compile": status("gen/torch_compile", "gen", "unsupported", reason="no"),
+            "ok/torch_compile": status("ok/torch_compile", "ok", outputs=[log]),
+            "ok/torch_dispatch": status("ok/torch_dispatch", "ok"),
+        },
+    )
+    (run / "jobs/ok/torch_compile/torch_trace").mkdir(parents=True)
+    write_log(run / "jobs/ok/torch_compile/torch_trace/t.log", SynthModel("ok"))
+    fleet = run_health(run)
+    jobs = {j.job: j for j in fleet.jobs}
+    assert set(jobs) == {"bad/torch_compile", "gen/torch_compile", "ok/torch_compile"}
+    assert (jobs["bad/torch_compile"].compile_status, jobs["bad/torch_compile"].fail_type) == (
+        "failed",
+        "UsageError",
+    )
+    assert jobs["gen/torch_compile"].compile_status == "not_run"
+    assert fleet.summary()["pass_rate"] == 0.5  # not_run is not counted

@@ -20,6 +20,7 @@ import orjson
 from kerneltracer.analysis.compile_health.job import (
     FAILED,
     NO_LOG,
+    NOT_RUN,
     OK,
     PARTIAL,
     BreakRow,
@@ -55,13 +56,15 @@ class FleetHealth:
     def summary(self) -> dict[str, Any]:
         jobs = self.jobs
         by_status = Counter(j.compile_status for j in jobs)
-        considered = [j for j in jobs if j.compile_status != NO_LOG]
+        considered = [j for j in jobs if j.compile_status not in (NO_LOG, NOT_RUN)]
         passed = sum(1 for j in considered if j.compile_status in (OK, PARTIAL))
         times = sorted(j.times.get("total", 0.0) for j in considered)
         return {
             "source": self.source,
             "jobs": len(jobs),
-            "status_counts": {s: by_status.get(s, 0) for s in (OK, PARTIAL, FAILED, NO_LOG)},
+            "status_counts": {
+                s: by_status.get(s, 0) for s in (OK, PARTIAL, FAILED, NO_LOG, NOT_RUN)
+            },
             "pass_rate": round(passed / len(considered), 4) if considered else None,
             "models_with_breaks": sum(1 for j in jobs if j.breaks),
             "models_recompiling": sum(1 for j in jobs if j.recompiles),
@@ -131,17 +134,20 @@ def _distribution(values: list[float]) -> dict[str, float | None]:
 
 
 def run_health(run_dir: Path) -> FleetHealth:
-    """Compile health of every job of a run dir that has a TORCH_TRACE log."""
+    """Compile health of every job of a run dir that has a TORCH_TRACE log, or whose
+    tracer declares one (a compile job that ended before it compiled anything)."""
     from kerneltracer.coverage.scan import InputProblem, iter_job_refs
+    from kerneltracer.tracers.registry import tracers_writing
 
+    compilers = tracers_writing([ArtefactKind.TORCH_TRACE_LOG])
     fleet = FleetHealth(str(run_dir))
     for ref in iter_job_refs(run_dir):
         if isinstance(ref, InputProblem):
             continue  # no status: nothing says it is a compile job
         logs = _job_logs(ref.job_dir, ref.artefact_names(ArtefactKind.TORCH_TRACE_LOG), ref.status)
-        if logs is None:
+        if logs is None and ref.tracer not in compilers:
             continue
-        found, problems = _read_all(logs)
+        found, problems = _read_all(logs or [])
         mode = ref.model.rsplit(" [", 1)[1].rstrip("]") if ref.model.endswith("]") else "eval"
         health = job_health(
             ref.model,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,8 +16,11 @@ from kerneltracer.analysis.compile_health.records import (
 )
 from kerneltracer.analysis.compile_health.sources import LogHealth, SourceProblem
 
-OK, PARTIAL, FAILED, NO_LOG = "ok", "partial", "failed", "no_log"
+OK, PARTIAL, FAILED, NO_LOG, NOT_RUN = "ok", "partial", "failed", "no_log", "not_run"
+# Job statuses that say the job did not try (not applicable, bypassed, stopped from outside).
+_NOT_TRIED = frozenset({"unsupported", "skipped", "interrupted"})
 _MAX_REASON = 500
+_EXC_NAME = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Failed|Unsupported)\w*):")
 
 
 @dataclass
@@ -224,6 +228,10 @@ def _recompiles(model: str, records: list[CompileRecord]) -> list[RecompileRow]:
 def _status(health: JobHealth, records: list[CompileRecord], job_reason: str | None) -> None:
     failed = [r for r in records if r.failed]
     first = failed[0] if failed else None
+    if health.job_status in _NOT_TRIED:
+        health.compile_status = NOT_RUN
+        health.fail_reason = None if not job_reason else job_reason.strip()[:_MAX_REASON]
+        return
     if health.job_status is not None and health.job_status != "ok":
         health.compile_status = FAILED
         reason = (first.fail_reason if first else None) or job_reason
@@ -236,8 +244,14 @@ def _status(health: JobHealth, records: list[CompileRecord], job_reason: str | N
         reason = first.fail_reason
     else:
         return
-    health.fail_type = first.fail_type if first else health.job_status
+    health.fail_type = first.fail_type if first else _exception_name(reason) or health.job_status
     health.fail_reason = None if not reason else reason.strip()[:_MAX_REASON]
+
+
+def _exception_name(reason: str | None) -> str | None:
+    """``UsageError`` of a root cause ``UsageError: unknown backend …``."""
+    m = _EXC_NAME.match(reason or "")
+    return m.group(1) if m else None
 
 
 def break_counter(jobs: list[JobHealth]) -> Counter[str]:
