@@ -84,7 +84,8 @@ def diff(
     (torch_dispatch, profilers) and self-time changes (torch_profiler, vllm_profiler).
     The compile level (jobs with a TORCH_TRACE log) compares status, graphs, graph breaks
     (added / removed, by registry id and code location), recompiles and their reasons,
-    guards, dynamic shapes, kernels and per-phase compile time: compile_diff.json / .csv.
+    guards, dynamic shapes, kernels and per-phase compile time: compile_diff.json / .csv
+    / .html.
     Models are matched by display id. Writes diff.json (schema:
     kerneltracer/coverage/diff.schema.json) and a self-contained diff.html. Exit code 0,
     or 1 with --fail-on-change when anything differs; unreadable inputs are listed but
@@ -119,7 +120,7 @@ def _compile_level(run_a: Path, run_b: Path, out: Path, threshold: float, max_li
     if not a.jobs and not b.jobs:
         return False
     diff = diff_fleets(a, b, threshold=threshold)
-    written = write_compile_diff(diff, out)
+    written = write_compile_diff(diff, out, str(run_a), str(run_b))
     click.echo(
         f"compile: {diff.jobs_compared} job(s) compared, {len(diff.jobs)} changed "
         f"(time threshold {threshold:.0%})"

@@ -157,3 +157,4 @@ def test_diff_names_the_changed_model_and_fields(runs: dict[str, Path]) -> None:
     assert not job["breaks_added"] and not job["breaks_removed"]  # same code, same breaks
     assert [o["field"] for o in job["options"]] == ["dynamic"]
     assert "compile breaks:" in proc.stdout and "recompiles" in proc.stdout
+    assert "− recompile" in (out / "compile_diff.html").read_text()

@@ -9,7 +9,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from kerneltracer.analysis.compile_health.breaks import parse_break, recompile_key
-from kerneltracer.analysis.compile_health.diff import code_location, diff_fleets
+from kerneltracer.analysis.compile_health.diff import (
+    code_location,
+    diff_fleets,
+    write_compile_diff,
+)
 from kerneltracer.analysis.compile_health.export import TABLE_COLUMNS, write_fleet
 from kerneltracer.analysis.compile_health.fleet import logs_health
 from kerneltracer.analysis.compile_health.synth import SynthModel, write_log
@@ -111,6 +115,14 @@ def test_diff_names_only_what_changed(tmp_path: Path) -> None:
     assert {"graphs", "recompiles", "frames", "breaks", "recompile_reasons"} <= set(changed)
     assert d.jobs[0].breaks_added[0]["gb_id"] == "GB0059"
     assert diff_fleets(fa, fa).has_changes is False
+    written = write_compile_diff(d, tmp_path / "diff", "A", "B")
+    assert [p.name for p in written] == [
+        "compile_diff.json",
+        "compile_diff.csv",
+        "compile_diff.html",
+    ]
+    assert "+ break GB0059" in (tmp_path / "diff/compile_diff.html").read_text()
+    assert "x.log,frames,2,3" in (tmp_path / "diff/compile_diff.csv").read_text()
 
 
 def test_time_threshold_separates_noise(synth_logs: list[Path]) -> None:

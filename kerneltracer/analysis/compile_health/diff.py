@@ -25,6 +25,7 @@ DEFAULT_TIME_THRESHOLD = 0.05
 MIN_PHASE_S = 0.001
 DIFF_JSON = "compile_diff.json"
 DIFF_CSV = "compile_diff.csv"
+DIFF_HTML = "compile_diff.html"
 # Counts that describe the log rather than the compile: not a change of the model.
 _NOT_COMPARED = frozenset({"logs", "compile_ids"})
 COMPARED_COUNTS = tuple(c for c in COUNT_COLUMNS if c not in _NOT_COMPARED)
@@ -185,8 +186,14 @@ def _break_index(j: JobHealth) -> dict[tuple[str, str | None], dict[str, Any]]:
     }
 
 
-def write_compile_diff(diff: CompileDiff, out: Path) -> list[Path]:
+def write_compile_diff(
+    diff: CompileDiff, out: Path, run_a: str = "", run_b: str = ""
+) -> list[Path]:
+    """compile_diff.json, .csv and .html into ``out``."""
+    from kerneltracer.analysis.compile_health.page import render_diff
+
     out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out / DIFF_HTML, render_diff(diff, run_a, run_b))
     atomic_write_json(out / DIFF_JSON, diff.as_json())
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
@@ -207,7 +214,7 @@ def write_compile_diff(diff: CompileDiff, out: Path) -> list[Path]:
     for k in diff.only_in_b:
         w.writerow(("", k, "job", "absent", "present"))
     atomic_write_text(out / DIFF_CSV, buf.getvalue())
-    return [out / DIFF_JSON, out / DIFF_CSV]
+    return [out / DIFF_JSON, out / DIFF_CSV, out / DIFF_HTML]
 
 
 def summary_lines(diff: CompileDiff) -> list[str]:

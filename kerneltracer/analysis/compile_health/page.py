@@ -5,12 +5,16 @@ id, reason and frame is escaped by jinja2's autoescape."""
 from __future__ import annotations
 
 from functools import cache
+from typing import TYPE_CHECKING
 
 import jinja2
 from markupsafe import Markup
 
 from kerneltracer.analysis.compile_health.fleet import FleetHealth
 from kerneltracer.analysis.compile_health.records import PHASES
+
+if TYPE_CHECKING:
+    from kerneltracer.analysis.compile_health.diff import CompileDiff
 
 MAX_ROWS = 2000
 
@@ -45,3 +49,8 @@ def render_page(fleet: FleetHealth, *, data_prefix: str = "") -> str:
     return template.render(
         summary={"source": fleet.source}, body=render_body(fleet, data_prefix=data_prefix)
     )
+
+
+def render_diff(diff: CompileDiff, run_a: str, run_b: str) -> str:
+    template = _environment().get_template("compile_diff.html.j2")
+    return template.render(diff=diff, run_a=run_a, run_b=run_b)
