@@ -169,3 +169,17 @@ def test_run_lists_compile_jobs_that_never_compiled(tmp_path: Path) -> None:
     )
     assert jobs["gen/torch_compile"].compile_status == "not_run"
     assert fleet.summary()["pass_rate"] == 0.5  # not_run is not counted
+
+
+def test_an_intermediate_reads_like_its_log(tmp_path: Path) -> None:
+    from kerneltracer.analysis.structured_logs import parse
+
+    log = write_log(tmp_path / "m.log", SynthModel("m", frames=3, recompiles=2), seed=3)
+    parse(log, tmp_path / "inter")
+    by_log, by_inter = logs_health([log, tmp_path / "inter"]).jobs
+    skip = {"model", "job"}
+    assert {k: v for k, v in by_log.row().items() if k not in skip} == {
+        k: v for k, v in by_inter.row().items() if k not in skip
+    }
+    rendered = logs_health([tmp_path]).jobs[0]  # a dir of logs: here m.log, read like it
+    assert rendered.counts["graphs"] == by_log.counts["graphs"]

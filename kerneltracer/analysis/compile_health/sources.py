@@ -50,7 +50,13 @@ def read_sources(path: Path) -> tuple[list[LogHealth], list[SourceProblem]]:
             got, bad = _read_log(log)
             found += got
             problems += bad
-        if not logs:
+        if not logs and (path / "compile_directory.json").is_file():
+            why = (
+                "a rendered `kerneltracer logs` (or tlparse) output without its intermediate: "
+                "run `kerneltracer logs LOG -o OUT --keep-intermediate`, or give the log"
+            )
+            problems.append(SourceProblem(str(path), why))
+        elif not logs:
             problems.append(SourceProblem(str(path), "no TORCH_TRACE log (*.log) in it"))
         return found, problems
     return _read_log(path)
