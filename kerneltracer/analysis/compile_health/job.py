@@ -135,7 +135,7 @@ def _counts(logs: list[LogHealth], records: list[CompileRecord]) -> dict[str, in
     }
     counts = {
         "logs": len(logs),
-        "compile_ids": len(records),
+        "compile_ids": sum(1 for r in records if r.frame_id is not None),
         "frames": len({f for f in frames if f[2] is not None}),
         "graphs": sum(r.graphs for r in records),
         "graph_breaks": sum(len(breaks_of(r)) for r in records),
