@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from kerneltracer.analysis.compile_health.breaks import recompile_key, user_function
+from kerneltracer.analysis.compile_health.breaks import (
+    BreakReason,
+    function_frame,
+    parse_break,
+    recompile_key,
+    user_function,
+)
 from kerneltracer.analysis.compile_health.records import (
     CACHE_KINDS,
     KERNEL_KINDS,
@@ -164,20 +171,18 @@ def _times(records: list[CompileRecord]) -> dict[str, float]:
     return times
 
 
-def breaks_of(r: CompileRecord) -> list[Any]:
+def breaks_of(r: CompileRecord) -> list[BreakReason]:
     """The breaks of one compile id: its graph-break artifacts, or, in a log of an older
     torch that wrote none (``r.restarts_are_breaks``), its restart reasons. A newer torch
     logs a break both ways (artifact in one attempt, restart reason in the next): once."""
     if r.breaks or not r.restarts_are_breaks:
         return list(r.breaks)
-    from kerneltracer.analysis.compile_health.breaks import function_frame, parse_break
-
     out = []
     for reason in r.restart_reasons:
         b = parse_break(reason)
-        if b.frame is None:
+        if b.frame is None:  # a restart reason names no line: the function's first line
             frame = function_frame(r.co_filename, r.co_firstlineno, r.co_name)
-            b = type(b)(b.key, b.gb_id, b.gb_type, frame, b.code)
+            b = dataclasses.replace(b, frame=frame)
         out.append(b)
     return out
 
