@@ -19,7 +19,8 @@ from tests.compile.conftest import make_compile_model
 from tests.conftest import clean_env
 from tests.helpers import kt, status_of
 
-pytestmark = pytest.mark.e2e
+# The shared run holds three cold compiles and one rerun: minutes on a busy 2-core CPU.
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(1200)]
 
 PROBE = {"recompile_probe": True, "steps": 0}
 BREAKS = "breaks/torch_compile"
