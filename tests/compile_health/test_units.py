@@ -183,3 +183,19 @@ def test_an_intermediate_reads_like_its_log(tmp_path: Path) -> None:
     }
     rendered = logs_health([tmp_path]).jobs[0]  # a dir of logs: here m.log, read like it
     assert rendered.counts["graphs"] == by_log.counts["graphs"]
+
+
+def test_recompile_reasons_keep_their_user_stack_lines() -> None:
+    from kerneltracer.analysis.compile_health.breaks import recompile_reason_lines
+
+    payload = (
+        "0/0: ___check_obj_id(func.__code__, 1404), type=<class 'code'>  # generic.py:943\n"
+        "User stack trace:\n"
+        '  File "/v/transformers/utils/generic.py", line 943, in wrapper\n'
+        "    output = func(self, *args, **kwargs)\n"
+        "0/1: tensor 'x' size mismatch at index 0. expected 2, actual 3"
+    )
+    entries = recompile_reason_lines(payload)
+    assert len(entries) == 2
+    assert entries[0].startswith("0/0: ___check_obj_id") and "line 943" in entries[0]
+    assert recompile_key(entries[0]).startswith("___check_obj_id(func.__code__, N)")

@@ -112,7 +112,9 @@ def user_function(co_name: object) -> str | None:
 
 
 def recompile_reason_lines(payload: str | None) -> list[str]:
-    """A ``recompile_reasons`` artifact: a JSON list of strings, or plain lines."""
+    """A ``recompile_reasons`` artifact: a JSON list of strings, or plain text with one
+    entry per cache entry that failed (``0/0: tensor 'x' size mismatch …``), each maybe
+    followed by its user stack on the next lines."""
     if not payload:
         return []
     try:
@@ -123,7 +125,15 @@ def recompile_reason_lines(payload: str | None) -> list[str]:
         return [str(v).strip() for v in value if str(v).strip()]
     if isinstance(value, str):
         return [value.strip()] if value.strip() else []
-    return [line.strip() for line in payload.splitlines() if line.strip()]
+    entries: list[list[str]] = []
+    for line in payload.splitlines():
+        if not line.strip():
+            continue
+        if _GUARD_ID.match(line) or not entries:
+            entries.append([line.strip()])
+        else:
+            entries[-1].append(line.rstrip())
+    return ["\n".join(e) for e in entries]
 
 
 _GUARD_ID = re.compile(r"^\s*\[?\d+/\d+(?:_\d+)?\]?:\s*")

@@ -204,30 +204,40 @@ def _breaks(model: str, records: list[CompileRecord]) -> list[BreakRow]:
 
 
 def _recompiles(model: str, records: list[CompileRecord]) -> list[RecompileRow]:
+    """One row per (recompile, reason). The attempts of one recompile (``[0/1]``,
+    ``[0/1_1]``) are one recompile: the attempt with metrics names the function."""
+    named = {_ident(r): r for r in records if r.has_metrics}
     out: list[RecompileRow] = []
     seen: set[tuple[str, str]] = set()
-    # Attempts of one recompile share its reasons; the attempt with metrics names the frame.
-    for r in sorted(records, key=lambda r: not r.has_metrics):
+    for r in records:
         if not r.is_recompile:
             continue
-        reasons = r.recompile_reasons or ["(reason not logged)"]
-        ident = r.compile_id.strip("[]").split("_")[0]
-        for reason in reasons:
-            if (ident, reason) in seen:
-                continue
-            seen.add((ident, reason))
-            frame = None if r.co_filename is None else f"{r.co_filename}:{r.co_firstlineno or 0}"
-            out.append(
-                RecompileRow(
+        ident = _ident(r)
+        where = named.get(ident, r)
+        frame = (
+            None
+            if where.co_filename is None
+            else f"{where.co_filename}:{where.co_firstlineno or 0}"
+        )
+        for reason in r.recompile_reasons or ["(reason not logged)"]:
+            key = recompile_key(reason)
+            if (ident, key) not in seen:
+                seen.add((ident, key))
+                row = RecompileRow(
                     model,
                     f"[{ident}]",
-                    user_function(r.co_name),
+                    user_function(where.co_name),
                     frame,
                     reason[:_MAX_REASON],
-                    recompile_key(reason),
+                    key,
                 )
-            )
+                out.append(row)
     return out
+
+
+def _ident(r: CompileRecord) -> str:
+    """The compile id without its attempt: ``0/1`` of ``[0/1_2]``."""
+    return r.compile_id.strip("[]").split("_")[0]
 
 
 def _status(health: JobHealth, records: list[CompileRecord], job_reason: str | None) -> None:
