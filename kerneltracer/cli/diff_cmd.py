@@ -60,6 +60,13 @@ def default_out_dir(run_a: Path, run_b: Path) -> Path:
     show_default=True,
     help="...and at least this many microseconds (filters noise on tiny ops).",
 )
+@click.option(
+    "--compile-time-change",
+    type=_Percent(),
+    default="5%",
+    show_default=True,
+    help="Compile level: a compile-phase time change below this relative change is noise.",
+)
 @click.option("--fail-on-change", is_flag=True, help="Exit 1 when anything differs (for CI).")
 @click.option("--max-lines", default=20, show_default=True, help="Changes listed on the console.")
 def diff(
@@ -68,6 +75,7 @@ def diff(
     out_dir: Path | None,
     min_time_change: float,
     min_time_us: float,
+    compile_time_change: float,
     fail_on_change: bool,
     max_lines: int,
 ) -> None:
@@ -76,6 +84,10 @@ def diff(
     Reports status changes per (model, tracer) with the new failure reason, models present
     in only one run, and, for jobs ok in both runs: ops added/removed and call-count changes
     (torch_dispatch, profilers) and self-time changes (torch_profiler, vllm_profiler).
+    The compile level (jobs with a TORCH_TRACE log) compares status, graphs, graph breaks
+    (added / removed, by registry id and code location), recompiles and their reasons,
+    guards, dynamic shapes, kernels and per-phase compile time: compile_diff.json / .csv
+    / .html.
     Models are matched by display id. Writes diff.json (schema:
     kerneltracer/coverage/diff.schema.json) and a self-contained diff.html. Exit code 0,
     or 1 with --fail-on-change when anything differs; unreadable inputs are listed but
@@ -93,8 +105,35 @@ def diff(
     written = write_diff(report, out)
     _print_summary(report, max_lines)
     click.echo(f"wrote {written[0]} and {written[1]}")
-    if fail_on_change and report.has_changes:
+    compile_changed = _compile_level(run_a, run_b, out, compile_time_change, max_lines)
+    if fail_on_change and (report.has_changes or compile_changed):
         sys.exit(1)
+
+
+def _compile_level(run_a: Path, run_b: Path, out: Path, threshold: float, max_lines: int) -> bool:
+    from kerneltracer.analysis.compile_health.diff import (
+        diff_fleets,
+        summary_lines,
+        write_compile_diff,
+    )
+    from kerneltracer.analysis.compile_health.fleet import run_health
+
+    a, b = run_health(run_a), run_health(run_b)
+    if not a.jobs and not b.jobs:
+        return False
+    diff = diff_fleets(a, b, threshold=threshold)
+    written = write_compile_diff(diff, out, str(run_a), str(run_b))
+    click.echo(
+        f"compile: {diff.jobs_compared} job(s) compared, {len(diff.jobs)} changed "
+        f"(time threshold {threshold:.0%})"
+    )
+    lines = summary_lines(diff)
+    for line in lines[:max_lines]:
+        click.echo(f"  {line}")
+    if len(lines) > max_lines:
+        click.echo(f"  ... {len(lines) - max_lines} more in {written[0].name}")
+    click.echo(f"wrote {written[0]}")
+    return diff.has_changes
 
 
 def _print_summary(report: DiffReport, max_lines: int) -> None:

@@ -105,6 +105,7 @@ _COMMANDS = {
     "corpus": "corpus_cmd:corpus",
     "replay": "replay_cmd:replay",
     "readiness": "readiness_cmd:readiness",
+    "compile-health": "compile_health_cmd:compile_health",
 }
 
 

@@ -14,6 +14,7 @@ from kerneltracer.report.exports import jobs_csv, run_summary
 from kerneltracer.report.ops_view import FLEET_CSV, build_ops_view, write_fleet_csv
 from kerneltracer.report.readiness_view import build_readiness_view
 from kerneltracer.report.render import (
+    render_compile_health,
     render_coverage,
     render_index,
     render_model,
@@ -65,6 +66,7 @@ def build_report(run_dir: Path, out_dir: Path | None = None) -> ReportResult:
     result.data_files.append(write_fleet_csv(ops, out_dir / FLEET_CSV))
     _write(result, out_dir / "ops.html", render_ops(run, ops, FLEET_CSV))
 
+    _compile_health(run, run_dir, out_dir, result)
     atomic_write_json(out_dir / "run_summary.json", run_summary(run, note))
     atomic_write_text(out_dir / "jobs.csv", jobs_csv(run.jobs))
     result.data_files += [out_dir / "run_summary.json", out_dir / "jobs.csv"]
@@ -80,6 +82,23 @@ def _coverage(run_dir: Path, out_dir: Path, result: ReportResult) -> CoverageVie
         why = f"coverage could not be built: {type(exc).__name__}: {exc}"
         result.warnings.append(why)
         return unavailable(why)
+
+
+def _compile_health(run: RunData, run_dir: Path, out_dir: Path, result: ReportResult) -> None:
+    """compile_health.html and its data (compile_health/): jobs with a TORCH_TRACE log."""
+    from kerneltracer.analysis.compile_health.export import write_fleet
+    from kerneltracer.analysis.compile_health.fleet import FleetHealth, run_health
+    from kerneltracer.analysis.compile_health.page import render_body
+
+    try:
+        fleet = run_health(run_dir)
+        if fleet.jobs:
+            result.data_files += write_fleet(fleet, out_dir / "compile_health")[:-1]
+    except Exception as exc:  # one broken input must not cost the whole report
+        result.warnings.append(f"compile health could not be built: {type(exc).__name__}: {exc}")
+        fleet = FleetHealth(str(run_dir), problems=[str(exc)])
+    body = render_body(fleet, data_prefix="compile_health/")
+    _write(result, out_dir / "compile_health.html", render_compile_health(run, body))
 
 
 def _write(result: ReportResult, path: Path, html: str) -> None:

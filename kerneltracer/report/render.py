@@ -125,3 +125,8 @@ def render_ops(run: RunData, view: OpsFleetView, fleet_csv: str) -> str:
 
 def render_readiness(run: RunData, view: ReadinessView) -> str:
     return _page("readiness.html.j2", "", run=run, view=view)
+
+
+def render_compile_health(run: RunData, body: Markup) -> str:
+    """The compile-health page: its body comes rendered (and escaped) by compile_health."""
+    return _page("compile_health.html.j2", "", run=run, body=body)

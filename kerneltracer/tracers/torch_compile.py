@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from kerneltracer.core.artefacts import (
     COMPILE_SUMMARY_FILE,
@@ -53,6 +53,12 @@ _METRIC_FIELDS = (
 
 
 class CompileOptions(TracerOptions):
+    backend: str = Field(
+        "inductor",
+        pattern=r"^[A-Za-z0-9_.:-]{1,100}$",
+        description="torch.compile backend (inductor, aot_eager, eager, ...; checked against "
+        "torch._dynamo.list_backends() in the worker)",
+    )
     mode: Literal["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"] = (
         "default"
     )
@@ -63,6 +69,26 @@ class CompileOptions(TracerOptions):
         None,
         description="Share this inductor cache on purpose (warm); default: the job's own, cold",
     )
+    recompile_probe: bool = Field(
+        False,
+        description="After the steps, one more step on inputs of another shape "
+        "(probe_batch_size / probe_seq_len): shows recompiles and dynamic shapes",
+    )
+    probe_batch_size: int | None = Field(
+        None, ge=1, le=65536, description="Probe batch size (default: the job's + 1)"
+    )
+    probe_seq_len: int | None = Field(
+        None, ge=1, le=1_048_576, description="Probe sequence length (default: the job's)"
+    )
+
+    @model_validator(mode="after")
+    def _mode_needs_inductor(self) -> CompileOptions:
+        if self.mode != "default" and self.backend != "inductor":
+            raise ValueError(
+                f"mode {self.mode!r} is an inductor mode; backend {self.backend!r} takes "
+                "only mode 'default' (valid: backend inductor with any mode)"
+            )
+        return self
 
 
 class TorchCompileTracer(Tracer["HFContext"]):
@@ -100,19 +126,25 @@ class TorchCompileTracer(Tracer["HFContext"]):
 
         opts = self.options
         assert isinstance(opts, CompileOptions)
+        _check_backend(opts.backend)
         torch._dynamo.reset()
         counters.clear()
         eager = ctx.model
         fake = ctx.fake_session is not None
-        if fake:
+        if fake and opts.backend == "inductor":
             backend = _codegen_only(opts.mode, opts.dynamic)
             ctx.model = torch.compile(
                 eager, backend=backend, fullgraph=opts.fullgraph, dynamic=opts.dynamic
             )
-        else:
+        elif opts.backend == "inductor":
             ctx.model = torch.compile(
                 eager, mode=opts.mode, fullgraph=opts.fullgraph, dynamic=opts.dynamic
             )
+        else:
+            ctx.model = torch.compile(
+                eager, backend=opts.backend, fullgraph=opts.fullgraph, dynamic=opts.dynamic
+            )
+        probe: dict[str, Any] | None = None
         try:
             t0 = time.perf_counter()
             try:
@@ -129,6 +161,8 @@ class TorchCompileTracer(Tracer["HFContext"]):
                 ctx.step()
                 _sync(ctx)
                 times.append(time.perf_counter() - t0)
+            if opts.recompile_probe:
+                probe = _probe_step(ctx, opts)
         finally:
             ctx.model = eager
         return {
@@ -136,6 +170,8 @@ class TorchCompileTracer(Tracer["HFContext"]):
             "first_step_s": None if fake else round(first, 4),
             "step_s": [] if fake else [round(t, 6) for t in times],
             "codegen_only": fake,
+            "backend": opts.backend,
+            "probe": probe,
             "counters": {k: dict(v) for k, v in counters.items()},
             "frames": [_metrics_row(m) for m in torch._dynamo.utils.get_compilation_metrics()],
             "code_files": _output_code_files(),
@@ -163,6 +199,8 @@ class TorchCompileTracer(Tracer["HFContext"]):
             "first_step_s": traced["first_step_s"],
             "step_s": traced["step_s"],
             "codegen_only": traced["codegen_only"],
+            "backend": traced["backend"],
+            "probe": traced["probe"],
             "kernel_files": len(code),
             "trace_logs": len(logs),
         }
@@ -200,6 +238,47 @@ def _codegen_only(mode: str, dynamic: bool | None) -> Any:
         return gm.forward
 
     return backend
+
+
+def _check_backend(name: str) -> None:
+    import torch
+
+    from kerneltracer.errors import UsageError
+
+    valid = torch._dynamo.list_backends(exclude_tags=())
+    if name not in valid:
+        raise UsageError(f"unknown torch.compile backend {name!r} (valid: {', '.join(valid)})")
+
+
+def _probe_step(ctx: HFContext, opts: CompileOptions) -> dict[str, Any]:
+    """One more step on inputs of another shape, through the same compiled model: a
+    static-shape compile recompiles (its guard fails: the reason names the size), an
+    automatic-dynamic one compiles a dynamic graph, ``dynamic=True`` does neither."""
+    import torch
+
+    from kerneltracer.worker.frameworks.huggingface.loader import example_workload
+
+    job = ctx.job
+    batch = opts.probe_batch_size or job.batch_size + 1
+    seq_len = opts.probe_seq_len or job.seq_len
+    probe_job = job.model_copy(update={"batch_size": batch, "seq_len": seq_len})
+    dtype = getattr(torch, ctx.dtype)
+    eager = getattr(ctx.model, "_orig_mod", ctx.model)
+    config = getattr(eager, "config", None)
+    workload = example_workload(eager, config, ctx.tokenizer, probe_job, ctx.device, dtype)
+    saved, ctx.workload = ctx.workload, workload
+    try:
+        t0 = time.perf_counter()
+        ctx.step()
+        _sync(ctx)
+        seconds = time.perf_counter() - t0
+    finally:
+        ctx.workload = saved
+    return {
+        "batch_size": batch,
+        "seq_len": seq_len,
+        "step_s": None if ctx.fake_session is not None else round(seconds, 4),
+    }
 
 
 def _sync(ctx: HFContext) -> None:

@@ -13,6 +13,7 @@ from urllib.parse import unquote, urlsplit
 import orjson
 import pytest
 
+from kerneltracer.analysis.compile_health.synth import SynthModel, write_log
 from kerneltracer.corpus.model import Signature
 from kerneltracer.corpus.readiness import assess
 from kerneltracer.corpus.readiness_export import write_readiness
@@ -60,9 +61,18 @@ def evil_run(tmp_path: Path) -> Path:
         outputs=[{"path": "dispatch_summary.json", "size": 1, "sha256": "0", "mtime_ns": 0}],
     )
     failing = status("evil/torch_profiler", EVIL, status="failed", reason=f"RuntimeError: {EVIL}")
+    log = {"path": "torch_trace/t.log", "kind": "torch_trace_log", "size": 1, "sha256": "0"}
+    compiled = status("evil/torch_compile", EVIL, outputs=[{**log, "mtime_ns": 0}])
     run = make_run(
-        tmp_path / "run", {"evil/torch_dispatch": dispatch, "evil/torch_profiler": failing}
+        tmp_path / "run",
+        {
+            "evil/torch_dispatch": dispatch,
+            "evil/torch_profiler": failing,
+            "evil/torch_compile": compiled,
+        },
     )
+    (run / "jobs/evil/torch_compile/torch_trace").mkdir(parents=True)
+    write_log(run / "jobs/evil/torch_compile/torch_trace/t.log", SynthModel(EVIL))
     summary = {"ops": {f"aten.{EVIL}.default": {"calls": 3, "signatures": 1}}}
     (run / "jobs/evil/torch_dispatch/dispatch_summary.json").write_bytes(orjson.dumps(summary))
     sig = Signature("0", f"aten.{EVIL}.default", [], {}, [], {"forward": 3}, {EVIL: 3})
@@ -74,7 +84,14 @@ def test_untrusted_text_is_escaped_everywhere(evil_run: Path) -> None:
     result = build_report(evil_run)
     assert not result.warnings
     pages = {p.name: p.read_text() for p in result.pages}
-    assert set(pages) == {"index.html", "evil.html", "coverage.html", "readiness.html", "ops.html"}
+    assert set(pages) == {
+        "index.html",
+        "evil.html",
+        "coverage.html",
+        "readiness.html",
+        "ops.html",
+        "compile_health.html",
+    }
     for name, html in pages.items():
         assert "<script>document.title" not in html, name
         assert "<img src=x" not in html, name

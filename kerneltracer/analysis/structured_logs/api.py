@@ -72,13 +72,19 @@ def rank_logs(directory: Path) -> dict[int, Path]:
     return dict(sorted(found.items()))
 
 
-def parse(source: Path, out: Path, *, overwrite: bool = False) -> ParseResult:
-    """Stage 1: a log file (one intermediate) or a directory of rank logs (one per rank)."""
+def parse(
+    source: Path, out: Path, *, overwrite: bool = False, write_events: bool = True
+) -> ParseResult:
+    """Stage 1: a log file (one intermediate) or a directory of rank logs (one per rank).
+
+    ``write_events=False`` leaves out ``by_compile_id/<id>/events.jsonl`` (a second copy of
+    every payload) for a reader that needs only ``by_type/`` (compile health).
+    """
     source = Path(source)
     if not source.exists():
         raise UsageError(f"log not found: {source}")
     with staged_dir(Path(out), overwrite) as stage:
-        return _parse_into(source, stage)
+        return _parse_into(source, stage, write_events=write_events)
 
 
 def _parse_into(source: Path, stage: Path, write_events: bool = True) -> ParseResult:

@@ -1,0 +1,117 @@
+"""Writing a fleet's compile health: the table (Parquet + CSV), the long tables of breaks
+and recompiles (CSV), ``compile_health.json`` (summary + per-job detail) and the page."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+from typing import Any
+
+from kerneltracer.analysis.compile_health.fleet import FleetHealth
+from kerneltracer.analysis.compile_health.job import COUNT_COLUMNS, JobHealth
+from kerneltracer.analysis.compile_health.records import PHASES
+from kerneltracer.jsonio import atomic_write_json, atomic_write_text, atomic_writer
+
+TABLE_PARQUET = "compile_health.parquet"
+TABLE_CSV = "compile_health.csv"
+BREAKS_CSV = "compile_breaks.csv"
+RECOMPILES_CSV = "compile_recompiles.csv"
+SUMMARY_JSON = "compile_health.json"
+PAGE = "compile_health.html"
+SCHEMA_VERSION = 1
+
+_STRING_COLUMNS = (
+    "model",
+    "job",
+    "mode",
+    "job_status",
+    "compile_status",
+    "fail_type",
+    "fail_reason",
+    "weights",
+)
+_FLOAT_COLUMNS = ("compile_time_s", *(f"{p}_s" for p in PHASES))
+_TAIL_COLUMNS = ("break_keys", "options")
+TABLE_COLUMNS = (*_STRING_COLUMNS, *COUNT_COLUMNS, *_FLOAT_COLUMNS, *_TAIL_COLUMNS)
+
+
+def write_fleet(fleet: FleetHealth, out: Path) -> list[Path]:
+    """Every file of the fleet's compile health into ``out``; returns them, page last."""
+    from kerneltracer.analysis.compile_health.page import render_page
+
+    out.mkdir(parents=True, exist_ok=True)
+    rows = [j.row() for j in fleet.jobs]
+    written = [
+        _write_parquet(rows, out / TABLE_PARQUET),
+        _write_csv(out / TABLE_CSV, TABLE_COLUMNS, rows),
+        _write_csv(out / BREAKS_CSV, BREAK_COLUMNS, break_rows(fleet.jobs)),
+        _write_csv(out / RECOMPILES_CSV, RECOMPILE_COLUMNS, recompile_rows(fleet.jobs)),
+    ]
+    atomic_write_json(out / SUMMARY_JSON, document(fleet))
+    written.append(out / SUMMARY_JSON)
+    atomic_write_text(out / PAGE, render_page(fleet))
+    written.append(out / PAGE)
+    return written
+
+
+def document(fleet: FleetHealth) -> dict[str, Any]:
+    """``compile_health.json``: what the diff reads back (no need of the Parquet)."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "summary": fleet.summary(),
+        "jobs": [job_document(j) for j in fleet.jobs],
+    }
+
+
+def job_document(j: JobHealth) -> dict[str, Any]:
+    return {
+        **j.row(),
+        "options": j.options,
+        "breaks": [vars(b) for b in j.breaks],
+        "recompiles": [vars(r) for r in j.recompiles],
+        "problems": j.problems,
+    }
+
+
+BREAK_COLUMNS = ("model", "key", "gb_id", "gb_type", "frame", "code", "occurrences", "compile_ids")
+RECOMPILE_COLUMNS = ("model", "compile_id", "function", "frame", "reason_key", "reason")
+
+
+def break_rows(jobs: list[JobHealth]) -> list[dict[str, Any]]:
+    return [{**vars(b), "compile_ids": " ".join(b.compile_ids)} for j in jobs for b in j.breaks]
+
+
+def recompile_rows(jobs: list[JobHealth]) -> list[dict[str, Any]]:
+    return [vars(r) for j in jobs for r in j.recompiles]
+
+
+def _write_csv(path: Path, columns: tuple[str, ...], rows: list[dict[str, Any]]) -> Path:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    atomic_write_text(path, buf.getvalue())
+    return path
+
+
+def arrow_schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema(
+        [pa.field(c, pa.string()) for c in _STRING_COLUMNS]
+        + [pa.field(c, pa.int64(), nullable=False) for c in COUNT_COLUMNS]
+        + [pa.field(c, pa.float64(), nullable=False) for c in _FLOAT_COLUMNS]
+        + [pa.field(c, pa.string(), nullable=False) for c in _TAIL_COLUMNS]
+    )
+
+
+def _write_parquet(rows: list[dict[str, Any]], path: Path) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = arrow_schema()
+    table = pa.Table.from_pylist(rows, schema=schema)
+    with atomic_writer(path) as fh:
+        pq.write_table(table, fh, compression="zstd")
+    return path

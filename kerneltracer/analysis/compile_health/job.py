@@ -1,0 +1,278 @@
+"""One job's (or one log's) compile health: the fleet table's row and its long tables."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from kerneltracer.analysis.compile_health.breaks import (
+    BreakReason,
+    function_frame,
+    parse_break,
+    recompile_key,
+    user_function,
+)
+from kerneltracer.analysis.compile_health.records import (
+    CACHE_KINDS,
+    KERNEL_KINDS,
+    PHASES,
+    CompileRecord,
+)
+from kerneltracer.analysis.compile_health.sources import LogHealth, SourceProblem
+
+OK, PARTIAL, FAILED, NO_LOG, NOT_RUN = "ok", "partial", "failed", "no_log", "not_run"
+# Job statuses that say the job did not try (not applicable, bypassed, stopped from outside).
+_NOT_TRIED = frozenset({"unsupported", "skipped", "interrupted"})
+_MAX_REASON = 500
+_EXC_NAME = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Failed|Unsupported)\w*):")
+
+
+@dataclass
+class BreakRow:
+    model: str
+    key: str
+    gb_id: str | None
+    gb_type: str
+    frame: str | None
+    code: str | None
+    occurrences: int
+    compile_ids: list[str]
+
+
+@dataclass
+class RecompileRow:
+    model: str
+    compile_id: str
+    function: str | None
+    frame: str | None
+    reason: str
+    reason_key: str
+
+
+@dataclass
+class JobHealth:
+    """Everything the fleet table says about one model × compile job."""
+
+    model: str
+    job: str  # the job key ("tiny-llama/torch_compile"), or the log's path
+    mode: str = ""
+    job_status: str | None = None  # the job's status file, None for a bare log
+    compile_status: str = OK
+    fail_type: str | None = None
+    fail_reason: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    weights: str = "real"
+    counts: dict[str, int] = field(default_factory=dict)
+    times: dict[str, float] = field(default_factory=dict)
+    breaks: list[BreakRow] = field(default_factory=list)
+    recompiles: list[RecompileRow] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def row(self) -> dict[str, Any]:
+        """The flat fleet-table row (CSV / Parquet columns)."""
+        return {
+            "model": self.model,
+            "job": self.job,
+            "mode": self.mode,
+            "job_status": self.job_status,
+            "compile_status": self.compile_status,
+            "fail_type": self.fail_type,
+            "fail_reason": self.fail_reason,
+            "weights": self.weights,
+            **{k: self.counts.get(k, 0) for k in COUNT_COLUMNS},
+            "compile_time_s": round(self.times.get("total", 0.0), 6),
+            **{f"{p}_s": round(self.times.get(p, 0.0), 6) for p in PHASES},
+            "break_keys": ";".join(sorted({b.key for b in self.breaks})),
+            "options": ",".join(f"{k}={v}" for k, v in sorted(self.options.items())),
+        }
+
+
+COUNT_COLUMNS = (
+    "logs",
+    "compile_ids",
+    "frames",
+    "graphs",
+    "graph_breaks",
+    "distinct_breaks",
+    "recompiles",
+    "restarts",
+    "failed_frames",
+    "guards",
+    "shape_env_guards",
+    "dynamic_symbols",
+    "specializations",
+    *(f"cache_{k}" for k in CACHE_KINDS),
+    *(f"kernels_{k}" for k in KERNEL_KINDS),
+    "piecewise_compiles",
+)
+
+
+def job_health(
+    model: str,
+    job: str,
+    logs: list[LogHealth],
+    problems: list[SourceProblem],
+    *,
+    job_status: str | None = None,
+    job_reason: str | None = None,
+    **extra: Any,
+) -> JobHealth:
+    records = [r for log in logs for r in log.records]
+    health = JobHealth(model, job, job_status=job_status, **extra)
+    health.problems = [f"{p.source}: {p.reason}" for p in problems]
+    health.counts = _counts(logs, records)
+    health.times = _times(records)
+    health.breaks = _breaks(model, records)
+    health.counts["distinct_breaks"] = len(health.breaks)
+    health.recompiles = _recompiles(model, records)
+    _status(health, records, job_reason)
+    return health
+
+
+def _counts(logs: list[LogHealth], records: list[CompileRecord]) -> dict[str, int]:
+    frames = {(log.source, log.rank, r.frame_id) for log in logs for r in log.records}
+    recompiled = {
+        (log.source, log.rank, r.frame_id, r.frame_compile_id)
+        for log in logs
+        for r in log.records
+        if r.is_recompile
+    }
+    counts = {
+        "logs": len(logs),
+        "compile_ids": sum(1 for r in records if r.frame_id is not None),
+        "frames": len({f for f in frames if f[2] is not None}),
+        "graphs": sum(r.graphs for r in records),
+        "graph_breaks": sum(len(breaks_of(r)) for r in records),
+        "recompiles": len(recompiled),
+        "restarts": sum(1 for r in records if r.attempt),
+        "failed_frames": sum(1 for r in records if r.failed),
+        "guards": sum(r.guard_count for r in records),
+        "shape_env_guards": sum(r.shape_env_guard_count for r in records),
+        "dynamic_symbols": sum(r.dynamic_symbols for r in records),
+        "specializations": sum(r.specializations for r in records),
+        "piecewise_compiles": sum(r.piecewise_compiles for r in records),
+    }
+    for k in CACHE_KINDS:
+        counts[f"cache_{k}"] = sum(r.cache[k] for r in records)
+    for k in KERNEL_KINDS:
+        counts[f"kernels_{k}"] = sum(r.kernels[k] for r in records)
+    return counts
+
+
+def _times(records: list[CompileRecord]) -> dict[str, float]:
+    times = dict.fromkeys(PHASES, 0.0)
+    for r in records:
+        for p, v in r.phase_times().items():
+            times[p] += v
+    times["total"] = sum(r.total_s for r in records)
+    return times
+
+
+def breaks_of(r: CompileRecord) -> list[BreakReason]:
+    """The breaks of one compile id: its graph-break artifacts, or, in a log of an older
+    torch that wrote none (``r.restarts_are_breaks``), its restart reasons. A newer torch
+    logs a break both ways (artifact in one attempt, restart reason in the next): once."""
+    if r.breaks or not r.restarts_are_breaks:
+        return list(r.breaks)
+    out = []
+    for reason in r.restart_reasons:
+        b = parse_break(reason)
+        if b.frame is None:  # a restart reason names no line: the function's first line
+            frame = function_frame(r.co_filename, r.co_firstlineno, r.co_name)
+            b = dataclasses.replace(b, frame=frame)
+        out.append(b)
+    return out
+
+
+def _breaks(model: str, records: list[CompileRecord]) -> list[BreakRow]:
+    """Distinct breaks by (registry key, user frame), with how often and where they hit."""
+    rows: dict[tuple[str, str | None], BreakRow] = {}
+    for r in records:
+        for b in breaks_of(r):
+            row = rows.get((b.key, b.frame))
+            if row is None:
+                row = rows[(b.key, b.frame)] = BreakRow(
+                    model, b.key, b.gb_id, b.gb_type, b.frame, b.code, 0, []
+                )
+            row.occurrences += 1
+            if r.compile_id not in row.compile_ids:
+                row.compile_ids.append(r.compile_id)
+    return list(rows.values())
+
+
+def _recompiles(model: str, records: list[CompileRecord]) -> list[RecompileRow]:
+    """One row per (recompile, reason). The attempts of one recompile (``[0/1]``,
+    ``[0/1_1]``) are one recompile: the attempt with metrics names the function."""
+    named = {_ident(r): r for r in records if r.has_metrics}
+    out: list[RecompileRow] = []
+    seen: set[tuple[str, str]] = set()
+    for r in records:
+        if not r.is_recompile:
+            continue
+        ident = _ident(r)
+        where = named.get(ident, r)
+        frame = (
+            None
+            if where.co_filename is None
+            else f"{where.co_filename}:{where.co_firstlineno or 0}"
+        )
+        for reason in r.recompile_reasons or ["(reason not logged)"]:
+            key = recompile_key(reason)
+            if (ident, key) not in seen:
+                seen.add((ident, key))
+                row = RecompileRow(
+                    model,
+                    f"[{ident}]",
+                    user_function(where.co_name),
+                    frame,
+                    reason[:_MAX_REASON],
+                    key,
+                )
+                out.append(row)
+    return out
+
+
+def _ident(r: CompileRecord) -> str:
+    """The compile id without its attempt: ``0/1`` of ``[0/1_2]``."""
+    return r.compile_id.strip("[]").split("_")[0]
+
+
+def _status(health: JobHealth, records: list[CompileRecord], job_reason: str | None) -> None:
+    failed = [r for r in records if r.failed]
+    first = failed[0] if failed else None
+    if health.job_status in _NOT_TRIED:
+        health.compile_status = NOT_RUN
+        health.fail_reason = None if not job_reason else job_reason.strip()[:_MAX_REASON]
+        return
+    if health.job_status is not None and health.job_status != "ok":
+        health.compile_status = FAILED
+        reason = (first.fail_reason if first else None) or job_reason
+    elif not records:
+        health.compile_status = NO_LOG
+        return
+    elif first is not None:
+        # A job that ran anyway: the frames that failed fell back to eager.
+        health.compile_status = PARTIAL if health.job_status == "ok" else FAILED
+        reason = first.fail_reason
+    else:
+        return
+    health.fail_type = first.fail_type if first else _exception_name(reason) or health.job_status
+    health.fail_reason = None if not reason else reason.strip()[:_MAX_REASON]
+
+
+def _exception_name(reason: str | None) -> str | None:
+    """``UsageError`` of a root cause ``UsageError: unknown backend …``."""
+    m = _EXC_NAME.match(reason or "")
+    return m.group(1) if m else None
+
+
+def break_counter(jobs: list[JobHealth]) -> Counter[str]:
+    """How many models each break key hits."""
+    c: Counter[str] = Counter()
+    for j in jobs:
+        for key in {b.key for b in j.breaks}:
+            c[key] += 1
+    return c

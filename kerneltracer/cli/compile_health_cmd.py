@@ -1,0 +1,60 @@
+"""``kerneltracer compile-health RUN_DIR | LOG…``: the fleet's compile health."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+DEFAULT_SUBDIR = "report/compile_health"
+TOP_SHOWN = 5
+
+
+@click.command("compile-health")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True))
+@click.option(
+    "-o",
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help=f"Output directory (default: RUN_DIR/{DEFAULT_SUBDIR}/; required for logs).",
+)
+def compile_health(inputs: tuple[Path, ...], out_dir: Path | None) -> None:
+    """Compile health per job and for the fleet: pass/fail (fail type, reason), graphs,
+    graph breaks by registry id and user frame, recompiles and their reasons, guards,
+    dynamic shapes, cache hits/misses, compile time per phase, generated kernels.
+
+    INPUTS is one run dir (every job with a TORCH_TRACE log), or TORCH_TRACE logs /
+    directories of logs / `kerneltracer logs` outputs (one row each). Writes
+    compile_health.{csv,parquet,json,html}, compile_breaks.csv, compile_recompiles.csv.
+    """
+    from kerneltracer.analysis.compile_health.export import write_fleet
+    from kerneltracer.analysis.compile_health.fleet import logs_health, run_health
+    from kerneltracer.errors import UsageError
+
+    run_dir = inputs[0] if len(inputs) == 1 and _is_run_dir(inputs[0]) else None
+    if run_dir is not None:
+        fleet = run_health(run_dir)
+        out = out_dir if out_dir is not None else run_dir / DEFAULT_SUBDIR
+    else:
+        if out_dir is None:
+            raise UsageError("compile-health on logs needs --out DIR (a run dir has a default)")
+        fleet = logs_health(inputs)
+        out = out_dir
+    written = write_fleet(fleet, out)
+    s = fleet.summary()
+    counts = ", ".join(f"{n} {k}" for k, n in s["status_counts"].items() if n)
+    rate = "n/a" if s["pass_rate"] is None else f"{s['pass_rate']:.1%}"
+    click.echo(f"{s['jobs']} compile job(s): {counts or 'none'}; pass rate {rate}")
+    for b in s["top_breaks"][:TOP_SHOWN]:
+        where = f" at {b['example_frame']}" if b["example_frame"] else ""
+        click.echo(f"  break {b['gb_id'] or '-'} {b['gb_type']}: {b['models']} model(s){where}")
+    for r in s["top_recompile_reasons"][:TOP_SHOWN]:
+        click.echo(f"  recompile: {r['reason']}: {r['models']} model(s)")
+    for p in s["problems"]:
+        click.echo(f"unreadable: {p}", err=True)
+    click.echo(f"wrote {written[-1]}")
+
+
+def _is_run_dir(path: Path) -> bool:
+    return path.is_dir() and (path / "jobs").is_dir()
