@@ -150,3 +150,26 @@ def pid_alive(pid: int) -> bool:
         return proc.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
+
+
+def job_spec(tracer: str, **fields: Any) -> Any:
+    """A JobSpec of model ``m`` on the CPU for unit tests; ``fields`` override any field."""
+    from kerneltracer.core.jobspec import JobSpec, ModelRef
+
+    base: dict[str, Any] = {
+        "key": f"m/{tracer}",
+        "model": ModelRef(display="m", slug="m"),
+        "tracer": tracer,
+        "tracer_version": "1",
+        "exclusive_group": None,
+        "framework": "huggingface",
+        "mode": "eval",
+        "device": "cpu",
+        "dtype": "auto",
+        "batch_size": 1,
+        "seq_len": 8,
+        "options": {},
+        "timeout_s": 60.0,
+        "max_rss_gb": None,
+    }
+    return JobSpec(**{**base, **fields})

@@ -21,6 +21,7 @@ from kerneltracer.tracers.print_aten import PrintAtenExportTracer, PrintAtenTrac
 from kerneltracer.tracers.print_fx import PrintFxTracer
 from kerneltracer.tracers.registry import TRACERS
 from kerneltracer.tracers.torch_compile import CompileOptions, TorchCompileTracer, _is_recompile
+from tests.helpers import job_spec
 
 
 @torch.library.custom_op("kt_unit::opaque", mutates_args=())
@@ -127,27 +128,11 @@ def test_options_reject_unknown_methods_listing_valid_ones() -> None:
 
 
 def test_torch_compile_worker_env(tmp_path: Path) -> None:
-    from kerneltracer.jobs import JobSpec, ModelRef
     from kerneltracer.orchestrator.environment import worker_env
 
     env = TorchCompileTracer.worker_env(tmp_path, CompileOptions())
     assert env == {"TORCH_TRACE": str(tmp_path / "torch_trace")}
-    job = JobSpec(
-        key="m/torch_compile",
-        model=ModelRef(display="m", slug="m"),
-        tracer="torch_compile",
-        tracer_version="1",
-        exclusive_group=None,
-        framework="huggingface",
-        mode="eval",
-        device="cpu",
-        dtype="auto",
-        batch_size=1,
-        seq_len=8,
-        options={"cache_dir": str(tmp_path / "warm")},
-        timeout_s=60,
-        max_rss_gb=None,
-    )
+    job = job_spec("torch_compile", options={"cache_dir": str(tmp_path / "warm")})
     full = worker_env(job, tmp_path / "job", {}, threads=1, gpu=None)
     # A warm cache on purpose replaces the job's own cold one.
     assert full["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "warm")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import kt, make_faulty_model, status_of, write_config
+from tests.helpers import job_spec, kt, make_faulty_model, status_of, write_config
 
 pytestmark = pytest.mark.e2e
 
@@ -71,25 +71,9 @@ def test_config_turns_preloading_off(tmp_path: Path, kt_env: dict[str, str]) -> 
     ],
 )
 def test_tracers_that_need_a_fresh_interpreter_are_never_forked(tracer: str, forked: bool) -> None:
-    from kerneltracer.core.jobspec import JobSpec, ModelRef
     from kerneltracer.orchestrator.preload import preloadable
 
-    job = JobSpec(
-        key=f"m/{tracer}",
-        model=ModelRef(display="m", slug="m"),
-        tracer=tracer,
-        tracer_version="1",
-        exclusive_group=None,
-        framework="huggingface",
-        mode="eval",
-        device="cpu",
-        dtype="auto",
-        batch_size=1,
-        seq_len=8,
-        options={},
-        timeout_s=60.0,
-        max_rss_gb=None,
-    )
+    job = job_spec(tracer)
     assert preloadable(job) == forked
 
 
