@@ -75,7 +75,8 @@ def test_exclusive_group_runs_alternatives_until_one_succeeds(
     cfg, base = load_config(cfg_path)
     first, second = resolve_models(plan_jobs(cfg, base))[0]
     # Three alternatives for one kind of data: the first cannot finish, the second can.
-    doomed = first.model_copy(update={"exclusive_group": "g", "timeout_s": 0.5})
+    # 50 ms: not even a preloaded worker (about 0.3 s for this job) can finish in it.
+    doomed = first.model_copy(update={"exclusive_group": "g", "timeout_s": 0.05})
     winner = second.model_copy(update={"exclusive_group": "g"})
     never = first.model_copy(update={"exclusive_group": "g", "key": "tiny-gpt2/third"})
     run_dir = tmp_path / "run"
