@@ -286,6 +286,28 @@ def test_odd_args_and_random_nesting_never_break_the_invariant(tmp_path: Path) -
         assert sum(r.gpu_time_us for r in table.rows) == pytest.approx(a.total_us)
 
 
+def _moment_in_no_child_of(op: dict, events: list[dict]) -> float:
+    """A time inside ``op`` but in none of its children (addmm may record a nested
+    aten::copy_ or not, depending on the run): the launch's innermost op must be ``op``."""
+    end = op["ts"] + op["dur"]
+    children = sorted(
+        (e["ts"], e["ts"] + e.get("dur", 0))
+        for e in events
+        if e is not op
+        and e.get("ph") == "X"
+        and (e.get("pid"), e.get("tid")) == (op["pid"], op["tid"])
+        and op["ts"] <= e["ts"] < end
+        and e["ts"] + e.get("dur", 0) <= end  # not a parent that starts with it
+    )
+    t = op["ts"] + 0.0005
+    for start, stop in children:
+        if t < start:
+            break
+        t = max(t, stop + 0.0005)
+    assert t < end, "the op has no moment outside its children"
+    return t
+
+
 def test_a_real_torch_profile_gives_module_path_shapes_and_cost(tmp_path: Path) -> None:
     """torch.profiler's own format (CPU here): with_stack's ``nn.Module:`` events, Input
     Dims / Input type / Concrete Inputs. A launch and a kernel are added inside the first
@@ -304,7 +326,7 @@ def test_a_real_torch_profile_gives_module_path_shapes_and_cost(tmp_path: Path) 
 
     doc = json.loads(raw.read_text())
     addmm = next(e for e in doc["traceEvents"] if e.get("name") == "aten::addmm")
-    mid = addmm["ts"] + addmm["dur"] / 2
+    mid = _moment_in_no_child_of(addmm, doc["traceEvents"])
     doc["traceEvents"] += [
         x(
             "cudaLaunchKernel",
