@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,18 +14,8 @@ from kerneltracer.analysis.base import AnalysisJob
 from kerneltracer.analysis.registry import ANALYSES
 from kerneltracer.analysis.timeline.job import TimelineAnalysis
 from kerneltracer.core.artefacts import ArtefactKind, kind_from_name
-from tests.conftest import REPO_ROOT, require
-from tests.timeline.traces import hta_path, kernel, write_trace, x
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kerneltracer.cli.main", "timeline", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
-        timeout=300,
-    )
+from tests.conftest import require
+from tests.timeline.traces import hta_path, kernel, timeline_cli, write_trace, x
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +53,7 @@ def _report(out: Path, stem: str) -> dict[str, Any]:
 
 def test_cli_on_our_cpu_only_profiler_trace(cpu_profiler_trace: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    done = _cli(str(cpu_profiler_trace), "-o", str(out))
+    done = timeline_cli(str(cpu_profiler_trace), "-o", str(out))
     assert done.returncode == 0, done.stderr
     report = _report(out, "trace")
     analysis = report["analysis"]
@@ -98,7 +86,7 @@ def test_cli_on_our_cpu_only_profiler_trace(cpu_profiler_trace: Path, tmp_path: 
 def test_cli_multi_rank_reports(testdata_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     traces = [hta_path(testdata_dir, k) for k in ("nccl", "compare_base", "compare_test")]
-    done = _cli(*map(str, traces), "-o", str(out), "--no-inferscope")
+    done = timeline_cli(*map(str, traces), "-o", str(out), "--no-inferscope")
     assert done.returncode == 0, done.stderr
     summary = json.loads((out / "summary.json").read_text())
     assert [t["dir"] for t in summary["traces"]] == ["nccl_data", "base", "test"]
@@ -131,7 +119,7 @@ def test_html_escapes_untrusted_names_and_is_self_contained(tmp_path: Path) -> N
         ],
     )
     out = tmp_path / "out"
-    assert _cli(str(trace), "-o", str(out)).returncode == 0
+    assert timeline_cli(str(trace), "-o", str(out)).returncode == 0
     html = (out / "evil_trace" / "report.html").read_text()
     assert "<script" not in html
     assert "&lt;script&gt;" in html
@@ -145,13 +133,13 @@ def test_html_escapes_untrusted_names_and_is_self_contained(tmp_path: Path) -> N
 
 
 def test_cli_errors_are_one_line(tmp_path: Path) -> None:
-    done = _cli(str(tmp_path / "missing.json.gz"), "-o", str(tmp_path / "o"))
+    done = timeline_cli(str(tmp_path / "missing.json.gz"), "-o", str(tmp_path / "o"))
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1].startswith("error: trace file ")
     assert done.stderr.strip().endswith("does not exist")
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
-    done = _cli(str(bad), "-o", str(tmp_path / "o"))
+    done = timeline_cli(str(bad), "-o", str(tmp_path / "o"))
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert "not a readable chrome trace" in done.stderr
 

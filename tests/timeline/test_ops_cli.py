@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -15,24 +13,13 @@ import pytest
 from kerneltracer.analysis.base import AnalysisJob
 from kerneltracer.analysis.timeline.job import TimelineAnalysis
 from kerneltracer.analysis.timeline.ops_csv import OPS_COLUMNS, read_ops_csv
-from tests.conftest import REPO_ROOT
 from tests.timeline.test_attribution import eager_events, replay_events
-from tests.timeline.traces import hta_path, write_trace
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kerneltracer.cli.main", "timeline", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
-        timeout=300,
-    )
+from tests.timeline.traces import hta_path, timeline_cli, write_trace
 
 
 def test_graph_replay_time_is_reported_on_a_real_trace(testdata_dir: Path, tmp_path: Path) -> None:
     trace = hta_path(testdata_dir, "rank0_16")
-    r = _cli(str(trace), "-o", str(tmp_path), "--no-inferscope")
+    r = timeline_cli(str(trace), "-o", str(tmp_path), "--no-inferscope")
     assert r.returncode == 0, r.stderr
     out = tmp_path / "rank0"
     summary = json.loads((out / "ops.json").read_text())
@@ -67,7 +54,9 @@ def test_capture_trace_attributes_the_replays(tmp_path: Path) -> None:
     replay = write_trace(tmp_path / "replay.json", replay_events())
     capture = write_trace(tmp_path / "capture.json", eager_events())
     out = tmp_path / "out"
-    r = _cli(str(replay), "-o", str(out), "--capture-trace", str(capture), "--device", "h100")
+    r = timeline_cli(
+        str(replay), "-o", str(out), "--capture-trace", str(capture), "--device", "h100"
+    )
     assert r.returncode == 0, r.stderr
     summary = json.loads((out / "replay" / "ops.json").read_text())
     assert summary["attributed_share"] == 1.0 and summary["device"] == "H100"
@@ -75,7 +64,7 @@ def test_capture_trace_attributes_the_replays(tmp_path: Path) -> None:
     addmm = next(r for r in read_ops_csv(out / "replay" / "ops.csv") if r["op"] == "aten::addmm")
     assert addmm["calls"] == 2 and addmm["bound"] == "compute" and addmm["efficiency"] > 0
     # without the capture trace the same replays are reported, not attributed
-    r = _cli(str(replay), "-o", str(tmp_path / "plain"))
+    r = timeline_cli(str(replay), "-o", str(tmp_path / "plain"))
     assert r.returncode == 0
     plain = json.loads((tmp_path / "plain" / "replay" / "ops.json").read_text())
     assert plain["unattributed_us"] == {"graph_replay": 600.0}
@@ -83,10 +72,12 @@ def test_capture_trace_attributes_the_replays(tmp_path: Path) -> None:
 
 def test_bad_device_is_one_line(tmp_path: Path) -> None:
     replay = write_trace(tmp_path / "replay.json", replay_events())
-    r = _cli(str(replay), "-o", str(tmp_path / "out"), "--device", "h1000")
+    r = timeline_cli(str(replay), "-o", str(tmp_path / "out"), "--device", "h1000")
     assert r.returncode != 0 and "Traceback" not in r.stderr
     assert "unknown device 'h1000'" in r.stderr and "H100" in r.stderr
-    r = _cli(str(replay), "-o", str(tmp_path / "out"), "--capture-trace", str(tmp_path / "nope"))
+    r = timeline_cli(
+        str(replay), "-o", str(tmp_path / "out"), "--capture-trace", str(tmp_path / "nope")
+    )
     assert r.returncode == 2 and "nope" in r.stderr
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -92,3 +94,16 @@ def write_trace(
         data = gzip.compress(data)
     path.write_bytes(data)
     return path
+
+
+def timeline_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """``kerneltracer timeline ARGS`` as a user runs it, from the repository root."""
+    from tests.conftest import REPO_ROOT
+
+    return subprocess.run(
+        [sys.executable, "-m", "kerneltracer.cli.main", "timeline", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=300,
+    )
