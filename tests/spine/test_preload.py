@@ -128,3 +128,24 @@ def test_sigkill_of_the_run_leaves_no_server_and_no_worker(
     assert wait_until(lambda: processes_under(run_dir) == [], timeout=30), processes_under(run_dir)
     st = status_of(run_dir, "slow/torch_dispatch")
     assert st["status"] == "interrupted", st
+
+
+def test_the_server_preloads_each_model_type_once(tmp_path: Path) -> None:
+    """Hints come from each model's config.json; compile jobs (spawned) add none."""
+    from kerneltracer.core.jobspec import ModelRef
+    from kerneltracer.orchestrator.preload import Preloader
+
+    models = {}
+    for name, model_type in (("a", "llama"), ("b", "gpt2"), ("c", "llama")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(f'{{"model_type": "{model_type}"}}')
+        models[name] = ModelRef(display=name, slug=name, local_dir=str(tmp_path / name))
+    jobs = [
+        job_spec(t, model=models[m], key=f"{m}/{t}")
+        for m in ("a", "b", "c")
+        for t in ("torch_dispatch", "print_fx")
+    ]
+    jobs.append(job_spec("torch_compile", model=models["b"], key="b/torch_compile"))
+    preloader = Preloader(tmp_path, {}, {})
+    preloader.plan(jobs)
+    assert preloader.hints == {"huggingface": ["llama", "gpt2"]}
