@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -67,6 +68,30 @@ def atomic_writer(path: Path) -> Iterator[IO[bytes]]:
         Path(tmp).unlink(missing_ok=True)
         raise
     _fsync_dir(path.parent)
+
+
+def remove_orphaned_temps(directory: Path) -> list[Path]:
+    """Remove the temp files of atomic writes whose writer died before its rename.
+
+    A SIGKILL (or a signal handler that exits) between ``mkstemp`` and ``os.replace``
+    leaves ``.<name>.<random>.tmp`` (or a staging folder) behind; only the process that saw its writers end may
+    call this. Returns what was removed.
+    """
+    removed: list[Path] = []
+    for root, dirs, files in os.walk(directory):
+        for name in files:
+            if _is_temp(name):
+                Path(root, name).unlink(missing_ok=True)
+                removed.append(Path(root, name))
+        for name in [d for d in dirs if _is_temp(d)]:  # staging folders, same naming
+            shutil.rmtree(Path(root, name), ignore_errors=True)
+            removed.append(Path(root, name))
+            dirs.remove(name)
+    return removed
+
+
+def _is_temp(name: str) -> bool:
+    return name.startswith(".") and name.endswith(".tmp")
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

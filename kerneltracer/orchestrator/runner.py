@@ -23,7 +23,7 @@ from kerneltracer.core.identity import EXCLUSIVE_SKIP
 from kerneltracer.core.oserrors import os_error_status, os_error_text, stops_run
 from kerneltracer.core.stop import StopKind, StopReason
 from kerneltracer.jobs import JOB_FILE, PHASE_LOG, WORKER_LOG
-from kerneltracer.jsonio import atomic_write_json
+from kerneltracer.jsonio import atomic_write_json, remove_orphaned_temps
 from kerneltracer.orchestrator import environment as envmod
 from kerneltracer.orchestrator.classify import classify_exit, interrupted_phase
 from kerneltracer.orchestrator.events import NullObserver, RunObserver
@@ -399,6 +399,8 @@ def _seal(act: _Active, rc: int, stop: _Stop) -> TraceStatus:
     # Scratch space goes first: on a full disk it is what lets the status be written.
     shutil.rmtree(job_dir / "tmp", ignore_errors=True)
     shutil.rmtree(envmod.rpc_dir(job_dir), ignore_errors=True)
+    # The worker tree is gone: a write it was killed in the middle of will never finish.
+    remove_orphaned_temps(job_dir)
     return _save(job_dir, status, stop)
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from kerneltracer.errors import UnsupportedError
 from kerneltracer.jobs import ENV_ORCHESTRATOR_PID, PHASE_LOG, JobSpec
-from kerneltracer.jsonio import read_json
+from kerneltracer.jsonio import read_json, remove_orphaned_temps
 from kerneltracer.status import (
     JobStatus,
     TraceStatus,
@@ -55,6 +55,9 @@ def main(argv: list[str]) -> int:
         reason = f"worker received {signame}{where}"
         fields = {"reason": reason, "phases": phases.durations, "pid": os.getpid()}
         write_status(job_dir, base_status(job, attempt, JobStatus.INTERRUPTED, **fields))
+        # The handler interrupted this thread, perhaps mid-write, and the process ends here:
+        # when Slurm signals the whole task, no orchestrator may live to sweep after us.
+        remove_orphaned_temps(job_dir)
 
     parent = os.environ.get(ENV_ORCHESTRATOR_PID)
     lifeline.install(int(parent) if parent else None, last_words)

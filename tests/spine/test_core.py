@@ -163,3 +163,27 @@ def test_manifest_round_trips_through_the_writer(tmp_path: Path) -> None:
     path = write_manifest(tmp_path, manifest, "shard-1-of-2")
     assert path.name == "run.shard-1-of-2.json"
     assert read_manifest(path) == manifest
+
+
+def test_orphaned_temps_of_atomic_writes_are_swept_and_nothing_else(tmp_path: Path) -> None:
+    from kerneltracer.jsonio import atomic_write_json, remove_orphaned_temps
+
+    atomic_write_json(tmp_path / "_TRACE_STATUS.json", {"status": "ok"})
+    (tmp_path / "._TRACE_STATUS.json.ab12.tmp").write_text("{")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / ".trace.json.gz.tmp").write_bytes(b"\x1f")
+    (tmp_path / ".stage.x1.tmp").mkdir()
+    (tmp_path / ".stage.x1.tmp" / "inner.json").write_text("{")
+    kept = ["tmp", "notes.tmp", ".hidden", "sub/trace.json.gz"]
+    (tmp_path / "tmp").mkdir()
+    (tmp_path / "notes.tmp").write_text("a user's file, not ours")
+    (tmp_path / ".hidden").write_text("x")
+    (tmp_path / "sub" / "trace.json.gz").write_bytes(b"\x1f")
+    removed = remove_orphaned_temps(tmp_path)
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in removed) == [
+        "._TRACE_STATUS.json.ab12.tmp",
+        ".stage.x1.tmp",
+        "sub/.trace.json.gz.tmp",
+    ]
+    assert all((tmp_path / k).exists() for k in kept)
+    assert json.loads((tmp_path / "_TRACE_STATUS.json").read_text()) == {"status": "ok"}

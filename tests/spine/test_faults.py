@@ -95,6 +95,16 @@ def test_sigkill_from_outside_is_classified_oom_killer(
     assert "OOM killer" in st["reason"]
 
 
+def test_writes_cut_short_by_a_kill_leave_no_temp_files(
+    tmp_path: Path, kt_env: dict[str, str]
+) -> None:
+    _, st, run_dir = _run_fault(tmp_path, kt_env, "half_write")
+    job_dir = run_dir / "jobs/faulty-half_write/torch_dispatch"
+    assert st["status"] == "oom"  # its status is the run's, not the half-written one
+    assert not [p for p in job_dir.rglob("*") if p.name.endswith(".tmp")]
+    assert (job_dir / "worker.log").exists()
+
+
 def test_hang_times_out_and_kills_grandchildren(tmp_path: Path, kt_env: dict[str, str]) -> None:
     _proc, st, run_dir = _run_fault(tmp_path, kt_env, "hang", timeout_s=25)
     assert st["status"] == "timeout"
