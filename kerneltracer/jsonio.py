@@ -74,8 +74,8 @@ def remove_orphaned_temps(directory: Path) -> list[Path]:
     """Remove the temp files of atomic writes whose writer died before its rename.
 
     A SIGKILL (or a signal handler that exits) between ``mkstemp`` and ``os.replace``
-    leaves ``.<name>.<random>.tmp`` (or a staging folder) behind; only the process that saw its writers end may
-    call this. Returns what was removed.
+    leaves ``.<name>.<random>.tmp`` (or a staging folder) behind; only a process that saw
+    every writer of ``directory`` end may call this. Returns what was removed.
     """
     removed: list[Path] = []
     for root, dirs, files in os.walk(directory):
