@@ -7,8 +7,6 @@ import csv
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from kerneltracer.analysis.timeline.pipeline import OpsOptions
 from kerneltracer.analysis.timeline.writer import run_timeline
 from kerneltracer.core.analysis_record import (
