@@ -164,7 +164,7 @@ def read_analysis_record(paths: AnalysisPaths) -> AnalysisRecord | AnalysisProbl
         return AnalysisProblem(f"analysis record has no known state ({state!r}; valid: {valid})")
     try:
         return AnalysisRecord.model_validate(_lenient(raw))
-    except ValidationError as exc:  # unreachable in practice: _lenient drops bad fields
+    except ValidationError as exc:  # e.g. a schema_version of another type (1.0)
         return AnalysisProblem(f"analysis record does not match its schema: {exc}")
 
 
