@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from kerneltracer.core.artefacts import ArtefactKind
+from kerneltracer.core.layout import JOBS_DIR
 from kerneltracer.corpus.model import (
     Corpus,
     CorpusProblem,
@@ -28,7 +29,6 @@ from kerneltracer.corpus.model import (
 from kerneltracer.coverage.scan import InputProblem, JobRef, iter_job_refs
 from kerneltracer.errors import InputFileError
 from kerneltracer.inputguard import read_input
-from kerneltracer.jobs import JOBS_DIR
 
 KIND = ArtefactKind.DISPATCH_SIGNATURES
 MAX_MODULE_PATHS = 32

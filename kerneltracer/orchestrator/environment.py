@@ -15,7 +15,8 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from kerneltracer.jobs import ENV_GPU_SLOT, ENV_ORCHESTRATOR_PID, JobSpec
+from kerneltracer.core.jobspec import JobSpec
+from kerneltracer.core.workerenv import ENV_GPU_SLOT, ENV_ORCHESTRATOR_PID
 from kerneltracer.jsonio import stable_hash
 from kerneltracer.tracers.registry import TRACERS
 

@@ -17,20 +17,21 @@ from types import TracebackType
 from kerneltracer import __version__
 from kerneltracer.config import RunConfig, load_config
 from kerneltracer.core import layout
+from kerneltracer.core.jobspec import JobSpec
 from kerneltracer.core.manifest import ManifestJob, OrchestratorInfo, RunManifest, write_manifest
 from kerneltracer.core.oserrors import os_error_text
 from kerneltracer.core.rundir import run_dir_problem
+from kerneltracer.core.status import JobStatus, TraceStatus, base_status, now_iso
 from kerneltracer.errors import RunDirError, UsageError, choices
-from kerneltracer.jobs import JobSpec, plan_jobs
 from kerneltracer.orchestrator.download import DownloadObserver
 from kerneltracer.orchestrator.events import NullObserver, RunObserver
+from kerneltracer.orchestrator.expand import plan_jobs
 from kerneltracer.orchestrator.interpreters import worker_interpreters
 from kerneltracer.orchestrator.lock import RunDirLock
 from kerneltracer.orchestrator.models import resolve_models
 from kerneltracer.orchestrator.planner import RunPlan, plan_run
 from kerneltracer.orchestrator.runner import RunOptions, RunResult, execute, save_status
 from kerneltracer.orchestrator.shard import Shard, select_shard
-from kerneltracer.status import JobStatus, TraceStatus, base_status, now_iso
 from kerneltracer.tracers.registry import TRACERS
 
 

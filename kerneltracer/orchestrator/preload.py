@@ -16,9 +16,9 @@ from pathlib import Path
 
 import orjson
 
+from kerneltracer.core.jobspec import JobSpec
 from kerneltracer.core.layout import LOGS_DIR
 from kerneltracer.inputguard import SMALL_FILE, read_input
-from kerneltracer.jobs import JobSpec
 from kerneltracer.orchestrator.environment import python_for
 from kerneltracer.orchestrator.forkserver import ForkedChild, ForkServer, ServerGone
 from kerneltracer.tracers.registry import TRACERS

@@ -20,17 +20,9 @@ from pathlib import Path
 from types import FrameType
 
 from kerneltracer.core.identity import EXCLUSIVE_SKIP
+from kerneltracer.core.layout import JOB_FILE, PHASE_LOG, WORKER_LOG
 from kerneltracer.core.oserrors import os_error_status, os_error_text, stops_run
-from kerneltracer.core.stop import StopKind, StopReason
-from kerneltracer.jobs import JOB_FILE, PHASE_LOG, WORKER_LOG
-from kerneltracer.jsonio import atomic_write_json, remove_orphaned_temps
-from kerneltracer.orchestrator import environment as envmod
-from kerneltracer.orchestrator.classify import classify_exit, interrupted_phase
-from kerneltracer.orchestrator.events import NullObserver, RunObserver
-from kerneltracer.orchestrator.forkserver import ForkedChild
-from kerneltracer.orchestrator.planner import Chain, PlannedJob, RunPlan
-from kerneltracer.orchestrator.preload import Preloader
-from kerneltracer.status import (
+from kerneltracer.core.status import (
     JobStatus,
     TraceStatus,
     base_status,
@@ -38,6 +30,14 @@ from kerneltracer.status import (
     read_status,
     write_status,
 )
+from kerneltracer.core.stop import StopKind, StopReason
+from kerneltracer.jsonio import atomic_write_json, remove_orphaned_temps
+from kerneltracer.orchestrator import environment as envmod
+from kerneltracer.orchestrator.classify import classify_exit, interrupted_phase
+from kerneltracer.orchestrator.events import NullObserver, RunObserver
+from kerneltracer.orchestrator.forkserver import ForkedChild
+from kerneltracer.orchestrator.planner import Chain, PlannedJob, RunPlan
+from kerneltracer.orchestrator.preload import Preloader
 from kerneltracer.supervisor import WorkerProcess
 
 GiB = 1024**3

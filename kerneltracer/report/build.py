@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kerneltracer.jobs import JOBS_DIR
+from kerneltracer.core.layout import JOBS_DIR
 from kerneltracer.jsonio import atomic_write_json, atomic_write_text
 from kerneltracer.report.collect import RunData, collect_run
 from kerneltracer.report.coverage_view import CoverageView, build_coverage_view, unavailable

@@ -19,9 +19,9 @@ from typing import Any
 import orjson
 
 from kerneltracer.analysis.timeline.ops_csv import OPS_CSV, OPS_JSON, read_ops_csv
+from kerneltracer.core.layout import JOBS_DIR
 from kerneltracer.errors import InputFileError
 from kerneltracer.inputguard import read_input
-from kerneltracer.jobs import JOBS_DIR
 from kerneltracer.jsonio import atomic_write_text
 from kerneltracer.report.collect import RunData
 

@@ -17,13 +17,14 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from kerneltracer.config import RunConfig, load_config
-from kerneltracer.core.jobspec import JobSpec
+from kerneltracer.core.jobspec import JobSpec, slugify
 from kerneltracer.core.layout import SLURM_DIR
 from kerneltracer.core.rundir import JobRecord, RunDir
 from kerneltracer.core.state import job_state, to_run
+from kerneltracer.core.status import now_iso
 from kerneltracer.errors import RunDirError, UsageError
-from kerneltracer.jobs import plan_jobs, slugify
 from kerneltracer.jsonio import atomic_write_json, atomic_write_text, read_json
+from kerneltracer.orchestrator.expand import plan_jobs
 from kerneltracer.orchestrator.facade import run_dir_for
 from kerneltracer.orchestrator.models import resolve_cached
 from kerneltracer.orchestrator.shard import MAX_SHARDS, split_jobs
@@ -40,7 +41,6 @@ from kerneltracer.slurm.scripts import (
     render_download,
     task_seconds,
 )
-from kerneltracer.status import now_iso
 
 RECORD_FILE = "submission.json"
 # Looks up a partition's nodes and limits (None: the cluster's default partition).

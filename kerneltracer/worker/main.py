@@ -15,10 +15,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kerneltracer.errors import UnsupportedError
-from kerneltracer.jobs import ENV_ORCHESTRATOR_PID, PHASE_LOG, JobSpec
-from kerneltracer.jsonio import read_json, remove_orphaned_temps
-from kerneltracer.status import (
+from kerneltracer.core.jobspec import JobSpec
+from kerneltracer.core.layout import PHASE_LOG
+from kerneltracer.core.status import (
     JobStatus,
     TraceStatus,
     base_status,
@@ -26,6 +25,9 @@ from kerneltracer.status import (
     now_iso,
     write_status,
 )
+from kerneltracer.core.workerenv import ENV_ORCHESTRATOR_PID
+from kerneltracer.errors import UnsupportedError
+from kerneltracer.jsonio import read_json, remove_orphaned_temps
 from kerneltracer.tracers.registry import get_tracer
 from kerneltracer.worker import lifeline
 from kerneltracer.worker.failure import classify_exception

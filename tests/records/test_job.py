@@ -48,7 +48,7 @@ def _tree(root: Path) -> dict[str, bytes]:
 
 
 def test_registered_and_matches_the_worker_constant() -> None:
-    from kerneltracer.jobs import PHASE_LOG as WORKER_PHASE_LOG
+    from kerneltracer.core.layout import PHASE_LOG as WORKER_PHASE_LOG
 
     assert ANALYSES["records"] is RecordsAnalysis
     assert PHASE_LOG == WORKER_PHASE_LOG
@@ -110,7 +110,7 @@ def test_empty_phase_log_writes_nothing(tmp_path: Path) -> None:
 
 def test_kerneltracer_analyze_runs_records_on_a_run_dir(tmp_path: Path) -> None:
     """End to end: `kerneltracer analyze RUN_DIR` on a failed job with a phase log."""
-    from kerneltracer.status import JobStatus, TraceStatus, write_status
+    from kerneltracer.core.status import JobStatus, TraceStatus, write_status
 
     job = _job(tmp_path, CRASHED_PHASES, status="failed")
     status = TraceStatus.model_validate({

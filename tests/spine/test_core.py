@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from kerneltracer.core.jobspec import JobSpec
 from kerneltracer.core.layout import JobKey, manifest_name
 from kerneltracer.core.manifest import (
     ManifestJob,
@@ -24,7 +25,7 @@ from kerneltracer.core.state import job_state
 from kerneltracer.core.status import JobStatus, base_status, describe_output, write_status
 from kerneltracer.core.stop import StopKind, StopReason
 from kerneltracer.errors import RunDirError
-from kerneltracer.jobs import JobSpec, plan_jobs
+from kerneltracer.orchestrator.expand import plan_jobs
 
 
 @pytest.fixture

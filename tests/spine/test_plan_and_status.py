@@ -11,11 +11,9 @@ from pathlib import Path
 import pytest
 
 from kerneltracer.config import load_config
+from kerneltracer.core.jobspec import JobSpec
 from kerneltracer.core.rootcause import last_exception_line
-from kerneltracer.jobs import JobSpec, plan_jobs
-from kerneltracer.orchestrator.classify import classify_exit, fault_frame
-from kerneltracer.orchestrator.planner import plan_run
-from kerneltracer.status import (
+from kerneltracer.core.status import (
     JobStatus,
     base_status,
     describe_output,
@@ -23,6 +21,9 @@ from kerneltracer.status import (
     read_status,
     write_status,
 )
+from kerneltracer.orchestrator.classify import classify_exit, fault_frame
+from kerneltracer.orchestrator.expand import plan_jobs
+from kerneltracer.orchestrator.planner import plan_run
 from kerneltracer.worker.failure import classify_exception
 
 

@@ -17,7 +17,7 @@ from kerneltracer.analysis.base import AnalysisJob, JobAnalysis
 from kerneltracer.analysis.records.analyser import Analysis, analyse
 from kerneltracer.analysis.records.files import atomic_text_writer
 from kerneltracer.analysis.records.reporters import run_reporters
-from kerneltracer.jobs import PHASE_LOG
+from kerneltracer.core.layout import PHASE_LOG
 
 PREFIX = "phases"
 

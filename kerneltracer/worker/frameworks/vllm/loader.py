@@ -6,9 +6,10 @@ import os
 from pathlib import Path
 from typing import ClassVar
 
+from kerneltracer.core.jobspec import JobSpec
+from kerneltracer.core.layout import WORKER_LOG
+from kerneltracer.core.status import ErrorInfo, JobStatus
 from kerneltracer.errors import UnsupportedError
-from kerneltracer.jobs import WORKER_LOG, JobSpec
-from kerneltracer.status import ErrorInfo, JobStatus
 from kerneltracer.worker.frameworks.base import FrameworkLoader
 from kerneltracer.worker.frameworks.vllm.context import EngineTracer, VLLMContext
 
