@@ -25,7 +25,7 @@ from kerneltracer.analysis.isolation import (
     output_to,
     run_isolated,
 )
-from kerneltracer.core.layout import ANALYSIS_DIR, ANALYSIS_MARKER, STATUS_FILE
+from kerneltracer.core.layout import ANALYSIS_MARKER, JobPaths
 from kerneltracer.core.rundir import RunDir
 from kerneltracer.jsonio import atomic_write_json, read_json, sha256_file
 
@@ -95,7 +95,7 @@ class _Task:
 
     @property
     def out_dir(self) -> Path:
-        return self.job.job_dir / ANALYSIS_DIR / self.name
+        return JobPaths(self.job.job_dir).analysis(self.name)
 
 
 def _plan(
@@ -107,7 +107,7 @@ def _plan(
     """The (job, analysis) pairs to run; unchanged ones are reported right away."""
     todo = []
     for key, job in iter_jobs(run_dir):
-        status_sha = sha256_file(job.job_dir / STATUS_FILE)
+        status_sha = sha256_file(JobPaths(job.job_dir).status)
         for name, cls in analyses.items():
             analysis = cls()
             if not analysis.applies(job):
@@ -190,7 +190,7 @@ def _stamp(name: str, analysis: JobAnalysis, status_sha: str) -> dict[str, str]:
 def _unchanged(job: AnalysisJob, name: str, analysis: JobAnalysis, status_sha: str) -> bool:
     stamp = _stamp(name, analysis, status_sha)
     try:
-        previous = read_json(job.job_dir / ANALYSIS_DIR / name / MARKER)
+        previous = read_json(JobPaths(job.job_dir).analysis(name) / MARKER)
         return {k: previous.get(k) for k in stamp} == stamp and previous.get("state") == "done"
     except (OSError, ValueError, AttributeError):
         return False

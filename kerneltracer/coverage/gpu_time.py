@@ -11,9 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from kerneltracer.analysis.timeline.ops_csv import OPS_CSV, read_ops_csv
+from kerneltracer.core.layout import JobPaths
 from kerneltracer.errors import InputFileError
 
-ANALYSIS_DIR = Path("analysis") / "timeline"
+TIMELINE = "timeline"  # the analysis that attributes GPU time to ops
 
 
 def attributed_gpu_time(job_dir: Path) -> dict[str, float] | None:
@@ -21,7 +22,7 @@ def attributed_gpu_time(job_dir: Path) -> dict[str, float] | None:
     attribution with GPU work (no timeline analysis yet, CPU-only traces, unreadable files)."""
     found: dict[str, float] = {}
     gpu_total = 0.0
-    for path in sorted((job_dir / ANALYSIS_DIR).glob(f"*/{OPS_CSV}")):
+    for path in sorted(JobPaths(job_dir).analysis(TIMELINE).glob(f"*/{OPS_CSV}")):
         try:
             rows = read_ops_csv(path)
         except (InputFileError, OSError, ValueError, KeyError):

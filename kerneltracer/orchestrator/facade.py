@@ -213,7 +213,7 @@ def open_run(request: RunRequest, downloads: DownloadObserver | None = None) -> 
     lock.acquire()
     try:
         jobs, failures = resolve_models(
-            jobs, cfg.download, log_dir=run_dir / layout.DOWNLOADS_DIR, observer=downloads
+            jobs, cfg.download, log_dir=layout.RunPaths(run_dir).downloads, observer=downloads
         )
         runnable = [j for j in jobs if j.model.slug not in failures]
         plan = plan_run(run_dir, runnable, force=request.force, verify=request.verify)

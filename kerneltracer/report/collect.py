@@ -19,14 +19,7 @@ import orjson
 
 from kerneltracer.core.artefacts import ArtefactKind, output_kind
 from kerneltracer.core.identity import Variant, collapsed_alternatives, variant_of
-from kerneltracer.core.layout import (
-    ANALYSIS_DIR,
-    ANALYSIS_MARKER,
-    JOB_FILE,
-    PHASE_LOG,
-    STATUS_FILE,
-    WORKER_LOG,
-)
+from kerneltracer.core.layout import ANALYSIS_MARKER, JOB, JobPaths
 from kerneltracer.core.manifest import RunManifest
 from kerneltracer.core.rundir import PENDING, UNREADABLE, JobRecord, RunDir
 from kerneltracer.core.status import FAILURE_STATUSES, TraceStatus
@@ -298,12 +291,12 @@ def _job_from_status(st: TraceStatus, job_dir: Path, stub: Job) -> Job:
 
 
 def _extras(job_dir: Path) -> tuple[str, ...]:
-    names = (WORKER_LOG, PHASE_LOG, JOB_FILE, STATUS_FILE)
+    names = (p.name for p in JOB.bookkeeping)
     return tuple(n for n in names if os.path.isfile(job_dir / n))
 
 
 def _read_analyses(job_dir: Path) -> tuple[AnalysisResult, ...]:
-    root = job_dir / ANALYSIS_DIR
+    root = JobPaths(job_dir).analyses
     if not root.is_dir():
         return ()
     results = []
@@ -339,7 +332,7 @@ def _marker_file(out_dir: Path, name: str, listed: str) -> str | None:
     rel: tuple[str, ...] = parts
     if listed.startswith("/") or not os.path.isfile(out_dir.joinpath(*parts)):
         for i in range(len(parts) - 1):
-            if parts[i] == ANALYSIS_DIR and parts[i + 1] == name:
+            if parts[i] == JOB.analyses.name and parts[i + 1] == name:
                 rel = parts[i + 2 :]
     candidate = "/".join(rel)
     if not rel or not _safe_rel(candidate) or not os.path.isfile(out_dir.joinpath(*rel)):

@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from kerneltracer.analysis.timeline.ops_csv import OPS_CSV, OPS_JSON, read_ops_csv
-from kerneltracer.core.layout import JOBS_DIR
+from kerneltracer.core.layout import RunPaths
 from kerneltracer.errors import InputFileError
 from kerneltracer.inputguard import read_input
 from kerneltracer.jsonio import atomic_write_text
@@ -119,7 +119,7 @@ def build_ops_view(run: RunData) -> OpsFleetView:
         analysis = next((a for a in job.analyses if a.name == ANALYSIS), None)
         if analysis is None or analysis.state != "done":
             continue
-        base = run.run_dir / JOBS_DIR / job.slug / job.column / "analysis" / ANALYSIS
+        base = RunPaths(run.run_dir).job(job.key).analysis(ANALYSIS)
         for rel in sorted(f for f in analysis.files if Path(f).name == OPS_CSV):
             path = base / rel
             try:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from kerneltracer.core.identity import Variant
+from kerneltracer.core.layout import JOB
 from kerneltracer.core.status import FAILURE_STATUSES
 from kerneltracer.report.collect import PENDING, PHASES, UNREADABLE, Job, ModelRow
 
@@ -157,7 +158,8 @@ def _report_href(job: Job, jobs_base: str) -> str | None:
     for analysis in job.analyses:
         main = analysis.main_file
         if analysis.state == "done" and main is not None and main.endswith(".html"):
-            return f"{job_href(jobs_base, job)}analysis/{quote(analysis.name)}/{quote(main)}"
+            where = JOB.analysis(analysis.name) / main
+            return job_href(jobs_base, job) + quote(where.as_posix())
     return None
 
 
