@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from kerneltracer.config import DownloadSettings  # noqa: E402
-from kerneltracer.jobs import ModelRef, slugify  # noqa: E402
+from kerneltracer.core.jobspec import ModelRef, slugify  # noqa: E402
 from kerneltracer.orchestrator.download import ensure_models_downloaded  # noqa: E402
 from tests.hub.hubserver import Fault, LocalHub, make_repo, running_hub  # noqa: E402
 

@@ -98,9 +98,9 @@ def bench_plan(n_jobs: int, repeat: int) -> dict[str, float]:
 
     sys.path.insert(0, str(REPO))
     from kerneltracer.config import load_config
-    from kerneltracer.jobs import plan_jobs
+    from kerneltracer.core.status import JobStatus, base_status, describe_output, write_status
     from kerneltracer.orchestrator import RunRequest, open_run
-    from kerneltracer.status import JobStatus, base_status, describe_output, write_status
+    from kerneltracer.orchestrator.expand import plan_jobs
     from kerneltracer.tracers.registry import tracers_for
 
     tracers = tracers_for("huggingface")

@@ -34,7 +34,7 @@ from kerneltracer.core.analysis_record import (
     read_analysis_record,
     write_analysis_record,
 )
-from kerneltracer.core.layout import STATUS_FILE
+from kerneltracer.core.layout import JobPaths
 from kerneltracer.core.rundir import RunDir
 from kerneltracer.jsonio import sha256_file
 
@@ -119,7 +119,7 @@ def _plan(
     """The (job, analysis) pairs to run; unchanged ones are reported right away."""
     todo = []
     for key, job in iter_jobs(run_dir):
-        status_sha = sha256_file(job.job_dir / STATUS_FILE)
+        status_sha = sha256_file(JobPaths(job.job_dir).status)
         for name, cls in analyses.items():
             analysis = cls()
             if not analysis.applies(job):

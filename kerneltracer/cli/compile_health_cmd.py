@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-DEFAULT_SUBDIR = "report/compile_health"
+from kerneltracer.core.layout import RUN, RunPaths
+
 TOP_SHOWN = 5
 
 
@@ -17,7 +18,7 @@ TOP_SHOWN = 5
     "--out",
     "out_dir",
     type=click.Path(path_type=Path, file_okay=False),
-    help=f"Output directory (default: RUN_DIR/{DEFAULT_SUBDIR}/; required for logs).",
+    help=f"Output directory (default: RUN_DIR/{RUN.report.compile_health}/; required for logs).",
 )
 def compile_health(inputs: tuple[Path, ...], out_dir: Path | None) -> None:
     """Compile health per job and for the fleet: pass/fail (fail type, reason), graphs,
@@ -35,7 +36,7 @@ def compile_health(inputs: tuple[Path, ...], out_dir: Path | None) -> None:
     run_dir = inputs[0] if len(inputs) == 1 and _is_run_dir(inputs[0]) else None
     if run_dir is not None:
         fleet = run_health(run_dir)
-        out = out_dir if out_dir is not None else run_dir / DEFAULT_SUBDIR
+        out = out_dir if out_dir is not None else RunPaths(run_dir).report.compile_health
     else:
         if out_dir is None:
             raise UsageError("compile-health on logs needs --out DIR (a run dir has a default)")
@@ -57,4 +58,4 @@ def compile_health(inputs: tuple[Path, ...], out_dir: Path | None) -> None:
 
 
 def _is_run_dir(path: Path) -> bool:
-    return path.is_dir() and (path / "jobs").is_dir()
+    return path.is_dir() and RunPaths(path).jobs.is_dir()

@@ -26,7 +26,7 @@ def schema() -> None:
 def validate(path: Path) -> None:
     """Validate CONFIG, its worker interpreters, and list the jobs it plans (nothing runs)."""
     from kerneltracer.config import load_config
-    from kerneltracer.jobs import plan_jobs
+    from kerneltracer.orchestrator.expand import plan_jobs
     from kerneltracer.orchestrator.interpreters import worker_interpreters
 
     cfg, base_dir = load_config(path)

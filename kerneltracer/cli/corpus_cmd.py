@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from kerneltracer.cli.options import device_options, echo_problems
+from kerneltracer.core.layout import RUN, RunPaths
 
 TOP_SHOWN = 10
 
@@ -19,7 +20,7 @@ TOP_SHOWN = 10
     "--out",
     "out_dir",
     type=click.Path(path_type=Path, file_okay=False),
-    help="Output directory (default: RUN_DIR/report/corpus/).",
+    help=f"Output directory (default: RUN_DIR/{RUN.report.corpus}/).",
 )
 @click.option("--strict", is_flag=True, help="Fail if any job or line could not be read.")
 @device_options
@@ -56,7 +57,7 @@ def corpus(
     device = resolve_device(device_name, devices_file)  # a bad name fails before any work
     if not run_dir.is_dir():
         raise RunDirError(f"run dir {run_dir} does not exist")
-    out = out_dir if out_dir is not None else run_dir / "report" / "corpus"
+    out = out_dir if out_dir is not None else RunPaths(run_dir).report.corpus
     built = build_corpus(run_dir)
     echo_problems([f"{p.path}: {p.reason}" for p in built.problems])
     if strict and built.problems:

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from kerneltracer.cli.options import device_options, echo_problems
+from kerneltracer.core.layout import RUN, RunPaths
 
 
 @click.command()
@@ -16,7 +17,7 @@ from kerneltracer.cli.options import device_options, echo_problems
     "--out",
     "out_dir",
     type=click.Path(path_type=Path, file_okay=False),
-    help="Output directory (default: RUN_DIR/report/coverage/).",
+    help=f"Output directory (default: RUN_DIR/{RUN.report.coverage}/).",
 )
 @click.option("--top", default=10, show_default=True, help="How many top ops by time to print.")
 @click.option(
@@ -49,7 +50,7 @@ def coverage(
     device = resolve_device(device_name, devices_file)
     if not run_dir.is_dir():
         raise RunDirError(f"run dir {run_dir} does not exist")
-    out = out_dir if out_dir is not None else run_dir / "report" / "coverage"
+    out = out_dir if out_dir is not None else RunPaths(run_dir).report.coverage
     cov = build_coverage(run_dir, device)
     echo_problems([f"{p.path}: {p.reason}" for p in cov.problems])
     for b in cov.bad_rows:

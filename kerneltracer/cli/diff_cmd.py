@@ -31,7 +31,7 @@ class _Percent(click.ParamType):
 
 
 def default_out_dir(run_a: Path, run_b: Path) -> Path:
-    from kerneltracer.jobs import slugify
+    from kerneltracer.core.jobspec import slugify
 
     return run_b / "diff" / slugify(run_a.resolve().name)
 

@@ -17,7 +17,7 @@ from rich.markup import escape
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
-    from kerneltracer.jobs import ModelRef
+    from kerneltracer.core.jobspec import ModelRef
     from kerneltracer.orchestrator.download import DownloadProgress, ModelDownload
 
 
@@ -121,8 +121,8 @@ def download(config: Path, models: tuple[str, ...], max_workers: int | None, ref
     from kerneltracer.cli.options import split_values
     from kerneltracer.cli.tables import console
     from kerneltracer.config import load_config
-    from kerneltracer.jobs import plan_jobs
     from kerneltracer.orchestrator.download import ensure_models_downloaded
+    from kerneltracer.orchestrator.expand import plan_jobs
     from kerneltracer.orchestrator.facade import select_jobs
 
     cfg, base_dir = load_config(config)

@@ -17,8 +17,8 @@ from rich.progress import (
 )
 
 if TYPE_CHECKING:
-    from kerneltracer.jobs import JobSpec
-    from kerneltracer.status import TraceStatus
+    from kerneltracer.core.jobspec import JobSpec
+    from kerneltracer.core.status import TraceStatus
 
 # Keyed by status value so the CLI can style without importing the config/pydantic stack.
 STYLE = {

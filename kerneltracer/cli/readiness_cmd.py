@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from kerneltracer.cli.options import device_options, echo_problems
+from kerneltracer.core.layout import RUN, RunPaths
 
 if TYPE_CHECKING:
     from kerneltracer.corpus.model import Signature
@@ -39,7 +40,10 @@ RANKED_SHOWN = 20
     "--out",
     "out_dir",
     type=click.Path(path_type=Path, file_okay=False),
-    help="Output directory (default: RUN_DIR/report/readiness/, which the run report shows).",
+    help=(
+        f"Output directory (default: RUN_DIR/{RUN.report.readiness}/, "
+        "which the run report shows)."
+    ),
 )
 @device_options
 def readiness(
@@ -84,7 +88,7 @@ def readiness(
     else:
         times, weight, note = est_time_us(sigs, device), ESTIMATE, est_time_note(device)
     result = assess(sigs, support, models, times, weight, note)
-    out = out_dir if out_dir is not None else run_dir / "report" / "readiness"
+    out = out_dir if out_dir is not None else RunPaths(run_dir).report.readiness
     written = write_readiness(result, out)
     blocked = {m: bs for m, bs in result.blockers.items() if bs}
     click.echo(

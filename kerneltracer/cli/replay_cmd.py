@@ -66,6 +66,7 @@ def replay(
     """
     from kerneltracer.cli.options import split_values
     from kerneltracer.core.interrupts import signal_of
+    from kerneltracer.core.layout import replay_dir
     from kerneltracer.corpus.replay import ReplayOptions, ReplayResult, select
     from kerneltracer.corpus.replay import replay as run_replay
     from kerneltracer.errors import InputFileError, UsageError
@@ -87,7 +88,7 @@ def replay(
         imports=tuple(split_values(imports)),
     )
     base = corpus_path if corpus_path.is_dir() else corpus_path.parent
-    out = out_dir if out_dir is not None else base / "replay"
+    out = out_dir if out_dir is not None else replay_dir(base)
     click.echo(f"replaying {len(chosen)} of {len(sigs)} signature(s) on {device}")
     start = time.perf_counter()
     finished: list[ReplayResult] = []

@@ -89,9 +89,9 @@ def run(
     """
     from kerneltracer.cli.progress import ConsoleObserver
     from kerneltracer.cli.tables import console, status_table, summary_line
+    from kerneltracer.core.status import FAILURE_STATUSES
     from kerneltracer.orchestrator import RunRequest, open_run
     from kerneltracer.orchestrator.shard import parse_shard
-    from kerneltracer.status import FAILURE_STATUSES
 
     err = console(stderr=True)
     request = RunRequest(

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kerneltracer.core.layout import SLURM_DIR
+from kerneltracer.core.layout import RunPaths
 
 if TYPE_CHECKING:
     from kerneltracer.slurm.submit import Prepared
@@ -144,7 +144,7 @@ def _wait(run_dir: Path, interval: float) -> None:
         sys.exit(130)
     print_table(reports)
     # Stuck tasks were reported as they were found; the rest of the problems now.
-    print_problems([r for r in reports if not r.stuck], str(run_dir / SLURM_DIR / "logs"))
+    print_problems([r for r in reports if not r.stuck], str(RunPaths(run_dir).slurm_logs))
     if any(r.problem for r in reports):
         sys.exit(1)
 
@@ -165,7 +165,7 @@ def status(run_dir: Path, as_json: bool) -> None:
         print_json(reports)
     else:
         print_table(reports)
-        print_problems(reports, str(run_dir / SLURM_DIR / "logs"))
+        print_problems(reports, str(RunPaths(run_dir).slurm_logs))
     if any(r.problem for r in reports):
         sys.exit(1)
 

@@ -24,11 +24,12 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from kerneltracer.core.layout import JOB, JobPaths
 from kerneltracer.errors import InputFileError
 from kerneltracer.inputguard import SMALL_FILE, read_input
 from kerneltracer.jsonio import atomic_write_bytes
 
-_ANALYSIS_DIR = "analysis"
+# The folder is the job's (JobPaths.analysis); the files in it are the record's.
 _RECORD_FILE = "_ANALYSIS.json"
 _LOG_FILE = "_ANALYSIS.log"  # the analysis's stdout/stderr, its traceback or crash dump
 
@@ -94,7 +95,7 @@ class AnalysisPaths:
 
     @property
     def dir(self) -> Path:
-        return self.job_dir / _ANALYSIS_DIR / self.name
+        return JobPaths(self.job_dir).analysis(self.name)
 
     @property
     def record(self) -> Path:
@@ -107,7 +108,12 @@ class AnalysisPaths:
     @property
     def relative(self) -> PurePosixPath:
         """The folder relative to the job dir (links in a report that moves with the run)."""
-        return PurePosixPath(_ANALYSIS_DIR, self.name)
+        return PurePosixPath(JOB.analysis(self.name))
+
+
+def owned_names() -> frozenset[str]:
+    """The file names of an analysis folder (the layout owns the folder's own name)."""
+    return frozenset({_RECORD_FILE, _LOG_FILE})
 
 
 def analysis_paths(job_dir: Path, name: str) -> AnalysisPaths:
@@ -117,7 +123,7 @@ def analysis_paths(job_dir: Path, name: str) -> AnalysisPaths:
 def analysis_names(job_dir: Path) -> list[str]:
     """The analyses that have a folder in ``job_dir``, sorted (none: an empty list)."""
     try:
-        entries = list(os.scandir(job_dir / _ANALYSIS_DIR))
+        entries = list(os.scandir(JobPaths(job_dir).analyses))
     except OSError:
         return []
     return sorted(e.name for e in entries if e.is_dir())
@@ -199,7 +205,7 @@ def _existing(paths: AnalysisPaths, listed: str) -> str | None:
     rel: tuple[str, ...] = parts
     if listed.startswith("/") or not os.path.isfile(paths.dir.joinpath(*parts)):
         for i in range(len(parts) - 1):
-            if parts[i] == _ANALYSIS_DIR and parts[i + 1] == paths.name:
+            if parts[i] == JOB.analyses.name and parts[i + 1] == paths.name:
                 rel = parts[i + 2 :]
     candidate = "/".join(rel)
     if not rel or candidate.startswith("/") or ".." in rel:

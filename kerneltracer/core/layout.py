@@ -7,51 +7,249 @@
       .kerneltracer[.<tag>].lock    the orchestrator's lock
       downloads/                    download logs and results
       slurm/                        Slurm scripts, logs and the submission record
-      report/                       the run report
+      logs/                         the run's own logs (preloaded worker servers)
+      report/                       the run report; coverage/, corpus/ (+ replay/),
+                                    readiness/, compile_health/ of the fleet commands
       jobs/<model slug>/<column>/   one job dir: JOB.json, worker.log, phases.log,
-                                    _TRACE_STATUS.json (written last), outputs, tmp/,
-                                    analysis/<name>/ (names in core.analysis_record)
+                                    _TRACE_STATUS.json (written last), outputs, tmp/
+                                    (TMPDIR, compiler caches, vLLM sockets),
+                                    analysis/<name>/ (its record: core.analysis_record)
 
 A job's key is ``<model slug>/<column>`` with column ``<tracer>[.train][.decode|.generate]``.
+:class:`RunPaths`, :class:`JobPaths` and :class:`ReportPaths` own these names; nothing
+outside core spells one out.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path, PurePosixPath
 
-JOBS_DIR = "jobs"
-JOB_FILE = "JOB.json"
-STATUS_FILE = "_TRACE_STATUS.json"
-WORKER_LOG = "worker.log"
-PHASE_LOG = "phases.log"
-JOB_TMP_DIR = "tmp"
-RUN_MANIFEST = "run.json"
-DOWNLOADS_DIR = "downloads"
-SLURM_DIR = "slurm"
-REPORT_DIR = "report"
-LOGS_DIR = "logs"  # the run's own logs (preloaded worker servers)
+
+class _Name(StrEnum):
+    """Every file and directory name of a run dir. Private: a caller asks RunPaths /
+    JobPaths for the path, so a name changes here alone (tests/spine/test_layout.py fails
+    on a copy of one spelt out anywhere outside core/)."""
+
+    RUN_MANIFEST = "run.json"
+    LOCK = ".kerneltracer.lock"
+    JOBS_DIR = "jobs"
+    DOWNLOADS_DIR = "downloads"
+    LOGS_DIR = "logs"  # the run's own logs (preloaded worker servers); also under slurm/
+    SLURM_DIR = "slurm"
+    SLURM_RECORD = "submission.json"
+    SLURM_DOWNLOAD_SCRIPT = "download.sbatch"
+    SLURM_ARRAY_SCRIPT = "array.sbatch"
+    REPORT_DIR = "report"
+    COVERAGE_DIR = "coverage"  # the report's sub-dirs that commands write by default
+    CORPUS_DIR = "corpus"
+    REPLAY_DIR = "replay"  # in the corpus dir
+    READINESS_DIR = "readiness"
+    COMPILE_HEALTH_DIR = "compile_health"
+    JOB_FILE = "JOB.json"
+    STATUS_FILE = "_TRACE_STATUS.json"
+    WORKER_LOG = "worker.log"
+    PHASE_LOG = "phases.log"
+    TMP_DIR = "tmp"
+    INDUCTOR_CACHE = "inductor_cache"
+    TRITON_CACHE = "triton_cache"
+    VLLM_RPC = "vllm_rpc"
+    ANALYSIS_DIR = "analysis"
+
 
 _MODES = ("train",)
 _PHASES = ("decode", "generate")
 
 
+@dataclass(frozen=True, slots=True)
+class JobPaths:
+    """Every path of one job dir (submitit's ``JobPaths`` is the model).
+
+    ``JobPaths(Path())`` gives the names relative to the job dir (``worker.log``), as a status
+    file or a report link records them.
+    """
+
+    dir: Path
+
+    @property
+    def job_file(self) -> Path:
+        """``JOB.json``: the spec the worker runs, written by the orchestrator."""
+        return self.dir / _Name.JOB_FILE
+
+    @property
+    def status(self) -> Path:
+        """``_TRACE_STATUS.json``, written last: the job's completion marker."""
+        return self.dir / _Name.STATUS_FILE
+
+    @property
+    def worker_log(self) -> Path:
+        return self.dir / _Name.WORKER_LOG
+
+    @property
+    def phase_log(self) -> Path:
+        """Start/End records of the worker's phases (load, warmup, trace, write)."""
+        return self.dir / _Name.PHASE_LOG
+
+    @property
+    def bookkeeping(self) -> tuple[Path, ...]:
+        """The files kerneltracer itself writes into every job dir (not tracer outputs)."""
+        return (self.worker_log, self.phase_log, self.job_file, self.status)
+
+    @property
+    def tmp(self) -> Path:
+        """Scratch space (the worker's TMPDIR), removed when the worker tree is gone."""
+        return self.dir / _Name.TMP_DIR
+
+    @property
+    def inductor_cache(self) -> Path:
+        return self.tmp / _Name.INDUCTOR_CACHE
+
+    @property
+    def triton_cache(self) -> Path:
+        return self.tmp / _Name.TRITON_CACHE
+
+    @property
+    def rpc(self) -> Path:
+        """Where vLLM's sockets go, unless this path is too long for a unix socket."""
+        return self.tmp / _Name.VLLM_RPC
+
+    @property
+    def analyses(self) -> Path:
+        """``analysis/``: one sub-dir per analysis run on this job."""
+        return self.dir / _Name.ANALYSIS_DIR
+
+    def analysis(self, name: str) -> Path:
+        """``analysis/<name>/``: one analysis's outputs and its record."""
+        return self.analyses / name
+
+
+@dataclass(frozen=True, slots=True)
+class RunPaths:
+    """Every path of a run dir: its manifests, lock, job dirs, logs and default reports."""
+
+    root: Path
+
+    @property
+    def jobs(self) -> Path:
+        return self.root / _Name.JOBS_DIR
+
+    def job_dir(self, key: str) -> Path:
+        # An f-string, not Path joins: planning thousands of jobs builds one of these per job.
+        return Path(f"{self.root}/{_Name.JOBS_DIR}/{key}")
+
+    def job(self, key: str) -> JobPaths:
+        return JobPaths(self.job_dir(key))
+
+    def manifest(self, shard_tag: str | None = None) -> Path:
+        return self.root / manifest_name(shard_tag)
+
+    def lock(self, shard_tag: str | None = None) -> Path:
+        return self.root / lock_name(shard_tag)
+
+    @property
+    def downloads(self) -> Path:
+        """Download logs and results (one per model)."""
+        return self.root / _Name.DOWNLOADS_DIR
+
+    @property
+    def logs(self) -> Path:
+        """The run's own logs (preloaded worker servers)."""
+        return self.root / _Name.LOGS_DIR
+
+    @property
+    def slurm(self) -> Path:
+        """Slurm scripts, logs and the submission record."""
+        return self.root / _Name.SLURM_DIR
+
+    @property
+    def slurm_logs(self) -> Path:
+        return self.slurm / _Name.LOGS_DIR
+
+    @property
+    def slurm_record(self) -> Path:
+        return self.slurm / _Name.SLURM_RECORD
+
+    @property
+    def slurm_download_script(self) -> Path:
+        return self.slurm / _Name.SLURM_DOWNLOAD_SCRIPT
+
+    @property
+    def slurm_array_script(self) -> Path:
+        return self.slurm / _Name.SLURM_ARRAY_SCRIPT
+
+    @property
+    def report(self) -> ReportPaths:
+        """The run report (``report``'s default ``--out``) and the default outputs of the
+        fleet commands inside it."""
+        return ReportPaths(self.root / _Name.REPORT_DIR)
+
+
+@dataclass(frozen=True, slots=True)
+class ReportPaths:
+    """A report dir: the run report's pages and, beside them, what the fleet commands write
+    there by default and the report shows."""
+
+    dir: Path
+
+    @property
+    def coverage(self) -> Path:
+        return self.dir / _Name.COVERAGE_DIR
+
+    @property
+    def corpus(self) -> Path:
+        return self.dir / _Name.CORPUS_DIR
+
+    @property
+    def replay(self) -> Path:
+        """The corpus's replay, where the report's readiness page looks for it."""
+        return replay_dir(self.corpus)
+
+    @property
+    def readiness(self) -> Path:
+        return self.dir / _Name.READINESS_DIR
+
+    @property
+    def compile_health(self) -> Path:
+        return self.dir / _Name.COMPILE_HEALTH_DIR
+
+
+def replay_dir(corpus_dir: Path) -> Path:
+    """``replay``'s default output: beside the corpus it replays."""
+    return corpus_dir / _Name.REPLAY_DIR
+
+
+# Names relative to a run dir, a job dir and a report dir: what a status file records, a
+# report links (``jobs/<key>/``) or a message shows.
+RUN = RunPaths(Path())
+JOB = JobPaths(Path())
+REPORT = ReportPaths(Path())
+
+
+def owned_names() -> frozenset[str]:
+    """Every file and directory name the layout defines."""
+    return frozenset(n.value for n in _Name)
+
+
 def manifest_name(shard_tag: str | None = None) -> str:
     """Each shard writes its own manifest, so concurrent shards never clobber each other's."""
-    return RUN_MANIFEST if shard_tag is None else f"run.{shard_tag}.json"
+    return _Name.RUN_MANIFEST.value if shard_tag is None else f"run.{shard_tag}.json"
 
 
 def is_manifest_name(name: str) -> bool:
-    return name == RUN_MANIFEST or (name.startswith("run.") and name.endswith(".json"))
+    return name == _Name.RUN_MANIFEST or (name.startswith("run.") and name.endswith(".json"))
 
 
 def lock_name(shard_tag: str | None = None) -> str:
-    return ".kerneltracer.lock" if shard_tag is None else f".kerneltracer.{shard_tag}.lock"
+    return _Name.LOCK.value if shard_tag is None else f".kerneltracer.{shard_tag}.lock"
+
+
+def is_lock_name(name: str) -> bool:
+    return name.startswith(".kerneltracer") and name.endswith(".lock")
 
 
 def job_dir(run_dir: Path | str, key: str) -> Path:
-    # An f-string, not Path joins: planning thousands of jobs builds one of these per job.
-    return Path(f"{run_dir}/{JOBS_DIR}/{key}")
+    return RunPaths(Path(run_dir)).job_dir(key)
 
 
 def is_safe_key(key: str) -> bool:

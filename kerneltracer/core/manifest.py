@@ -117,6 +117,6 @@ def manifest_paths(run_dir: Path) -> list[Path]:
 
 
 def write_manifest(run_dir: Path, manifest: RunManifest, shard_tag: str | None = None) -> Path:
-    path = run_dir / layout.manifest_name(shard_tag)
+    path = layout.RunPaths(run_dir).manifest(shard_tag)
     atomic_write_json(path, manifest.model_dump(mode="json"))
     return path

@@ -71,7 +71,7 @@ class JobRecord:
 
     @classmethod
     def read(cls, job_dir: Path | str, key: str, planned: ManifestJob | None = None) -> JobRecord:
-        path = Path(job_dir, layout.STATUS_FILE)
+        path = layout.JobPaths(Path(job_dir)).status
         if not os.path.lexists(path):
             return cls(key, Path(job_dir), None, StatusProblem.MISSING, planned=planned)
         try:
@@ -173,8 +173,12 @@ class JobRecord:
         return tuple(str(o["path"]) for o in listed if isinstance(o, dict) and "path" in o)
 
     @property
+    def paths(self) -> layout.JobPaths:
+        return layout.JobPaths(self.job_dir)
+
+    @property
     def status_path(self) -> Path:
-        return self.job_dir / layout.STATUS_FILE
+        return self.paths.status
 
     def _raw(self, name: str) -> Any:
         return None if self.raw is None else self.raw.get(name)
@@ -193,8 +197,8 @@ _RUN_DIR_PATH_MAX = 3072
 def _is_run_dir_entry(name: str) -> bool:
     return (
         layout.is_manifest_name(name)
-        or name in (layout.JOBS_DIR, layout.DOWNLOADS_DIR, layout.SLURM_DIR)
-        or (name.startswith(".kerneltracer") and name.endswith(".lock"))
+        or name in (str(layout.RUN.jobs), str(layout.RUN.downloads), str(layout.RUN.slurm))
+        or layout.is_lock_name(name)
     )
 
 
@@ -246,6 +250,7 @@ class RunDir:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
+        self.paths = layout.RunPaths(self.path)
 
     @classmethod
     def open(cls, path: Path) -> RunDir:
@@ -255,16 +260,16 @@ class RunDir:
         if not run.manifest_paths() and not run.jobs_root.is_dir():
             raise RunDirError(
                 f"{path} is not a kerneltracer run dir "
-                f"(no {layout.RUN_MANIFEST}, no {layout.JOBS_DIR}/)"
+                f"(no {layout.RUN.manifest()}, no {layout.RUN.jobs}/)"
             )
         return run
 
     @property
     def jobs_root(self) -> Path:
-        return self.path / layout.JOBS_DIR
+        return self.paths.jobs
 
     def job_dir(self, key: str) -> Path:
-        return layout.job_dir(self.path, key)
+        return self.paths.job_dir(key)
 
     def manifest_paths(self) -> list[Path]:
         return manifest_paths(self.path)
@@ -295,8 +300,8 @@ class RunDir:
             key
             for key in self.job_dirs()
             if any(
-                os.path.isfile(f"{self.jobs_root}/{key}/{name}")
-                for name in (layout.STATUS_FILE, layout.JOB_FILE)
+                os.path.isfile(path)
+                for path in (self.paths.job(key).status, self.paths.job(key).job_file)
             )
         ]
 

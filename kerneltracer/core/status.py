@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from kerneltracer.core.jobspec import JobSpec
-from kerneltracer.core.layout import STATUS_FILE, WORKER_LOG
+from kerneltracer.core.layout import JOB, JobPaths
 from kerneltracer.errors import InputFileError
 from kerneltracer.inputguard import SMALL_FILE, read_input
 from kerneltracer.jsonio import atomic_write_bytes, sha256_file
@@ -100,7 +100,7 @@ class TraceStatus(BaseModel):
     signal: str | None = None
     reason: str | None = None  # one line: why this status (root cause, skip reason, ...)
     error: ErrorInfo | None = None
-    log_path: str = WORKER_LOG
+    log_path: str = str(JOB.worker_log)
     versions: dict[str, str | None] = {}
     host: str = ""
     pid: int | None = None
@@ -140,13 +140,13 @@ def base_status(job: JobSpec, attempt: str, status: JobStatus, **fields: Any) ->
 
 def write_status(job_dir: Path, status: TraceStatus) -> None:
     data = status.model_dump_json(indent=2, exclude_none=False).encode() + b"\n"
-    atomic_write_bytes(job_dir / STATUS_FILE, data)
+    atomic_write_bytes(JobPaths(job_dir).status, data)
 
 
 def read_status(job_dir: Path) -> TraceStatus | None:
     """The job's status, or None if missing, truncated, corrupt or of another schema."""
     try:
-        data = read_input(job_dir / STATUS_FILE, SMALL_FILE, what="status file", gzip=False)
+        data = read_input(JobPaths(job_dir).status, SMALL_FILE, what="status file", gzip=False)
     except InputFileError:
         return None
     try:

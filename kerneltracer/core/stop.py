@@ -1,8 +1,4 @@
-"""Why the orchestrator stopped a worker: a kind the status follows from, and a detail line.
-
-The orchestrator used to carry this as a ``"kind: detail"`` string; :meth:`StopReason.parse`
-reads that form once (from older callers), everything else passes the typed value.
-"""
+"""Why the orchestrator stopped a worker: a kind the status follows from, and a detail line."""
 
 from __future__ import annotations
 
@@ -36,13 +32,3 @@ class StopReason:
 
     def __str__(self) -> str:
         return f"{self.kind.value}: {self.detail}"
-
-    @classmethod
-    def parse(cls, text: str) -> StopReason:
-        """``"timeout: no result after 5 s"`` → StopReason(TIMEOUT, "no result after 5 s")."""
-        kind, _, detail = text.partition(":")
-        try:
-            return cls(StopKind(kind.strip()), detail.strip())
-        except ValueError:
-            valid = ", ".join(k.value for k in StopKind)
-            raise ValueError(f"stop reason {text!r}: unknown kind (valid: {valid})") from None

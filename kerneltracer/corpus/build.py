@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from kerneltracer.core.artefacts import ArtefactKind
+from kerneltracer.core.layout import RUN
 from kerneltracer.corpus.model import (
     Corpus,
     CorpusProblem,
@@ -28,7 +29,6 @@ from kerneltracer.corpus.model import (
 from kerneltracer.coverage.scan import InputProblem, JobRef, iter_job_refs
 from kerneltracer.errors import InputFileError
 from kerneltracer.inputguard import read_input
-from kerneltracer.jobs import JOBS_DIR
 
 KIND = ArtefactKind.DISPATCH_SIGNATURES
 MAX_MODULE_PATHS = 32
@@ -70,7 +70,7 @@ def corpus_from_refs(
             continue
         rels = ref.artefact_names(KIND)
         if not rels and ref.tracer in source_tracers:
-            where = f"{JOBS_DIR}/{ref.key}"
+            where = str(RUN.job_dir(ref.key))
             problems.append((CorpusProblem(ref.model, where, f"lists no {KIND} artefact"), None))
         read.update([ref.tracer] if rels else [])
         if rels and ref.weights == "fake":
@@ -98,7 +98,7 @@ def _read_job(
     try:
         lines = read_input(ref.job_dir / rel, what="job output", text=True, gzip=False).splitlines()
     except InputFileError as exc:
-        where = f"{JOBS_DIR}/{ref.key}/{rel}"
+        where = str(RUN.job_dir(ref.key) / rel)
         return [CorpusProblem(ref.model, where, f"unreadable ({exc})")]
     models.add(ref.model)
     problems = []
@@ -106,7 +106,7 @@ def _read_job(
         try:
             _add(table, ref.model, row, ranged)
         except _RowError as exc:
-            where = f"{JOBS_DIR}/{ref.key}/{rel}:{lineno}"
+            where = f"{RUN.job_dir(ref.key) / rel}:{lineno}"
             problems.append(CorpusProblem(ref.model, where, str(exc)))
     return problems
 

@@ -18,12 +18,12 @@ from pathlib import Path
 
 from kerneltracer.core.artefacts import ArtefactKind
 from kerneltracer.core.identity import DEFAULT_MODE, DEFAULT_PHASE
+from kerneltracer.core.layout import RUN
 from kerneltracer.costmodel import DEFAULT_DEVICE, Device, load_devices
 from kerneltracer.coverage.costs import job_op_costs
 from kerneltracer.coverage.gpu_time import attributed_gpu_time
 from kerneltracer.coverage.scan import InputProblem, JobRef, iter_job_refs
 from kerneltracer.coverage.sources import READERS, SOURCE_KINDS, SourceError, source_artefacts
-from kerneltracer.jobs import JOBS_DIR
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,4 +285,4 @@ def coverage_from_refs(
 
 
 def _run_rel(ref: JobRef, rel: str) -> str:
-    return f"{JOBS_DIR}/{ref.key}/{rel}"
+    return str(RUN.job_dir(ref.key) / rel)

@@ -15,7 +15,7 @@ from typing import Any
 from kerneltracer.core.artefacts import ArtefactKind, output_kinds, select
 from kerneltracer.core.identity import DEFAULT_MODE, DEFAULT_PHASE, variant_of
 from kerneltracer.core.identity import model_label as variant_label
-from kerneltracer.core.layout import JOBS_DIR, STATUS_FILE
+from kerneltracer.core.layout import RUN
 from kerneltracer.core.rundir import JobRecord, RunDir, StatusProblem
 from kerneltracer.errors import RunDirError
 
@@ -70,14 +70,14 @@ def iter_job_refs(run_dir: Path) -> Iterator[JobRef | InputProblem]:
     """Every job dir under RUN_DIR/jobs, in a stable order: a JobRef, or why it is unusable."""
     run = RunDir(Path(run_dir))
     if not run.jobs_root.is_dir():
-        raise RunDirError(f"{run_dir} is not a run dir (no {JOBS_DIR}/ directory)")
+        raise RunDirError(f"{run_dir} is not a run dir (no {RUN.jobs}/ directory)")
     for key in run.job_dirs():
         yield _job_ref(run.record(key))
 
 
 def _job_ref(record: JobRecord) -> JobRef | InputProblem:
     key, raw = record.key, record.raw
-    rel = f"{JOBS_DIR}/{key}/{STATUS_FILE}"
+    rel = str(RUN.job(key).status)
     if record.read_problem == StatusProblem.MISSING:
         return InputProblem(key, rel, "no status file (job never finished)")
     if raw is None:

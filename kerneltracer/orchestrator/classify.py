@@ -29,14 +29,13 @@ class Outcome:
 
 
 def classify_exit(
-    returncode: int, stop_reason: StopReason | str | None, log_path: Path, phase: str | None
+    returncode: int, stop_reason: StopReason | None, log_path: Path, phase: str | None
 ) -> Outcome:
     """Classify a worker that left no usable status of its own."""
     sig = signal_name(returncode)
     where = f" during {phase}" if phase else ""
     if stop_reason is not None:
-        stop = StopReason.parse(stop_reason) if isinstance(stop_reason, str) else stop_reason
-        return Outcome(stop.kind.status, f"{stop.detail}{where}", sig)
+        return Outcome(stop_reason.kind.status, f"{stop_reason.detail}{where}", sig)
     tail = read_tail(log_path)
     if returncode < 0 and -returncode == signal.SIGKILL:
         return Outcome(

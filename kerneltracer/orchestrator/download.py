@@ -26,7 +26,8 @@ from typing import Protocol
 from pydantic import BaseModel
 
 from kerneltracer.config import DownloadSettings
-from kerneltracer.jobs import ENV_ORCHESTRATOR_PID, ModelRef
+from kerneltracer.core.jobspec import ModelRef
+from kerneltracer.core.workerenv import ENV_ORCHESTRATOR_PID
 from kerneltracer.jsonio import atomic_write_bytes, read_json
 from kerneltracer.orchestrator.fetch import (
     REQUEST_SUFFIX,

@@ -15,7 +15,9 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from kerneltracer.jobs import ENV_GPU_SLOT, ENV_ORCHESTRATOR_PID, JobSpec
+from kerneltracer.core.jobspec import JobSpec
+from kerneltracer.core.layout import JobPaths
+from kerneltracer.core.workerenv import ENV_GPU_SLOT, ENV_ORCHESTRATOR_PID
 from kerneltracer.jsonio import stable_hash
 from kerneltracer.tracers.registry import TRACERS
 
@@ -32,13 +34,13 @@ def worker_env(
     gpu: str | None,
 ) -> dict[str, str]:
     env = common_env(base, threads)
-    tmp = job_dir / "tmp"
-    tmp.mkdir(parents=True, exist_ok=True)
+    paths = JobPaths(job_dir)
+    paths.tmp.mkdir(parents=True, exist_ok=True)
     env.update(
         {
-            "TMPDIR": str(tmp),
-            "TORCHINDUCTOR_CACHE_DIR": str(tmp / "inductor_cache"),
-            "TRITON_CACHE_DIR": str(tmp / "triton_cache"),
+            "TMPDIR": str(paths.tmp),
+            "TORCHINDUCTOR_CACHE_DIR": str(paths.inductor_cache),
+            "TRITON_CACHE_DIR": str(paths.triton_cache),
             "VLLM_RPC_BASE_PATH": str(rpc_dir(job_dir, create=True)),
         }
     )
@@ -78,7 +80,7 @@ _RPC_PATH_MAX = 64
 
 def rpc_dir(job_dir: Path, create: bool = False) -> Path:
     """Where the job's vLLM sockets go: in its tmp dir, or a short path when that is too long."""
-    path = job_dir / "tmp" / "vllm_rpc"
+    path = JobPaths(job_dir).rpc
     if len(str(path)) > _RPC_PATH_MAX:
         digest = stable_hash(str(job_dir.resolve()), 12)
         path = Path(tempfile.gettempdir()) / f"kt-rpc-{digest}"

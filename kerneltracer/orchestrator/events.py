@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from kerneltracer.jobs import JobSpec
-from kerneltracer.status import TraceStatus
+from kerneltracer.core.jobspec import JobSpec
+from kerneltracer.core.status import TraceStatus
 
 
 class RunObserver(Protocol):

@@ -17,20 +17,21 @@ from types import TracebackType
 from kerneltracer import __version__
 from kerneltracer.config import RunConfig, load_config
 from kerneltracer.core import layout
+from kerneltracer.core.jobspec import JobSpec
 from kerneltracer.core.manifest import ManifestJob, OrchestratorInfo, RunManifest, write_manifest
 from kerneltracer.core.oserrors import os_error_text
 from kerneltracer.core.rundir import run_dir_problem
+from kerneltracer.core.status import JobStatus, TraceStatus, base_status, now_iso
 from kerneltracer.errors import RunDirError, UsageError, choices
-from kerneltracer.jobs import JobSpec, plan_jobs
 from kerneltracer.orchestrator.download import DownloadObserver
 from kerneltracer.orchestrator.events import NullObserver, RunObserver
+from kerneltracer.orchestrator.expand import plan_jobs
 from kerneltracer.orchestrator.interpreters import worker_interpreters
 from kerneltracer.orchestrator.lock import RunDirLock
 from kerneltracer.orchestrator.models import resolve_models
 from kerneltracer.orchestrator.planner import RunPlan, plan_run
 from kerneltracer.orchestrator.runner import RunOptions, RunResult, execute, save_status
 from kerneltracer.orchestrator.shard import Shard, select_shard
-from kerneltracer.status import JobStatus, TraceStatus, base_status, now_iso
 from kerneltracer.tracers.registry import TRACERS
 
 
@@ -212,7 +213,7 @@ def open_run(request: RunRequest, downloads: DownloadObserver | None = None) -> 
     lock.acquire()
     try:
         jobs, failures = resolve_models(
-            jobs, cfg.download, log_dir=run_dir / layout.DOWNLOADS_DIR, observer=downloads
+            jobs, cfg.download, log_dir=layout.RunPaths(run_dir).downloads, observer=downloads
         )
         runnable = [j for j in jobs if j.model.slug not in failures]
         plan = plan_run(run_dir, runnable, force=request.force, verify=request.verify)

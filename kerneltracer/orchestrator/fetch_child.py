@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from kerneltracer.jobs import ENV_ORCHESTRATOR_PID
+from kerneltracer.core.workerenv import ENV_ORCHESTRATOR_PID
 from kerneltracer.jsonio import atomic_write_bytes, read_json
 from kerneltracer.orchestrator.fetch import REQUEST_SUFFIX, FetchRequest, fetch, result_path
 

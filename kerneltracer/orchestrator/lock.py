@@ -12,11 +12,12 @@ import socket
 from pathlib import Path
 from types import TracebackType
 
+from kerneltracer.core.layout import lock_name
 from kerneltracer.errors import RunDirLockedError
 
 
 class RunDirLock:
-    def __init__(self, run_dir: Path, name: str = ".kerneltracer.lock") -> None:
+    def __init__(self, run_dir: Path, name: str = lock_name()) -> None:
         self.path = run_dir / name
         self._fd: int | None = None
 

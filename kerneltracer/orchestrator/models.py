@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kerneltracer.config import DownloadSettings
-from kerneltracer.jobs import JobSpec, ModelRef
+from kerneltracer.core.jobspec import JobSpec, ModelRef
 from kerneltracer.jsonio import atomic_write_json
 from kerneltracer.orchestrator.download import (
     DownloadObserver,

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import orjson
 
-from kerneltracer.core.layout import LOGS_DIR
+from kerneltracer.core.jobspec import JobSpec
+from kerneltracer.core.layout import RunPaths
 from kerneltracer.inputguard import SMALL_FILE, read_input
-from kerneltracer.jobs import JobSpec
 from kerneltracer.orchestrator.environment import python_for
 from kerneltracer.orchestrator.forkserver import ForkedChild, ForkServer, ServerGone
 from kerneltracer.tracers.registry import TRACERS
@@ -87,7 +87,7 @@ class Preloader:
         server = self.servers.get(framework)
         if server is not None:
             return server
-        log_dir = self.run_dir / LOGS_DIR
+        log_dir = RunPaths(self.run_dir).logs
         try:
             log_dir.mkdir(exist_ok=True)
             server = ForkServer.start(

@@ -20,17 +20,9 @@ from pathlib import Path
 from types import FrameType
 
 from kerneltracer.core.identity import EXCLUSIVE_SKIP
+from kerneltracer.core.layout import JOB, JobPaths
 from kerneltracer.core.oserrors import os_error_status, os_error_text, stops_run
-from kerneltracer.core.stop import StopKind, StopReason
-from kerneltracer.jobs import JOB_FILE, PHASE_LOG, WORKER_LOG
-from kerneltracer.jsonio import atomic_write_json, remove_orphaned_temps
-from kerneltracer.orchestrator import environment as envmod
-from kerneltracer.orchestrator.classify import classify_exit, interrupted_phase
-from kerneltracer.orchestrator.events import NullObserver, RunObserver
-from kerneltracer.orchestrator.forkserver import ForkedChild
-from kerneltracer.orchestrator.planner import Chain, PlannedJob, RunPlan
-from kerneltracer.orchestrator.preload import Preloader
-from kerneltracer.status import (
+from kerneltracer.core.status import (
     JobStatus,
     TraceStatus,
     base_status,
@@ -38,6 +30,14 @@ from kerneltracer.status import (
     read_status,
     write_status,
 )
+from kerneltracer.core.stop import StopKind, StopReason
+from kerneltracer.jsonio import atomic_write_json, remove_orphaned_temps
+from kerneltracer.orchestrator import environment as envmod
+from kerneltracer.orchestrator.classify import classify_exit, interrupted_phase
+from kerneltracer.orchestrator.events import NullObserver, RunObserver
+from kerneltracer.orchestrator.forkserver import ForkedChild
+from kerneltracer.orchestrator.planner import Chain, PlannedJob, RunPlan
+from kerneltracer.orchestrator.preload import Preloader
 from kerneltracer.supervisor import WorkerProcess
 
 GiB = 1024**3
@@ -218,7 +218,7 @@ def save_status(job_dir: Path, status: TraceStatus) -> str | None:
 
 
 def _drop_outputs(job_dir: Path) -> None:
-    keep = {JOB_FILE, WORKER_LOG, PHASE_LOG}
+    keep = {JOB.job_file.name, JOB.worker_log.name, JOB.phase_log.name}
     with contextlib.suppress(OSError):
         for entry in os.scandir(job_dir):
             if entry.name in keep:
@@ -326,7 +326,7 @@ def _start(
     job, job_dir = member.job, member.job_dir
     _prepare_dir(job_dir)
     attempt = uuid.uuid4().hex
-    job_file = job_dir / JOB_FILE
+    job_file = JobPaths(job_dir).job_file
     atomic_write_json(job_file, {"attempt": attempt, "job": job.model_dump(mode="json")})
     env = envmod.worker_env(job, job_dir, os.environ, threads, gpu)
     argv = envmod.worker_argv(envmod.python_for(job.framework, options.interpreters), job_file)
@@ -334,13 +334,13 @@ def _start(
     child = None
     if preloader is not None:
         said = len(preloader.notes)
-        child = preloader.spawn(job, job_file, env, job_dir, job_dir / WORKER_LOG)
+        child = preloader.spawn(job, job_file, env, job_dir, JobPaths(job_dir).worker_log)
         for note in preloader.notes[said:]:
             observer.notice(note)
     if child is not None:
         proc = WorkerProcess.watch(child)
     else:
-        proc = WorkerProcess.spawn(argv, env, job_dir, job_dir / WORKER_LOG)
+        proc = WorkerProcess.spawn(argv, env, job_dir, JobPaths(job_dir).worker_log)
     return _Active(member, chain, proc, attempt, now_iso(), gpu)
 
 
@@ -379,11 +379,11 @@ def _seal(act: _Active, rc: int, stop: _Stop) -> TraceStatus:
     reported = read_status(job_dir)
     if reported is not None and reported.attempt != act.attempt:
         reported = None
-    phase = interrupted_phase(job_dir / PHASE_LOG)
+    phase = interrupted_phase(JobPaths(job_dir).phase_log)
     if reported is not None and (act.stop_reason is None or reported.status == JobStatus.OK):
         status = reported
     else:
-        outcome = classify_exit(rc, act.stop_reason, job_dir / WORKER_LOG, phase)
+        outcome = classify_exit(rc, act.stop_reason, JobPaths(job_dir).worker_log, phase)
         status = base_status(
             job, act.attempt, outcome.status, reason=outcome.reason, signal=outcome.signal
         )
@@ -395,9 +395,9 @@ def _seal(act: _Active, rc: int, stop: _Stop) -> TraceStatus:
     status.duration_s = round(time.monotonic() - act.proc.started, 3)
     status.exit_code = rc
     status.tree_peak_rss_bytes = act.proc.peak_rss_bytes or None
-    status.log_path = WORKER_LOG
+    status.log_path = str(JOB.worker_log)
     # Scratch space goes first: on a full disk it is what lets the status be written.
-    shutil.rmtree(job_dir / "tmp", ignore_errors=True)
+    shutil.rmtree(JobPaths(job_dir).tmp, ignore_errors=True)
     shutil.rmtree(envmod.rpc_dir(job_dir), ignore_errors=True)
     # The worker tree is gone: a write it was killed in the middle of will never finish.
     remove_orphaned_temps(job_dir)

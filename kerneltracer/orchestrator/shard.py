@@ -20,8 +20,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from kerneltracer.core.jobspec import JobSpec
 from kerneltracer.errors import UsageError
-from kerneltracer.jobs import JobSpec
 
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 MAX_SHARDS = 100_000

@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kerneltracer.jobs import JOBS_DIR
+from kerneltracer.core.layout import REPORT, RunPaths
 from kerneltracer.jsonio import atomic_write_json, atomic_write_text
 from kerneltracer.report.collect import RunData, collect_run
 from kerneltracer.report.coverage_view import CoverageView, build_coverage_view, unavailable
@@ -23,7 +23,6 @@ from kerneltracer.report.render import (
 )
 from kerneltracer.report.views import page_name
 
-REPORT_DIR = "report"
 MODELS_DIR = "models"
 
 
@@ -43,11 +42,12 @@ class ReportResult:
 
 def build_report(run_dir: Path, out_dir: Path | None = None) -> ReportResult:
     run = collect_run(run_dir)
-    out_dir = out_dir if out_dir is not None else run_dir / REPORT_DIR
+    paths = RunPaths(run_dir)
+    out_dir = out_dir if out_dir is not None else paths.report.dir
     models_dir = out_dir / MODELS_DIR
     models_dir.mkdir(parents=True, exist_ok=True)
     # Links are relative to each page, so the run dir can be copied or served anywhere.
-    jobs_base = _rel_dir(run_dir / JOBS_DIR, out_dir)
+    jobs_base = _rel_dir(paths.jobs, out_dir)
     result = ReportResult(out_dir, out_dir / "index.html", run)
 
     cov = _coverage(run_dir, out_dir, result)
@@ -93,11 +93,11 @@ def _compile_health(run: RunData, run_dir: Path, out_dir: Path, result: ReportRe
     try:
         fleet = run_health(run_dir)
         if fleet.jobs:
-            result.data_files += write_fleet(fleet, out_dir / "compile_health")[:-1]
+            result.data_files += write_fleet(fleet, out_dir / REPORT.compile_health)[:-1]
     except Exception as exc:  # one broken input must not cost the whole report
         result.warnings.append(f"compile health could not be built: {type(exc).__name__}: {exc}")
         fleet = FleetHealth(str(run_dir), problems=[str(exc)])
-    body = render_body(fleet, data_prefix="compile_health/")
+    body = render_body(fleet, data_prefix=f"{REPORT.compile_health}/")
     _write(result, out_dir / "compile_health.html", render_compile_health(run, body))
 
 

@@ -26,7 +26,7 @@ from kerneltracer.core.analysis_record import (
 )
 from kerneltracer.core.artefacts import ArtefactKind, output_kind
 from kerneltracer.core.identity import Variant, collapsed_alternatives, variant_of
-from kerneltracer.core.layout import JOB_FILE, PHASE_LOG, STATUS_FILE, WORKER_LOG
+from kerneltracer.core.layout import JOB
 from kerneltracer.core.manifest import RunManifest
 from kerneltracer.core.rundir import PENDING, UNREADABLE, JobRecord, RunDir
 from kerneltracer.core.status import FAILURE_STATUSES, TraceStatus
@@ -311,7 +311,7 @@ def _job_from_status(st: TraceStatus, job_dir: Path, stub: Job) -> Job:
 
 
 def _extras(job_dir: Path) -> tuple[str, ...]:
-    names = (WORKER_LOG, PHASE_LOG, JOB_FILE, STATUS_FILE)
+    names = (p.name for p in JOB.bookkeeping)
     return tuple(n for n in names if os.path.isfile(job_dir / n))
 
 

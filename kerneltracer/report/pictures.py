@@ -18,6 +18,7 @@ from markupsafe import Markup
 
 from kerneltracer.core.artefacts import ArtefactKind
 from kerneltracer.core.identity import Variant
+from kerneltracer.core.layout import RunPaths
 from kerneltracer.report.charts import (
     Bar,
     Span,
@@ -235,7 +236,7 @@ def compile_phases(run_dir: Path, job: Job) -> dict[str, float]:
     if summary is None or job.status != "ok":
         return {}
     try:
-        doc = orjson.loads((run_dir / "jobs" / job.key / summary.path).read_bytes())
+        doc = orjson.loads((RunPaths(run_dir).job_dir(job.key) / summary.path).read_bytes())
         frames = [f for f in doc.get("frames") or [] if isinstance(f, dict)]
     except (OSError, orjson.JSONDecodeError, AttributeError):
         return {}
@@ -319,7 +320,7 @@ def op_timeline(run_dir: Path, job: Job) -> Markup:
     ref = next((o for o in job.outputs if o.kind == ArtefactKind.CHROME_TRACE), None)
     if ref is None or job.status != "ok" or job.weights == "fake":
         return Markup("")
-    path = run_dir / "jobs" / job.key / ref.path
+    path = RunPaths(run_dir).job_dir(job.key) / ref.path
     try:
         if path.stat().st_size > MAX_TRACE_BYTES:
             return Markup("")

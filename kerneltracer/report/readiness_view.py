@@ -12,11 +12,10 @@ from typing import Any
 import orjson
 from markupsafe import Markup
 
+from kerneltracer.core.layout import REPORT, ReportPaths
 from kerneltracer.corpus.readiness_export import BLOCKERS_CSV, JSON, RANKED_CSV, ReadinessFile
 from kerneltracer.report.charts import Bar, bar_chart
 
-READINESS_DIR = "readiness"
-REPLAY_JSON = "corpus/replay/replay.json"
 FAILURES_SHOWN = 100
 RANKED_CHART = 30
 
@@ -45,16 +44,18 @@ class ReadinessView:
 def build_readiness_view(out_dir: Path, displays: dict[str, str] | None = None) -> ReadinessView:
     """``displays``: model label -> display id (the coverage's), to count distinct models."""
     from kerneltracer.corpus.readiness_export import read_readiness
+    from kerneltracer.corpus.replay_export import JSON as REPLAY_JSON
 
-    replay = _replay(out_dir / REPLAY_JSON)
+    report = ReportPaths(out_dir)
+    replay = _replay(report.replay / REPLAY_JSON)
     try:
-        data = read_readiness(out_dir / READINESS_DIR / JSON)
+        data = read_readiness(report.readiness / JSON)
     except ValueError as exc:
         return ReadinessView(False, str(exc), replay=replay)
     if data is None:
         how = "run `kerneltracer readiness RUN_DIR --support FILE` or `--dispatch-key KEY`"
         return ReadinessView(False, f"no readiness assessment yet: {how}", replay=replay)
-    files = tuple(f"{READINESS_DIR}/{n}" for n in (JSON, RANKED_CSV, BLOCKERS_CSV))
+    files = tuple(str(REPORT.readiness / n) for n in (JSON, RANKED_CSV, BLOCKERS_CSV))
     blocked = {m: bs for m, bs in data.blockers.items() if bs}
     ready = bar_chart(
         [

@@ -17,7 +17,7 @@ import orjson
 
 from kerneltracer.core import layout
 from kerneltracer.core.artefacts import ArtefactKind
-from kerneltracer.core.layout import JOB_FILE, RUN_MANIFEST, STATUS_FILE, WORKER_LOG
+from kerneltracer.core.layout import JobPaths, RunPaths
 from kerneltracer.tracers.synthetic import SIX_TRACERS as STAND_INS
 from kerneltracer.tracers.synthetic import SyntheticTracer
 
@@ -67,7 +67,7 @@ def make_synthetic_run(
         "wall_s": 21600.0,
         "jobs": planned,
     }
-    (run_dir / RUN_MANIFEST).write_bytes(orjson.dumps(manifest))
+    RunPaths(run_dir).manifest().write_bytes(orjson.dumps(manifest))
     return [job["key"] for job in planned]
 
 
@@ -83,17 +83,17 @@ def _write_job(
     job_dir: Path, i: int, tracer: SyntheticTracer, n_models: int, extra_ops: int
 ) -> None:
     job_dir.mkdir(parents=True, exist_ok=True)
-    (job_dir / JOB_FILE).write_bytes(orjson.dumps({"key": f"{_slug(i)}/{tracer.name}"}))
+    JobPaths(job_dir).job_file.write_bytes(orjson.dumps({"key": f"{_slug(i)}/{tracer.name}"}))
     if i >= n_models - 2 and tracer.skipped_for is not None:
         return  # still pending: the run was stopped before these started
-    (job_dir / WORKER_LOG).write_text(f"worker for {_display(i)} / {tracer.name}\n")
+    JobPaths(job_dir).worker_log.write_text(f"worker for {_display(i)} / {tracer.name}\n")
     if i == n_models - 3 and tracer.truncated_status:
-        (job_dir / STATUS_FILE).write_bytes(b'{"schema_version": 1, "status": "o')  # truncated
+        JobPaths(job_dir).status.write_bytes(b'{"schema_version": 1, "status": "o')  # truncated
         return
     status, reason = _status_of(i, tracer)
     outputs = _write_outputs(job_dir, i, tracer.writes, extra_ops) if status == "ok" else []
     status_data = _status(i, tracer.name, status, reason, outputs)
-    (job_dir / STATUS_FILE).write_bytes(orjson.dumps(status_data))
+    JobPaths(job_dir).status.write_bytes(orjson.dumps(status_data))
 
 
 def _status_of(i: int, tracer: SyntheticTracer) -> tuple[str, str | None]:

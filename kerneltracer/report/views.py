@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from kerneltracer.core.identity import Variant
+from kerneltracer.core.status import FAILURE_STATUSES
 from kerneltracer.report.collect import PENDING, PHASES, UNREADABLE, Job, ModelRow
-from kerneltracer.status import FAILURE_STATUSES
 
 # Sorting a tracer column ascending puts the jobs that need attention first.
 STATUS_RANK = {

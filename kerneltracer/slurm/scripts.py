@@ -16,12 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kerneltracer.config import SlurmSettings
-from kerneltracer.core.layout import SLURM_DIR
+from kerneltracer.core.layout import RunPaths
 from kerneltracer.errors import UsageError
 
-LOGS_DIR = "logs"
-DOWNLOAD_SCRIPT = "download.sbatch"
-ARRAY_SCRIPT = "array.sbatch"
 # Python start, model load and status writing on top of each job's own timeout.
 TASK_OVERHEAD_S = 300
 _TIME = re.compile(r"^(\d+-)?\d+(:\d{1,2}){0,2}$|^\d+-\d+$")
@@ -41,12 +38,12 @@ class ScriptSpec:
     kill_grace_s: float = 5.0
 
     @property
-    def slurm_dir(self) -> Path:
-        return self.run_dir / SLURM_DIR
+    def paths(self) -> RunPaths:
+        return RunPaths(self.run_dir)
 
     @property
     def logs_dir(self) -> Path:
-        return self.slurm_dir / LOGS_DIR
+        return self.paths.slurm_logs
 
 
 def format_time(seconds: float) -> str:

@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kerneltracer.core.status import now_iso
 from kerneltracer.slurm import cluster, partition
 from kerneltracer.slurm.reasons import judge, needs_user_check
 from kerneltracer.slurm.submit import (
@@ -24,7 +25,6 @@ from kerneltracer.slurm.submit import (
     shard_jobs,
     write_scripts,
 )
-from kerneltracer.status import now_iso
 
 LIVE_STATES = frozenset(
     {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED"}

@@ -17,13 +17,14 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from kerneltracer.config import RunConfig, load_config
-from kerneltracer.core.jobspec import JobSpec
-from kerneltracer.core.layout import SLURM_DIR
+from kerneltracer.core.jobspec import JobSpec, slugify
+from kerneltracer.core.layout import RunPaths
 from kerneltracer.core.rundir import JobRecord, RunDir
 from kerneltracer.core.state import job_state, to_run
+from kerneltracer.core.status import now_iso
 from kerneltracer.errors import RunDirError, UsageError
-from kerneltracer.jobs import plan_jobs, slugify
 from kerneltracer.jsonio import atomic_write_json, atomic_write_text, read_json
+from kerneltracer.orchestrator.expand import plan_jobs
 from kerneltracer.orchestrator.facade import run_dir_for
 from kerneltracer.orchestrator.models import resolve_cached
 from kerneltracer.orchestrator.shard import MAX_SHARDS, split_jobs
@@ -31,8 +32,6 @@ from kerneltracer.slurm import cluster
 from kerneltracer.slurm.fit import fit
 from kerneltracer.slurm.partition import Partition
 from kerneltracer.slurm.scripts import (
-    ARRAY_SCRIPT,
-    DOWNLOAD_SCRIPT,
     ScriptSpec,
     check_time,
     format_time,
@@ -40,9 +39,7 @@ from kerneltracer.slurm.scripts import (
     render_download,
     task_seconds,
 )
-from kerneltracer.status import now_iso
 
-RECORD_FILE = "submission.json"
 # Looks up a partition's nodes and limits (None: the cluster's default partition).
 PartitionLookup = Callable[[str | None], Partition]
 
@@ -77,11 +74,11 @@ class Prepared:
 
     @property
     def download_path(self) -> Path:
-        return self.spec.slurm_dir / DOWNLOAD_SCRIPT
+        return self.spec.paths.slurm_download_script
 
     @property
     def array_path(self) -> Path:
-        return self.spec.slurm_dir / ARRAY_SCRIPT
+        return self.spec.paths.slurm_array_script
 
     def array_args(self, tasks: list[int], dependency: str | None = None) -> list[str]:
         throttle = f"%{self.max_parallel}" if self.max_parallel else ""
@@ -210,7 +207,7 @@ def submit(prepared: Prepared) -> SubmissionRecord:
 
 
 def record_path(run_dir: Path) -> Path:
-    return run_dir / SLURM_DIR / RECORD_FILE
+    return RunPaths(run_dir).slurm_record
 
 
 def save_record(run_dir: Path, record: SubmissionRecord) -> None:

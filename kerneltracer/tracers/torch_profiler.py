@@ -22,6 +22,7 @@ from kerneltracer.core.artefacts import (
     ArtefactKind,
     ArtefactPatterns,
 )
+from kerneltracer.core.layout import JobPaths
 from kerneltracer.jsonio import atomic_write_bytes
 from kerneltracer.tracers.base import Tracer, TraceResult, TracerOptions
 
@@ -101,7 +102,7 @@ class TorchProfilerTracer(Tracer["HFContext"]):
     def write(self, ctx: HFContext, traced: Any, job_dir: Path) -> TraceResult:
         opts = self.options
         assert isinstance(opts, ProfilerOptions)
-        raw = job_dir / "tmp" / "trace.json"
+        raw = JobPaths(job_dir).tmp / "trace.json"
         raw.parent.mkdir(parents=True, exist_ok=True)
         traced.export_chrome_trace(str(raw))
         tmp_gz = job_dir / f".{TRACE_FILE}.tmp"

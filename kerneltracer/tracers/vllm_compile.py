@@ -23,6 +23,7 @@ from kerneltracer.core.artefacts import (
     ArtefactKind,
     ArtefactPatterns,
 )
+from kerneltracer.core.layout import JobPaths
 from kerneltracer.jsonio import atomic_write_json
 from kerneltracer.tracers.base import Tracer, TraceResult, TracerOptions
 from kerneltracer.tracers.vllm_profiler import VllmEngineOptions
@@ -41,7 +42,7 @@ class VllmCompileOptions(VllmEngineOptions):
 
 
 def _cache_root(job_dir: Path) -> Path:
-    return job_dir / "tmp" / "vllm_cache"
+    return JobPaths(job_dir).tmp / "vllm_cache"
 
 
 class VllmCompileTracer(Tracer["VLLMContext"]):

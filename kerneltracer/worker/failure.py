@@ -7,8 +7,8 @@ from pathlib import Path
 
 from kerneltracer.core.oserrors import os_error_status, os_error_text
 from kerneltracer.core.rootcause import exception_line, innermost, location, message
+from kerneltracer.core.status import ErrorInfo, JobStatus
 from kerneltracer.errors import UnsupportedError
-from kerneltracer.status import ErrorInfo, JobStatus
 from kerneltracer.worker.dependencies import missing_dependency
 
 # Allocator failures that surface as RuntimeError rather than MemoryError.

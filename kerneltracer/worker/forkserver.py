@@ -33,7 +33,7 @@ from typing import Any
 
 import orjson
 
-from kerneltracer.jobs import ENV_ORCHESTRATOR_PID
+from kerneltracer.core.workerenv import ENV_ORCHESTRATOR_PID
 from kerneltracer.worker import lifeline
 
 # The server's children get this long after SIGTERM to take their trees down (their own

@@ -15,10 +15,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kerneltracer.errors import UnsupportedError
-from kerneltracer.jobs import ENV_ORCHESTRATOR_PID, PHASE_LOG, JobSpec
-from kerneltracer.jsonio import read_json, remove_orphaned_temps
-from kerneltracer.status import (
+from kerneltracer.core.jobspec import JobSpec
+from kerneltracer.core.layout import JOB, JobPaths
+from kerneltracer.core.status import (
     JobStatus,
     TraceStatus,
     base_status,
@@ -26,6 +25,9 @@ from kerneltracer.status import (
     now_iso,
     write_status,
 )
+from kerneltracer.core.workerenv import ENV_ORCHESTRATOR_PID
+from kerneltracer.errors import UnsupportedError
+from kerneltracer.jsonio import read_json, remove_orphaned_temps
 from kerneltracer.tracers.registry import get_tracer
 from kerneltracer.worker import lifeline
 from kerneltracer.worker.failure import classify_exception
@@ -43,12 +45,12 @@ EXIT_CODES = {JobStatus.OK: 0, JobStatus.FAILED: 1, JobStatus.UNSUPPORTED: 3, Jo
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
-        print("usage: python -m kerneltracer.worker JOB.json", file=sys.stderr)
+        print(f"usage: python -m kerneltracer.worker {JOB.job_file}", file=sys.stderr)
         return 2
     job_file = Path(argv[0]).resolve()
     data = read_json(job_file)
     job, attempt, job_dir = JobSpec.model_validate(data["job"]), data["attempt"], job_file.parent
-    phases = PhaseLog(job_dir / PHASE_LOG, node=job.tracer)
+    phases = PhaseLog(JobPaths(job_dir).phase_log, node=job.tracer)
 
     def last_words(signame: str) -> None:
         where = f" during {phases.current}" if phases.current else ""

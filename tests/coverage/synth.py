@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from kerneltracer.core.layout import job_key
+from kerneltracer.core.status import JobStatus, TraceStatus, describe_output, write_status
 from kerneltracer.jsonio import atomic_write_json
-from kerneltracer.status import JobStatus, TraceStatus, describe_output, write_status
 
 PROFILER_COLUMNS = [
     "name",

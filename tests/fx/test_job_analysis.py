@@ -14,12 +14,12 @@ from torch import fx
 from kerneltracer.analysis.base import AnalysisJob
 from kerneltracer.analysis.fx_redundancy.job import FxRedundancyAnalysis, graph_files
 from kerneltracer.analysis.registry import ANALYSES
+from kerneltracer.core.jobspec import JobSpec, ModelRef
+from kerneltracer.core.status import JobStatus, base_status, describe_output, write_status
 from kerneltracer.fx.graph_table import to_table
 from kerneltracer.fx.models import ImpureRepeats, RedundantModel
 from kerneltracer.fx.passes.redundant_ops import RedundantOpElimination, analyze
-from kerneltracer.jobs import JobSpec, ModelRef
 from kerneltracer.jsonio import atomic_write_json, atomic_write_text, read_json
-from kerneltracer.status import JobStatus, base_status, describe_output, write_status
 
 
 def write_graphs(graph_dir: Path) -> list[str]:

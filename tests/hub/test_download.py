@@ -11,7 +11,7 @@ import psutil
 import pytest
 
 from kerneltracer.config import DownloadSettings
-from kerneltracer.jobs import ModelRef, slugify
+from kerneltracer.core.jobspec import ModelRef, slugify
 from kerneltracer.orchestrator.download import (
     DownloadProgress,
     ModelDownload,

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from kerneltracer.analysis.base import AnalysisJob
-from kerneltracer.analysis.records.job import PHASE_LOG, RecordsAnalysis
+from kerneltracer.analysis.records.job import RecordsAnalysis
 from kerneltracer.analysis.registry import ANALYSES
+from kerneltracer.core.layout import JobPaths
 
 T0 = 1763790000123456789
 OK_PHASES = f"""\
@@ -32,9 +33,9 @@ CRASHED_PHASES = "\n".join(OK_PHASES.splitlines()[:5]) + "\n"
 def _job(tmp_path: Path, phases: str | None, status: str = "ok") -> AnalysisJob:
     job_dir = tmp_path / "jobs" / "tiny-llama" / "torch_dispatch"
     job_dir.mkdir(parents=True)
-    (job_dir / "worker.log").write_text("loading model\n")
+    JobPaths(job_dir).worker_log.write_text("loading model\n")
     if phases is not None:
-        (job_dir / PHASE_LOG).write_text(phases)
+        JobPaths(job_dir).phase_log.write_text(phases)
     return AnalysisJob(job_dir, "torch_dispatch", "tiny-llama", status, ("ops.jsonl",))
 
 
@@ -47,11 +48,8 @@ def _tree(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
 
-def test_registered_and_matches_the_worker_constant() -> None:
-    from kerneltracer.jobs import PHASE_LOG as WORKER_PHASE_LOG
-
+def test_registered() -> None:
     assert ANALYSES["records"] is RecordsAnalysis
-    assert PHASE_LOG == WORKER_PHASE_LOG
 
 
 @pytest.mark.parametrize("status", ["ok", "failed", "timeout", "crashed", "oom", "interrupted"])
@@ -110,7 +108,7 @@ def test_empty_phase_log_writes_nothing(tmp_path: Path) -> None:
 
 def test_kerneltracer_analyze_runs_records_on_a_run_dir(tmp_path: Path) -> None:
     """End to end: `kerneltracer analyze RUN_DIR` on a failed job with a phase log."""
-    from kerneltracer.status import JobStatus, TraceStatus, write_status
+    from kerneltracer.core.status import JobStatus, TraceStatus, write_status
 
     job = _job(tmp_path, CRASHED_PHASES, status="failed")
     status = TraceStatus.model_validate({
@@ -134,7 +132,7 @@ def test_phase_log_written_by_the_worker_phase_logger(tmp_path: Path) -> None:
     from kerneltracer.worker.phases import PhaseLog
 
     job = _job(tmp_path, None, status="failed")
-    phases = PhaseLog(job.job_dir / PHASE_LOG, node="torch_dispatch")
+    phases = PhaseLog(JobPaths(job.job_dir).phase_log, node="torch_dispatch")
     with phases.phase("load"):
         pass
     with pytest.raises(RuntimeError), phases.phase("trace"), phases.phase("warmup"):

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 import yaml
 
+from kerneltracer.core.status import now_iso
 from kerneltracer.slurm import submit as sub
 from kerneltracer.slurm.submit import ArraySubmission, SubmissionRecord, save_record
-from kerneltracer.status import now_iso
 from tests.helpers import kt, make_faulty_model, status_of, wait_until, write_config
 
 pytestmark = pytest.mark.timeout(240)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from kerneltracer.status import read_status
+from kerneltracer.core.status import read_status
 from tests.helpers import kt, make_faulty_model, status_of, wait_until, write_config
 
 pytestmark = pytest.mark.timeout(240)

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from kerneltracer.config import RunConfig
+from kerneltracer.core.jobspec import JobSpec
 from kerneltracer.errors import RunDirLockedError, UsageError
-from kerneltracer.jobs import JobSpec, plan_jobs
+from kerneltracer.orchestrator.expand import plan_jobs
 from kerneltracer.orchestrator.facade import lock_name, manifest_name
 from kerneltracer.orchestrator.lock import RunDirLock
 from kerneltracer.orchestrator.shard import Shard, parse_shard, select_shard, split_jobs

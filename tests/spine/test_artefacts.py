@@ -9,7 +9,7 @@ import pytest
 from kerneltracer.analysis.base import AnalysisJob
 from kerneltracer.core.artefacts import ArtefactKind as K
 from kerneltracer.core.artefacts import kind_from_name, output_kinds
-from kerneltracer.status import OutputFile
+from kerneltracer.core.status import OutputFile
 from kerneltracer.tracers.registry import TRACERS
 
 # Output paths as each tracer really writes them (see its write()).

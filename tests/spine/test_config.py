@@ -8,7 +8,7 @@ import pytest
 
 from kerneltracer.config import load_config, planned_tracers
 from kerneltracer.errors import ConfigError
-from kerneltracer.jobs import plan_jobs
+from kerneltracer.orchestrator.expand import plan_jobs
 from kerneltracer.tracers.registry import TRACERS, tracers_for
 from tests.helpers import kt
 

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from kerneltracer.config import load_config
+from kerneltracer.core.jobspec import JobSpec
 from kerneltracer.errors import UnsupportedError
-from kerneltracer.jobs import JobSpec, plan_jobs
+from kerneltracer.orchestrator.expand import plan_jobs
 from kerneltracer.tracers.registry import FRAMEWORKS, TRACERS
 from kerneltracer.worker.frameworks.huggingface import HFContext
 from kerneltracer.worker.frameworks.registry import LOADERS, get_loader, version_modules

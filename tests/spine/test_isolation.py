@@ -34,6 +34,19 @@ print(",".join(bad))
     assert out.stdout.strip() == ""
 
 
+def test_the_worker_entry_point_loads_no_config_nor_planning() -> None:
+    """A worker reads JOB.json, never the YAML config: importing config (and yaml with it),
+    the orchestrator or the CLI would cost every worker start and tie the layers again."""
+    code = "import sys, kerneltracer.worker.__main__\nprint('\\n'.join(sorted(sys.modules)))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = set(proc.stdout.split())
+    assert {"kerneltracer.worker.main", "kerneltracer.core.jobspec"} <= loaded  # it ran
+    unwanted = {"yaml", "kerneltracer.config"}
+    assert not unwanted & loaded, sorted(unwanted & loaded)
+    layers = ("kerneltracer.orchestrator", "kerneltracer.cli", "kerneltracer.analysis")
+    assert sorted(m for m in loaded if m.startswith(layers)) == []
+
+
 def test_tiny_models_load_offline(
     tiny_models: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -61,7 +74,7 @@ def test_exclusive_group_runs_alternatives_until_one_succeeds(
     tmp_path: Path, tiny_models: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from kerneltracer.config import load_config
-    from kerneltracer.jobs import plan_jobs
+    from kerneltracer.orchestrator.expand import plan_jobs
     from kerneltracer.orchestrator.models import resolve_models
     from kerneltracer.orchestrator.planner import plan_run
     from kerneltracer.orchestrator.runner import RunOptions, execute

@@ -11,11 +11,9 @@ from pathlib import Path
 import pytest
 
 from kerneltracer.config import load_config
+from kerneltracer.core.jobspec import JobSpec
 from kerneltracer.core.rootcause import last_exception_line
-from kerneltracer.jobs import JobSpec, plan_jobs
-from kerneltracer.orchestrator.classify import classify_exit, fault_frame
-from kerneltracer.orchestrator.planner import plan_run
-from kerneltracer.status import (
+from kerneltracer.core.status import (
     JobStatus,
     base_status,
     describe_output,
@@ -23,6 +21,10 @@ from kerneltracer.status import (
     read_status,
     write_status,
 )
+from kerneltracer.core.stop import StopKind, StopReason
+from kerneltracer.orchestrator.classify import classify_exit, fault_frame
+from kerneltracer.orchestrator.expand import plan_jobs
+from kerneltracer.orchestrator.planner import plan_run
 from kerneltracer.worker.failure import classify_exception
 
 
@@ -115,13 +117,16 @@ def test_classify_exit_cases(tmp_path: Path) -> None:
     assert classify_exit(-signal.SIGSEGV, None, log, None).status == JobStatus.CRASHED
     killed = classify_exit(-signal.SIGKILL, None, log, "load")
     assert killed.status == JobStatus.OOM and "OOM killer" in killed.reason
-    timeout = classify_exit(-signal.SIGTERM, "timeout: no result after 5 s", log, "trace")
+    stop = StopReason(StopKind.TIMEOUT, "no result after 5 s")
+    timeout = classify_exit(-signal.SIGTERM, stop, log, "trace")
     assert (timeout.status, timeout.reason) == (
         JobStatus.TIMEOUT,
         "no result after 5 s during trace",
     )
-    assert classify_exit(-15, "interrupt: got SIGINT", log, None).status == JobStatus.INTERRUPTED
-    assert classify_exit(-9, "memory: too big", log, None).status == JobStatus.OOM
+    interrupt = StopReason(StopKind.INTERRUPT, "got SIGINT")
+    assert classify_exit(-15, interrupt, log, None).status == JobStatus.INTERRUPTED
+    too_big = StopReason(StopKind.MEMORY, "too big")
+    assert classify_exit(-9, too_big, log, None).status == JobStatus.OOM
     assert last_exception_line([]) is None
 
 

@@ -11,14 +11,14 @@ import pytest
 
 from kerneltracer.config import check_semantics, load_config
 from kerneltracer.errors import KernelTracerError
-from kerneltracer.jobs import plan_jobs
+from kerneltracer.orchestrator.expand import plan_jobs
 from kerneltracer.tracers.base import Tracer, TraceResult
 from kerneltracer.tracers.registry import BUILTIN, TRACERS, TracerEntry, TracerRegistry
 
 _PROBE = """
 import sys
 from pathlib import Path
-import kerneltracer.config, kerneltracer.jobs
+import kerneltracer.config, kerneltracer.orchestrator.expand
 kerneltracer.config.load_config(Path(sys.argv[1]))
 heavy = ("torch", "transformers", "vllm")
 names = {e.name for e in __import__("kerneltracer.tracers.registry").tracers.registry.BUILTIN}

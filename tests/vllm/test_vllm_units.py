@@ -13,8 +13,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from kerneltracer.core.status import ErrorInfo, JobStatus
 from kerneltracer.errors import UnsupportedError
-from kerneltracer.status import ErrorInfo, JobStatus
 from kerneltracer.tracers import _op_table
 from kerneltracer.tracers.vllm_profiler import VllmProfilerOptions, profiler_setup
 from kerneltracer.worker import shm

@@ -30,7 +30,7 @@ from kerneltracer.analysis.compile_health.health import (
 from kerneltracer.analysis.compile_health.records import PHASES
 from kerneltracer.analysis.compile_health.sources import LogHealth, SourceProblem, read_sources
 from kerneltracer.core.artefacts import TORCH_TRACE_DIR, ArtefactKind, kind_from_name
-from kerneltracer.core.layout import JOB_FILE
+from kerneltracer.core.layout import JobPaths
 
 TOP_N = 20
 
@@ -213,7 +213,7 @@ def _read_all(logs: list[Path]) -> tuple[list[LogHealth], list[SourceProblem]]:
 def _options(job_dir: Path) -> dict[str, Any]:
     """The tracer options the job ran with (its JOB.json), for the table and the diff."""
     try:
-        spec = orjson.loads((job_dir / JOB_FILE).read_bytes())
+        spec = orjson.loads(JobPaths(job_dir).job_file.read_bytes())
     except (OSError, orjson.JSONDecodeError):
         return {}
     job = spec.get("job") if isinstance(spec, dict) else None

@@ -17,7 +17,7 @@ from kerneltracer.analysis.base import AnalysisJob, JobAnalysis
 from kerneltracer.analysis.records.analyser import Analysis, analyse
 from kerneltracer.analysis.records.files import atomic_text_writer
 from kerneltracer.analysis.records.reporters import run_reporters
-from kerneltracer.jobs import PHASE_LOG
+from kerneltracer.core.layout import JOB, JobPaths
 
 PREFIX = "phases"
 
@@ -25,13 +25,13 @@ PREFIX = "phases"
 class RecordsAnalysis(JobAnalysis):
     name = "records"
     version = "1"
-    description = "worker phase timing (load/warmup/trace/write) from phases.log"
+    description = f"worker phase timing (load/warmup/trace/write) from {JOB.phase_log}"
 
     def applies(self, job: AnalysisJob) -> bool:
-        return (job.job_dir / PHASE_LOG).is_file()
+        return JobPaths(job.job_dir).phase_log.is_file()
 
     def run(self, job: AnalysisJob, out_dir: Path) -> list[Path]:
-        analysis = analyse(job.job_dir / PHASE_LOG)
+        analysis = analyse(JobPaths(job.job_dir).phase_log)
         written = run_reporters(analysis.pds, out_dir / PREFIX)
         if analysis.bad_count:
             written.append(write_bad_lines(analysis, out_dir / f"{PREFIX}_bad_lines.csv"))

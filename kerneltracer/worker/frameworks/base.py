@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
-    from kerneltracer.jobs import JobSpec
-    from kerneltracer.status import ErrorInfo, JobStatus
+    from kerneltracer.core.jobspec import JobSpec
+    from kerneltracer.core.status import ErrorInfo, JobStatus
 
 
 @dataclass

@@ -10,8 +10,9 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from kerneltracer.core.jobspec import JobSpec
+from kerneltracer.core.workerenv import ENV_GPU_SLOT
 from kerneltracer.errors import UnsupportedError
-from kerneltracer.jobs import ENV_GPU_SLOT, JobSpec
 from kerneltracer.worker.frameworks.base import FrameworkLoader
 from kerneltracer.worker.frameworks.huggingface.context import HFContext
 

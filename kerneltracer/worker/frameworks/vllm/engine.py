@@ -17,8 +17,8 @@ from typing import Any
 
 import psutil
 
+from kerneltracer.core.jobspec import JobSpec
 from kerneltracer.errors import KernelTracerError, UnsupportedError
-from kerneltracer.jobs import JobSpec
 from kerneltracer.orchestrator.snapshot import model_files_problems
 from kerneltracer.worker import lifeline, shm
 from kerneltracer.worker.frameworks.vllm.context import EngineSettings, VLLMContext

@@ -6,7 +6,7 @@ import os
 import re
 
 from kerneltracer.core.rootcause import is_exception_line
-from kerneltracer.status import ErrorInfo, JobStatus
+from kerneltracer.core.status import ErrorInfo, JobStatus
 from kerneltracer.worker.failure import ALLOCATOR_ERROR
 
 # A line vLLM's child processes print: "(EngineCore pid=12) ERROR 11-22 07:49:32 [core.py:1510] msg"

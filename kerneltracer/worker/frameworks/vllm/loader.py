@@ -6,9 +6,10 @@ import os
 from pathlib import Path
 from typing import ClassVar
 
+from kerneltracer.core.jobspec import JobSpec
+from kerneltracer.core.layout import JobPaths
+from kerneltracer.core.status import ErrorInfo, JobStatus
 from kerneltracer.errors import UnsupportedError
-from kerneltracer.jobs import WORKER_LOG, JobSpec
-from kerneltracer.status import ErrorInfo, JobStatus
 from kerneltracer.worker.frameworks.base import FrameworkLoader
 from kerneltracer.worker.frameworks.vllm.context import EngineTracer, VLLMContext
 
@@ -42,7 +43,7 @@ class VLLMLoader(FrameworkLoader):
     ) -> tuple[JobStatus, ErrorInfo]:
         from kerneltracer.worker.frameworks.vllm.failure import with_engine_cause
 
-        return with_engine_cause(status, error, _log_tail(job_dir / WORKER_LOG))
+        return with_engine_cause(status, error, _log_tail(JobPaths(job_dir).worker_log))
 
 
 def _log_tail(path: Path) -> str:

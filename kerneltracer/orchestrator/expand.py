@@ -1,7 +1,7 @@
-"""How a config expands into jobs (:class:`~kerneltracer.core.jobspec.JobSpec`).
+"""How a validated config expands into jobs (:class:`~kerneltracer.core.jobspec.JobSpec`).
 
-The spec and the run-dir names live in :mod:`kerneltracer.core`; they are re-exported here
-for the modules that import them from this one.
+Planning needs the config and the tracer registry; the spec it produces lives in
+:mod:`kerneltracer.core`, so the worker reads ``JOB.json`` without loading either.
 """
 
 from __future__ import annotations
@@ -10,35 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from kerneltracer.config import RunConfig, planned_models
-from kerneltracer.core.jobspec import JobSpec, ModelRef, slugify
-from kerneltracer.core.layout import (
-    JOB_FILE,
-    JOBS_DIR,
-    PHASE_LOG,
-    STATUS_FILE,
-    WORKER_LOG,
-)
+from kerneltracer.core.jobspec import JobSpec, ModelRef
 from kerneltracer.errors import ConfigError
 from kerneltracer.jsonio import stable_hash
 from kerneltracer.tracers.registry import TRACERS, TracerRegistry
-
-__all__ = [
-    "ENV_GPU_SLOT",
-    "ENV_ORCHESTRATOR_PID",
-    "JOBS_DIR",
-    "JOB_FILE",
-    "PHASE_LOG",
-    "STATUS_FILE",
-    "WORKER_LOG",
-    "JobSpec",
-    "ModelRef",
-    "plan_jobs",
-    "slugify",
-]
-
-# Environment the orchestrator sets for every worker (the rest of the contract is JOB.json).
-ENV_ORCHESTRATOR_PID = "KT_ORCHESTRATOR_PID"
-ENV_GPU_SLOT = "KT_GPU_SLOT"
 
 
 def plan_jobs(cfg: RunConfig, base_dir: Path, registry: TracerRegistry = TRACERS) -> list[JobSpec]:
