@@ -15,11 +15,12 @@ from kerneltracer.analysis.base import AnalysisJob
 from kerneltracer.analysis.registry import ANALYSES
 from kerneltracer.fx.graph_table import to_table
 from kerneltracer.fx.job_analysis import FxRedundancyAnalysis, graph_files
-from kerneltracer.fx.models import ImpureRepeats, RedundantModel
+from kerneltracer.fx.models import RedundantModel
 from kerneltracer.fx.passes.redundant_ops import RedundantOpElimination, analyze
 from kerneltracer.jobs import JobSpec, ModelRef
 from kerneltracer.jsonio import atomic_write_json, atomic_write_text, read_json
 from kerneltracer.status import JobStatus, base_status, describe_output, write_status
+from tests.support.fx_models import ImpureRepeats
 
 
 def write_graphs(graph_dir: Path) -> list[str]:
