@@ -54,10 +54,6 @@ class RunDirError(KernelTracerError):
     """A run dir that does not exist or does not look like one."""
 
 
-class StatusFileError(KernelTracerError):
-    """A ``_TRACE_STATUS.json`` that is missing, truncated or of another schema."""
-
-
 class TracerError(KernelTracerError):
     """A tracer failed inside the worker; carries the worker log path when known."""
 
