@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from kerneltracer.cli.options import input_limit_options, split_values
-from kerneltracer.errors import KernelTracerError
+from kerneltracer.errors import ParseFailuresError
 
 
 class _LogsGroup(click.Group):
@@ -45,10 +45,6 @@ _strict_opt = click.option(
 _out_opt = click.option(
     "-o", "--out", "out", type=click.Path(path_type=Path), required=True, help="Output directory."
 )
-
-
-class ParseFailuresError(KernelTracerError):
-    """--strict and some lines failed."""
 
 
 def _report_stats(stats: Any, strict: bool) -> None:

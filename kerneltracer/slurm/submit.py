@@ -21,7 +21,7 @@ from kerneltracer.core.jobspec import JobSpec
 from kerneltracer.core.layout import SLURM_DIR
 from kerneltracer.core.rundir import JobRecord, RunDir
 from kerneltracer.core.state import job_state, to_run
-from kerneltracer.errors import RunDirError, UsageError
+from kerneltracer.errors import RunDirError, SlurmError, UsageError
 from kerneltracer.jobs import plan_jobs, slugify
 from kerneltracer.jsonio import atomic_write_json, atomic_write_text, read_json
 from kerneltracer.orchestrator.facade import run_dir_for
@@ -188,7 +188,7 @@ def write_scripts(prepared: Prepared) -> None:
 def submit(prepared: Prepared) -> SubmissionRecord:
     """The download job, then the array depending on it; the record is saved in the run dir."""
     if shutil.which("sbatch") is None:
-        raise cluster.SlurmError("`sbatch` not found: is Slurm installed and on PATH?")
+        raise SlurmError("`sbatch` not found: is Slurm installed and on PATH?")
     write_scripts(prepared)
     spec = prepared.spec
     download = cluster.sbatch(prepared.download_path)

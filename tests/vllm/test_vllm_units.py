@@ -13,13 +13,12 @@ from pathlib import Path
 import psutil
 import pytest
 
-from kerneltracer.errors import UnsupportedError
+from kerneltracer.errors import ModelFilesError, UnsupportedError
 from kerneltracer.status import ErrorInfo, JobStatus
 from kerneltracer.tracers import _op_table
 from kerneltracer.tracers.vllm_profiler import VllmProfilerOptions, profiler_setup
 from kerneltracer.worker import shm
 from kerneltracer.worker.frameworks.vllm.engine import (
-    ModelFilesError,
     architecture_refusal,
     engine_length,
     model_length_limit,

@@ -17,7 +17,7 @@ from typing import Any
 
 import psutil
 
-from kerneltracer.errors import KernelTracerError, UnsupportedError
+from kerneltracer.errors import ModelFilesError, UnsupportedError
 from kerneltracer.jobs import JobSpec
 from kerneltracer.orchestrator.snapshot import model_files_problems
 from kerneltracer.worker import lifeline, shm
@@ -25,10 +25,6 @@ from kerneltracer.worker.frameworks.vllm.context import EngineSettings, VLLMCont
 from kerneltracer.worker.frameworks.vllm.loader import VLLMLoader
 
 CHILD_GRACE_S = 3.0
-
-
-class ModelFilesError(KernelTracerError):
-    """The model dir cannot be loaded: missing config, missing or truncated weights."""
 
 
 def installed_version() -> str | None:
