@@ -6,19 +6,15 @@ from pathlib import Path
 
 import click
 
+from kerneltracer.cli.options import out_option
+
 DEFAULT_SUBDIR = "report/compile_health"
 TOP_SHOWN = 5
 
 
 @click.command("compile-health")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True))
-@click.option(
-    "-o",
-    "--out",
-    "out_dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    help=f"Output directory (default: RUN_DIR/{DEFAULT_SUBDIR}/; required for logs).",
-)
+@out_option(f"Output directory (default: RUN_DIR/{DEFAULT_SUBDIR}/; required for logs).")
 def compile_health(inputs: tuple[Path, ...], out_dir: Path | None) -> None:
     """Compile health per job and for the fleet: pass/fail (fail type, reason), graphs,
     graph breaks by registry id and user frame, recompiles and their reasons, guards,

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from kerneltracer.cli.options import input_limit_options, split_values
+from kerneltracer.cli.options import input_limit_options, out_option, split_values, strict_option
 from kerneltracer.errors import ParseFailuresError
 
 
@@ -39,12 +39,8 @@ _export_opt = click.option(
 _overwrite_opt = click.option(
     "--overwrite", is_flag=True, help="Replace OUT if it exists and is not empty."
 )
-_strict_opt = click.option(
-    "--strict", is_flag=True, help="Exit non-zero if any log line failed to parse."
-)
-_out_opt = click.option(
-    "-o", "--out", "out", type=click.Path(path_type=Path), required=True, help="Output directory."
-)
+_strict_opt = strict_option("Exit non-zero if any log line failed to parse.")
+_out_opt = out_option("Output directory.", required=True, dest="out")
 
 
 def _report_stats(stats: Any, strict: bool) -> None:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kerneltracer.cli.options import device_options, echo_problems
+from kerneltracer.cli.options import device_options, echo_problems, out_option
 
 if TYPE_CHECKING:
     from kerneltracer.corpus.model import Signature
@@ -34,13 +34,7 @@ RANKED_SHOWN = 20
     help="A `kerneltracer replay` output, to weight ops by replayed time "
     "(default: time estimated from shapes on --device).",
 )
-@click.option(
-    "-o",
-    "--out",
-    "out_dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Output directory (default: RUN_DIR/report/readiness/, which the run report shows).",
-)
+@out_option("Output directory (default: RUN_DIR/report/readiness/, which the run report shows).")
 @device_options
 def readiness(
     run_dir: Path,
