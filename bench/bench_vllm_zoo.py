@@ -7,7 +7,7 @@ Llama's tokenizer files beside it. The work dir is kept (``--work``), so a rerun
 what is missing.
 
 Usage: python bench/bench_vllm_zoo.py [--python .venv-vllm/bin/python] [--only a,b]
-                                      [--work DIR] [--jobs 1] [--no-tokenizer-only]
+                                      [--work DIR] [--jobs 1] [--variant both|bare|tokenizer]
 Results are printed and written to bench/out/vllm_zoo.json.
 """
 
@@ -32,13 +32,15 @@ DECODER_FAMILIES = {"decoder", "moe", "state-space", "hybrid", "recurrent"}
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 
 
-def prepare(work: Path, names: list[str], with_tokenizer: bool) -> list[dict[str, Any]]:
+def prepare(work: Path, names: list[str], variant: str) -> list[dict[str, Any]]:
     from kerneltracer.worker.frameworks.huggingface.tiny import build_tiny_models
     from kerneltracer.worker.frameworks.huggingface.zoo import build_zoo
 
     build_zoo(work / "zoo", names)
-    models: list[dict[str, Any]] = [{"path": str(work / "zoo" / n)} for n in names]
-    if not with_tokenizer:
+    models: list[dict[str, Any]] = []
+    if variant in ("both", "bare"):
+        models += [{"path": str(work / "zoo" / n)} for n in names]
+    if variant == "bare":
         return models
     tiny = {name: path for name, (path, _) in build_tiny_models(work / "tiny").items()}
     for name in names:
@@ -58,7 +60,10 @@ def main() -> None:
     parser.add_argument("--only", default="")
     parser.add_argument("--work", default=str(REPO / "bench" / "out" / "vllm-zoo-work"))
     parser.add_argument("--jobs", type=int, default=1)
-    parser.add_argument("--no-tokenizer-only", action="store_true")
+    parser.add_argument(
+        "--variant", choices=("both", "bare", "tokenizer"), default="both",
+        help="bare: as the zoo builds them; tokenizer: with the tiny Llama's tokenizer files",
+    )
     args = parser.parse_args()
     from kerneltracer.worker.frameworks.huggingface.zoo import ZOO
 
@@ -66,7 +71,7 @@ def main() -> None:
         e.name for e in ZOO if e.family in DECODER_FAMILIES
     ]
     work = Path(args.work)
-    models = prepare(work, names, not args.no_tokenizer_only)
+    models = prepare(work, names, args.variant)
     cfg = work / "vllm-zoo.yaml"
     cfg.write_text(yaml.safe_dump({
         "output_dir": str(work / "run"),

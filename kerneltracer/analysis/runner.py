@@ -1,11 +1,12 @@
 """Run every applicable per-job analysis over a run dir, skipping unchanged ones.
 
-Each analysis writes into ``JOB_DIR/analysis/<name>/`` and a marker ``_ANALYSIS.json``
-recording the analysis version, the job status it read and how it ended; a rerun skips it
-while it is ``done`` and both are unchanged. Every (job, analysis) runs in a worker process
-with a timeout and a memory ceiling (see :mod:`kerneltracer.analysis.isolation`): one that
-raises, runs out of memory, hangs or crashes is recorded ``failed``, ``timeout`` or
-``crashed`` with the reason and its log, and the others go on.
+Each analysis writes into its own folder of the job dir and a record
+(:mod:`kerneltracer.core.analysis_record`) of the analysis version, the job status it read
+and how it ended; a rerun skips it while it is ``done`` and both are unchanged. Every
+(job, analysis) runs in a worker process with a timeout and a memory ceiling (see
+:mod:`kerneltracer.analysis.isolation`): one that raises, runs out of memory, hangs or
+crashes is recorded ``failed``, ``timeout`` or ``crashed`` with the reason and its log,
+and the others go on.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Literal
 
 from kerneltracer.analysis.base import AnalysisJob, JobAnalysis, analysis_job
 from kerneltracer.analysis.isolation import (
@@ -25,22 +26,33 @@ from kerneltracer.analysis.isolation import (
     output_to,
     run_isolated,
 )
-from kerneltracer.core.layout import ANALYSIS_DIR, ANALYSIS_MARKER, STATUS_FILE
+from kerneltracer.core.analysis_record import (
+    AnalysisPaths,
+    AnalysisRecord,
+    AnalysisState,
+    analysis_paths,
+    read_analysis_record,
+    write_analysis_record,
+)
+from kerneltracer.core.layout import STATUS_FILE
 from kerneltracer.core.rundir import RunDir
-from kerneltracer.jsonio import atomic_write_json, read_json, sha256_file
+from kerneltracer.jsonio import sha256_file
 
-MARKER = ANALYSIS_MARKER
-LOG = "_ANALYSIS.log"  # the analysis's stdout/stderr, its traceback or crash dump
-FAILED_STATES = ("failed", "timeout", "crashed")
+# An outcome only: the analysis was not run, so its record is the one already there.
+UNCHANGED: Literal["unchanged"] = "unchanged"
 
 
 @dataclass(frozen=True)
 class AnalysisOutcome:
     job_key: str
     analysis: str
-    state: str  # done, unchanged, failed, timeout, crashed, interrupted
+    state: AnalysisState | Literal["unchanged"]
     detail: str = ""
     log: Path | None = None  # the analysis's log, when it wrote one
+
+    @property
+    def failed(self) -> bool:
+        return self.state != UNCHANGED and AnalysisState(self.state).failed
 
 
 def iter_jobs(run_dir: Path) -> list[tuple[str, AnalysisJob]]:
@@ -94,8 +106,8 @@ class _Task:
     status_sha: str
 
     @property
-    def out_dir(self) -> Path:
-        return self.job.job_dir / ANALYSIS_DIR / self.name
+    def paths(self) -> AnalysisPaths:
+        return analysis_paths(self.job.job_dir, self.name)
 
 
 def _plan(
@@ -113,7 +125,7 @@ def _plan(
             if not analysis.applies(job):
                 continue
             if not force and _unchanged(job, name, analysis, status_sha):
-                emit(AnalysisOutcome(key, name, "unchanged"))
+                emit(AnalysisOutcome(key, name, UNCHANGED))
             else:
                 todo.append(_Task(key, job, name, cls, status_sha))
     return todo
@@ -131,39 +143,47 @@ def _input_bytes(job: AnalysisJob) -> int:
 
 def _execute(task: _Task) -> list[str]:
     """In a worker process: run the analysis into a fresh output dir; the files it wrote."""
-    out_dir = task.out_dir
+    out_dir = task.paths.dir
     if out_dir.exists():
         shutil.rmtree(out_dir)
     out_dir.mkdir(parents=True)
-    with output_to(out_dir / LOG):
+    with output_to(task.paths.log):
         files = task.analysis().run(task.job, out_dir)
     return [_relative_to(out_dir, f) for f in files]
 
 
 def _settle(task: _Task, result: list[str] | Raised | Died, limits: Limits) -> AnalysisOutcome:
-    """In the caller: write the marker of an analysis that ended; its outcome."""
-    out_dir = task.out_dir
-    out_dir.mkdir(parents=True, exist_ok=True)  # a worker may die before making it
-    log = out_dir / LOG
-    marker: dict[str, Any] = _stamp(task.name, task.analysis(), task.status_sha)
+    """In the caller: write the record of an analysis that ended; its outcome."""
     if isinstance(result, list):
-        if log.is_file() and log.stat().st_size == 0:
-            log.unlink()
-        state, detail = "done", f"{len(result)} file(s)"
-        marker["files"] = result
+        detail = f"{len(result)} file(s)"
+        record = _record(task, AnalysisState.DONE, files=result)
     elif isinstance(result, Raised):
-        state, detail = "failed", _failure(result, limits)
-        marker["traceback"] = result.traceback
+        detail = _failure(result, limits)
+        record = _record(task, AnalysisState.FAILED, error=detail, traceback=result.traceback)
     else:
-        state, detail = result.state, result.reason
-    marker["state"] = state
-    if state != "done":
-        marker["error"] = detail
-    has_log = log.is_file()
-    if has_log:
-        marker["log"] = LOG
-    atomic_write_json(out_dir / MARKER, marker)
-    return AnalysisOutcome(task.key, task.name, state, detail, log if has_log else None)
+        detail = result.reason
+        record = _record(task, AnalysisState(result.state), error=detail)
+    written = write_analysis_record(task.paths, record)
+    log = task.paths.log if written.log is not None else None
+    return AnalysisOutcome(task.key, task.name, written.state, detail, log)
+
+
+def _record(
+    task: _Task,
+    state: AnalysisState,
+    files: list[str] | None = None,
+    error: str | None = None,
+    traceback: str | None = None,
+) -> AnalysisRecord:
+    return AnalysisRecord(
+        state=state,
+        analysis=task.name,
+        version=task.analysis.version,
+        status_sha256=task.status_sha,
+        files=files or [],
+        error=error,
+        traceback=traceback,
+    )
 
 
 def _failure(raised: Raised, limits: Limits) -> str:
@@ -183,21 +203,15 @@ def format_bytes(n: int) -> str:
     return f"{value:.3g} TiB"
 
 
-def _stamp(name: str, analysis: JobAnalysis, status_sha: str) -> dict[str, str]:
-    return {"analysis": name, "version": analysis.version, "status_sha256": status_sha}
-
-
 def _unchanged(job: AnalysisJob, name: str, analysis: JobAnalysis, status_sha: str) -> bool:
-    stamp = _stamp(name, analysis, status_sha)
-    try:
-        previous = read_json(job.job_dir / ANALYSIS_DIR / name / MARKER)
-        return {k: previous.get(k) for k in stamp} == stamp and previous.get("state") == "done"
-    except (OSError, ValueError, AttributeError):
-        return False
+    previous = read_analysis_record(analysis_paths(job.job_dir, name))
+    return isinstance(previous, AnalysisRecord) and previous.same_inputs(
+        name, analysis.version, status_sha
+    )
 
 
 def _relative_to(out_dir: Path, written: str | Path) -> str:
-    """A written file as a path inside ``out_dir``, so the marker survives copying the run.
+    """A written file as a path inside ``out_dir``, so the record survives copying the run.
 
     Analyses return paths built on ``out_dir``, which may itself be relative to the cwd.
     """

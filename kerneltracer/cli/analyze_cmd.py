@@ -79,7 +79,7 @@ def analyze(
     from kerneltracer.analysis.isolation import Limits
     from kerneltracer.analysis.plugins import with_plugins
     from kerneltracer.analysis.registry import ANALYSES
-    from kerneltracer.analysis.runner import FAILED_STATES, AnalysisOutcome, analyze_run
+    from kerneltracer.analysis.runner import AnalysisOutcome, analyze_run
     from kerneltracer.core.rundir import RunDir
     from kerneltracer.errors import UsageError, choices
 
@@ -94,7 +94,7 @@ def analyze(
     limits = Limits(timeout_s=timeout_s or None, max_memory_bytes=max_memory or None)
 
     def show(o: AnalysisOutcome) -> None:
-        log = f" (log: {o.log})" if o.log is not None and o.state in FAILED_STATES else ""
+        log = f" (log: {o.log})" if o.log is not None and o.failed else ""
         click.echo(f"{o.state:<9} {o.analysis:<16} {o.job_key}  {o.detail}{log}".rstrip(), err=True)
 
     # Auto: parallel only for inputs big enough to repay each worker's own imports
@@ -111,7 +111,7 @@ def analyze(
         min_parallel_bytes=min_bytes,
         limits=limits,
     )
-    failed = sum(o.state in FAILED_STATES for o in outcomes)
+    failed = sum(o.failed for o in outcomes)
     click.echo(f"{len(outcomes)} analysis run(s), {failed} failed")
     if failed:
         sys.exit(1)

@@ -10,7 +10,7 @@
       report/                       the run report
       jobs/<model slug>/<column>/   one job dir: JOB.json, worker.log, phases.log,
                                     _TRACE_STATUS.json (written last), outputs, tmp/,
-                                    analysis/<name>/ (+ _ANALYSIS.json)
+                                    analysis/<name>/ (names in core.analysis_record)
 
 A job's key is ``<model slug>/<column>`` with column ``<tracer>[.train][.decode|.generate]``.
 """
@@ -26,8 +26,6 @@ STATUS_FILE = "_TRACE_STATUS.json"
 WORKER_LOG = "worker.log"
 PHASE_LOG = "phases.log"
 JOB_TMP_DIR = "tmp"
-ANALYSIS_DIR = "analysis"
-ANALYSIS_MARKER = "_ANALYSIS.json"
 RUN_MANIFEST = "run.json"
 DOWNLOADS_DIR = "downloads"
 SLURM_DIR = "slurm"

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import orjson
 from pydantic import ValidationError
@@ -43,7 +43,7 @@ class StatusProblem(StrEnum):
 
 # What a view shows for a job without a usable status: one word for every command.
 PENDING = "pending"  # no status file: planned and not run yet, or still running
-UNREADABLE = "unreadable"  # a status file exists but cannot be used (problem_text: why)
+UNREADABLE: Final = "unreadable"  # a status file exists but cannot be used (problem_text: why)
 
 _PROBLEM_TEXT = {
     StatusProblem.MISSING: "no status file",
@@ -175,10 +175,6 @@ class JobRecord:
     @property
     def status_path(self) -> Path:
         return self.job_dir / layout.STATUS_FILE
-
-    @property
-    def analysis_dir(self) -> Path:
-        return self.job_dir / layout.ANALYSIS_DIR
 
     def _raw(self, name: str) -> Any:
         return None if self.raw is None else self.raw.get(name)

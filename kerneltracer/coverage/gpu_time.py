@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kerneltracer.analysis.timeline.job import TimelineAnalysis
 from kerneltracer.analysis.timeline.ops_csv import OPS_CSV, read_ops_csv
+from kerneltracer.core.analysis_record import analysis_paths
 from kerneltracer.errors import InputFileError
-
-ANALYSIS_DIR = Path("analysis") / "timeline"
 
 
 def attributed_gpu_time(job_dir: Path) -> dict[str, float] | None:
@@ -21,7 +21,8 @@ def attributed_gpu_time(job_dir: Path) -> dict[str, float] | None:
     attribution with GPU work (no timeline analysis yet, CPU-only traces, unreadable files)."""
     found: dict[str, float] = {}
     gpu_total = 0.0
-    for path in sorted((job_dir / ANALYSIS_DIR).glob(f"*/{OPS_CSV}")):
+    timeline = analysis_paths(job_dir, TimelineAnalysis.name).dir
+    for path in sorted(timeline.glob(f"*/{OPS_CSV}")):
         try:
             rows = read_ops_csv(path)
         except (InputFileError, OSError, ValueError, KeyError):

@@ -8,7 +8,8 @@ orchestrator or at CLI start-up (this ``__init__`` stays empty on purpose).
 * :mod:`.passes` — the ``OptimizationPass`` contract, the registry, ``redundant_ops`` and
   ``recompute``;
 * :mod:`.purity`, :mod:`.nodetable`, :mod:`.cse` — torch-free rules, node-table format and
-  CSE planner shared by the live pass and the print_fx analysis (:mod:`.job_analysis`);
+  CSE planner shared by the live pass and the ``fx_redundancy`` analysis (which uses this
+  package from ``kerneltracer.analysis.fx_redundancy``; nothing here imports analyses);
 * :mod:`.graph_table` — live graph → node table;
 * :mod:`.verify`, :mod:`.measure`, :mod:`.report` — numerical checks, measurements, report;
 * :mod:`.models` — built-in test models (MLP, Mini-ResNet, deep net), the tiny Llama

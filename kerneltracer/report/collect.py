@@ -13,20 +13,20 @@ import socket
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Literal
 
-import orjson
-
+from kerneltracer.core.analysis_record import (
+    AnalysisPaths,
+    AnalysisRecord,
+    AnalysisState,
+    analysis_names,
+    analysis_paths,
+    read_analysis_record,
+    record_files,
+)
 from kerneltracer.core.artefacts import ArtefactKind, output_kind
 from kerneltracer.core.identity import Variant, collapsed_alternatives, variant_of
-from kerneltracer.core.layout import (
-    ANALYSIS_DIR,
-    ANALYSIS_MARKER,
-    JOB_FILE,
-    PHASE_LOG,
-    STATUS_FILE,
-    WORKER_LOG,
-)
+from kerneltracer.core.layout import JOB_FILE, PHASE_LOG, STATUS_FILE, WORKER_LOG
 from kerneltracer.core.manifest import RunManifest
 from kerneltracer.core.rundir import PENDING, UNREADABLE, JobRecord, RunDir
 from kerneltracer.core.status import FAILURE_STATUSES, TraceStatus
@@ -56,10 +56,23 @@ class FileRef:
 
 @dataclass(frozen=True)
 class AnalysisResult:
-    name: str
-    state: str  # done, failed, unreadable
+    paths: AnalysisPaths  # where it lives; its name is the analysis's
+    state: AnalysisState | Literal["unreadable"]  # unreadable: no usable record (error: why)
     error: str | None
     files: tuple[str, ...]  # relative to the analysis dir, existing files only
+
+    @property
+    def name(self) -> str:
+        return self.paths.name
+
+    @property
+    def rel_dir(self) -> str:
+        """Its folder relative to the job dir, for links."""
+        return self.paths.relative.as_posix()
+
+    @property
+    def done(self) -> bool:
+        return self.state is AnalysisState.DONE
 
     @property
     def main_file(self) -> str | None:
@@ -303,48 +316,15 @@ def _extras(job_dir: Path) -> tuple[str, ...]:
 
 
 def _read_analyses(job_dir: Path) -> tuple[AnalysisResult, ...]:
-    root = job_dir / ANALYSIS_DIR
-    if not root.is_dir():
-        return ()
-    results = []
-    for out_dir in sorted(p for p in root.iterdir() if p.is_dir()):
-        results.append(_read_marker(out_dir))
-    return tuple(results)
+    return tuple(_read_analysis(job_dir, name) for name in analysis_names(job_dir))
 
 
-def _read_marker(out_dir: Path) -> AnalysisResult:
-    name = out_dir.name
-    try:
-        marker = orjson.loads((out_dir / ANALYSIS_MARKER).read_bytes())
-        if not isinstance(marker, dict):
-            raise ValueError("not an object")
-    except (OSError, ValueError):
-        # No (valid) marker: interrupted while writing, or not a runner's directory.
-        return AnalysisResult(name, "unreadable", "no valid analysis marker", ())
-    state = str(marker.get("state") or "unknown")
-    error = _str_or_none(marker.get("error"))
-    listed = [f for f in marker.get("files") or [] if isinstance(f, str)]
-    files = {f for f in (_marker_file(out_dir, name, f) for f in listed) if f is not None}
-    return AnalysisResult(name, state, error, tuple(sorted(files)))
-
-
-def _marker_file(out_dir: Path, name: str, listed: str) -> str | None:
-    """A marker's file as a path relative to ``out_dir``, if it exists there.
-
-    Markers hold paths relative to the analysis dir; older ones hold whatever path the
-    analysis returned (absolute, or relative to the analyser's cwd), so the part after
-    ``analysis/<name>/`` is taken when the path as written does not resolve.
-    """
-    parts = PurePosixPath(listed).parts
-    rel: tuple[str, ...] = parts
-    if listed.startswith("/") or not os.path.isfile(out_dir.joinpath(*parts)):
-        for i in range(len(parts) - 1):
-            if parts[i] == ANALYSIS_DIR and parts[i + 1] == name:
-                rel = parts[i + 2 :]
-    candidate = "/".join(rel)
-    if not rel or not _safe_rel(candidate) or not os.path.isfile(out_dir.joinpath(*rel)):
-        return None
-    return candidate
+def _read_analysis(job_dir: Path, name: str) -> AnalysisResult:
+    paths = analysis_paths(job_dir, name)
+    record = read_analysis_record(paths)
+    if not isinstance(record, AnalysisRecord):
+        return AnalysisResult(paths, UNREADABLE, record.reason, ())
+    return AnalysisResult(paths, record.state, record.error, record_files(paths, record))
 
 
 def _safe_rel(path: str) -> bool:
@@ -382,10 +362,6 @@ def _orchestrator_gone(manifest: RunManifest) -> bool:
     except OSError:
         return False
     return False
-
-
-def _str_or_none(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 def _min_str(values: Any) -> str | None:

@@ -18,14 +18,14 @@ from typing import Any
 
 import orjson
 
+from kerneltracer.analysis.timeline.job import TimelineAnalysis
 from kerneltracer.analysis.timeline.ops_csv import OPS_CSV, OPS_JSON, read_ops_csv
 from kerneltracer.errors import InputFileError
 from kerneltracer.inputguard import read_input
-from kerneltracer.jobs import JOBS_DIR
 from kerneltracer.jsonio import atomic_write_text
 from kerneltracer.report.collect import RunData
 
-ANALYSIS = "timeline"
+ANALYSIS = TimelineAnalysis.name
 FLEET_CSV = "ops_fleet.csv"
 FLEET_COLUMNS = (
     "op",
@@ -117,9 +117,9 @@ def build_ops_view(run: RunData) -> OpsFleetView:
     gpu: dict[str, float] = defaultdict(float)
     for job in run.jobs:
         analysis = next((a for a in job.analyses if a.name == ANALYSIS), None)
-        if analysis is None or analysis.state != "done":
+        if analysis is None or not analysis.done:
             continue
-        base = run.run_dir / JOBS_DIR / job.slug / job.column / "analysis" / ANALYSIS
+        base = analysis.paths.dir
         for rel in sorted(f for f in analysis.files if Path(f).name == OPS_CSV):
             path = base / rel
             try:

@@ -156,8 +156,8 @@ def _cell(job: Job | None, jobs_base: str, folded: list[Job]) -> Cell | None:
 def _report_href(job: Job, jobs_base: str) -> str | None:
     for analysis in job.analyses:
         main = analysis.main_file
-        if analysis.state == "done" and main is not None and main.endswith(".html"):
-            return f"{job_href(jobs_base, job)}analysis/{quote(analysis.name)}/{quote(main)}"
+        if analysis.done and main is not None and main.endswith(".html"):
+            return f"{job_href(jobs_base, job)}{quote(analysis.rel_dir)}/{quote(main)}"
     return None
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from kerneltracer.analysis.compile_health.job import breaks_of
+from kerneltracer.analysis.compile_health.health import breaks_of
 from kerneltracer.analysis.compile_health.records import CompileRecord
 from kerneltracer.analysis.compile_health.sources import read_sources
 from tests.structured_logs.helpers import run_tlparse

@@ -61,7 +61,7 @@ def test_redundancy_lists_duplicates_of_a_node_table(tmp_path: Path) -> None:
 
 
 def test_cli_module_and_registered_analysis_do_not_import_torch() -> None:
-    code = ("import sys; import kerneltracer.cli.fx_cmd, kerneltracer.fx.job_analysis; "
+    code = ("import sys; import kerneltracer.cli.fx_cmd, kerneltracer.analysis.fx_redundancy.job; "
             "assert 'torch' not in sys.modules, 'torch imported'")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120)

@@ -12,9 +12,9 @@ import torch
 from torch import fx
 
 from kerneltracer.analysis.base import AnalysisJob
+from kerneltracer.analysis.fx_redundancy.job import FxRedundancyAnalysis, graph_files
 from kerneltracer.analysis.registry import ANALYSES
 from kerneltracer.fx.graph_table import to_table
-from kerneltracer.fx.job_analysis import FxRedundancyAnalysis, graph_files
 from kerneltracer.fx.models import RedundantModel
 from kerneltracer.fx.passes.redundant_ops import RedundantOpElimination, analyze
 from kerneltracer.jobs import JobSpec, ModelRef

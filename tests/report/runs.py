@@ -7,6 +7,8 @@ from typing import Any
 
 import orjson
 
+from kerneltracer.core.analysis_record import analysis_paths
+
 
 def status(key: str, display: str, status: str = "ok", **fields: Any) -> dict[str, Any]:
     slug, tracer = key.split("/")
@@ -66,11 +68,13 @@ def make_run(
 def add_analysis(
     job_dir: Path, name: str, marker: dict[str, Any] | None, files: dict[str, str]
 ) -> Path:
-    out = job_dir / "analysis" / name
-    out.mkdir(parents=True, exist_ok=True)
+    """An analysis dir with ``files`` and a record of exactly ``marker``, raw: as an older or
+    odd runner may have left it (None: no record at all)."""
+    paths = analysis_paths(job_dir, name)
+    paths.dir.mkdir(parents=True, exist_ok=True)
     for rel, text in files.items():
-        (out / rel).parent.mkdir(parents=True, exist_ok=True)
-        (out / rel).write_text(text)
+        (paths.dir / rel).parent.mkdir(parents=True, exist_ok=True)
+        (paths.dir / rel).write_text(text)
     if marker is not None:
-        (out / "_ANALYSIS.json").write_bytes(orjson.dumps(marker))
-    return out
+        paths.record.write_bytes(orjson.dumps(marker))
+    return paths.dir

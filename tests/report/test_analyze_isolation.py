@@ -1,5 +1,5 @@
 """`kerneltracer analyze` isolates analyses: a hang, a crash or a memory blow-up in one is
-recorded in its marker with the reason and log, the others finish, the exit status says so.
+recorded in its analysis record with the reason and log, the others finish, the exit status says so.
 
 The run dir holds a real job (a tiny Llama traced by torch_profiler); the misbehaving
 analyses come from tests/report/analysis_fixtures.py through ``--import``.
@@ -7,7 +7,6 @@ analyses come from tests/report/analysis_fixtures.py through ``--import``.
 
 from __future__ import annotations
 
-import json
 import shutil
 import signal
 import time
@@ -17,6 +16,13 @@ from typing import Any
 import psutil
 import pytest
 
+from kerneltracer.core.analysis_record import (
+    AnalysisPaths,
+    AnalysisRecord,
+    AnalysisState,
+    analysis_paths,
+    read_analysis_record,
+)
 from tests.helpers import kt, kt_popen, write_config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -52,13 +58,18 @@ def _analyze(run_dir: Path, *args: str) -> Any:
     return kt("analyze", str(run_dir), "--import", FIXTURES, *args, env=_env(run_dir), cwd=REPO)
 
 
-def _marker(run_dir: Path, name: str) -> dict[str, Any]:
-    marker: dict[str, Any] = json.loads((_out(run_dir, name) / "_ANALYSIS.json").read_text())
-    return marker
+def _marker(run_dir: Path, name: str) -> AnalysisRecord:
+    record = read_analysis_record(_paths(run_dir, name))
+    assert isinstance(record, AnalysisRecord), record
+    return record
+
+
+def _paths(run_dir: Path, name: str) -> AnalysisPaths:
+    return analysis_paths(run_dir / "jobs" / KEY, name)
 
 
 def _out(run_dir: Path, name: str) -> Path:
-    return run_dir / "jobs" / KEY / "analysis" / name
+    return _paths(run_dir, name).dir
 
 
 def test_hang_and_segfault_are_recorded_and_the_others_finish(run_dir: Path) -> None:
@@ -70,21 +81,23 @@ def test_hang_and_segfault_are_recorded_and_the_others_finish(run_dir: Path) -> 
     assert "4 analysis run(s), 2 failed" in proc.stdout
 
     hang = _marker(run_dir, "hang")
-    assert hang["state"] == "timeout" and "no result after 25 s" in hang["error"]
-    log = (_out(run_dir, "hang") / hang["log"]).read_text()
+    assert hang.state is AnalysisState.TIMEOUT and "no result after 25 s" in str(hang.error)
+    assert hang.log is not None
+    log = _paths(run_dir, "hang").log.read_text()
     assert "hanging now" in log and "analysis_fixtures.py" in log  # where it hung
     helper = int((_out(run_dir, "hang") / "grandchild.pid").read_text())
     assert not _alive(helper), "the timed-out analysis's own child survived"
 
     crash = _marker(run_dir, "segfault")
-    assert crash["state"] == "crashed" and "SIGSEGV" in crash["error"]
-    assert "Segmentation fault" in (_out(run_dir, "segfault") / crash["log"]).read_text()
+    assert crash.state is AnalysisState.CRASHED and "SIGSEGV" in str(crash.error)
+    assert crash.log is not None
+    assert "Segmentation fault" in _paths(run_dir, "segfault").log.read_text()
     assert f"crashed   segfault         {KEY}  killed by SIGSEGV (-11) (log: " in proc.stderr
 
     for name in ("records", "timeline"):
         marker = _marker(run_dir, name)
-        assert marker["state"] == "done" and marker["files"]
-        assert all((_out(run_dir, name) / f).stat().st_size > 0 for f in marker["files"])
+        assert marker.state is AnalysisState.DONE and marker.files
+        assert all((_out(run_dir, name) / f).stat().st_size > 0 for f in marker.files)
 
     again = _analyze(run_dir, "--only", "records", "--only", "timeline", "--only", "segfault")
     assert again.returncode == 1
@@ -96,12 +109,12 @@ def test_memory_ceiling_fails_the_analysis_with_a_memory_reason(run_dir: Path) -
     proc = _analyze(run_dir, *only, "--max-memory", "256M", "--jobs", "1")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     hog = _marker(run_dir, "hog")
-    assert hog["state"] == "failed"
-    assert "out of memory" in hog["error"] and "256 MiB" in hog["error"]
-    assert "MemoryError" in hog["traceback"]
+    assert hog.state is AnalysisState.FAILED
+    assert "out of memory" in str(hog.error) and "256 MiB" in str(hog.error)
+    assert "MemoryError" in str(hog.traceback)
     exits = _marker(run_dir, "exits")
-    assert exits["state"] == "failed" and exits["error"] == "SystemExit: 3"
-    assert _marker(run_dir, "records")["state"] == "done"
+    assert exits.state is AnalysisState.FAILED and exits.error == "SystemExit: 3"
+    assert _marker(run_dir, "records").state is AnalysisState.DONE
     assert "3 analysis run(s), 2 failed" in proc.stdout
 
 

@@ -1,14 +1,18 @@
-"""`kerneltracer analyze --jobs N`: jobs analysed in worker processes, markers kept."""
+"""`kerneltracer analyze --jobs N`: jobs analysed in worker processes, records kept."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-import orjson
-
 from kerneltracer.analysis.base import AnalysisJob, JobAnalysis
 from kerneltracer.analysis.runner import AnalysisOutcome, analyze_run
+from kerneltracer.core.analysis_record import (
+    AnalysisRecord,
+    AnalysisState,
+    analysis_paths,
+    read_analysis_record,
+)
 from tests.helpers import kt
 from tests.report.runs import make_run, status
 
@@ -63,8 +67,9 @@ def test_jobs_run_in_worker_processes_and_outcomes_stream(tmp_path: Path) -> Non
     assert set(states.values()) == {"done"}
     pids = {int(p.read_text()) for p in run.glob("jobs/*/*/analysis/pid/sub/pid.txt")}
     assert len(pids) >= 1 and os.getpid() not in pids
-    marker = orjson.loads((run / "jobs/m0/torch_dispatch/analysis/pid/_ANALYSIS.json").read_bytes())
-    assert marker["files"] == ["sub/pid.txt"]  # relative to the analysis dir, not the cwd
+    marker = read_analysis_record(analysis_paths(run / "jobs/m0/torch_dispatch", "pid"))
+    assert isinstance(marker, AnalysisRecord)
+    assert marker.files == ["sub/pid.txt"]  # relative to the analysis dir, not the cwd
     again = analyze_run(run, analyses, workers=2)
     assert {o.state for o in again if o.analysis == "pid"} == {"unchanged"}
     assert [o.state for o in again if o.analysis == "broken"] == ["failed"]  # failures retry
@@ -92,8 +97,9 @@ def test_cli_jobs_option(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.count("done ") == 3 and "3 analysis run(s), 0 failed" in proc.stdout
     for i in range(3):
-        out = run / f"jobs/m{i}/torch_dispatch/analysis/records"
-        marker = orjson.loads((out / "_ANALYSIS.json").read_bytes())
-        assert marker["state"] == "done" and all((out / f).is_file() for f in marker["files"])
+        paths = analysis_paths(run / f"jobs/m{i}/torch_dispatch", "records")
+        marker = read_analysis_record(paths)
+        assert isinstance(marker, AnalysisRecord) and marker.state is AnalysisState.DONE
+        assert all((paths.dir / f).is_file() for f in marker.files)
     bad = kt("analyze", str(run), "--jobs", "-1")
     assert bad.returncode == 2 and "-1" in bad.stderr

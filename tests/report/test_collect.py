@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 
 from kerneltracer.errors import RunDirError
+from kerneltracer.report import build_report
 from kerneltracer.report.collect import PENDING, UNREADABLE, collect_run
 from tests.report.runs import add_analysis, make_run, status
 
@@ -175,3 +178,27 @@ def test_unfinished_run_whose_orchestrator_is_gone_is_not_in_progress(tmp_path: 
         (run / "run.json").write_text(json.dumps(manifest))
         data = collect_run(run)
         assert (data.in_progress, data.abandoned) == (in_progress, abandoned), name
+
+
+def test_report_links_reach_each_analysis_file_and_show_its_state(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run", {"m/torch_profiler": status("m/torch_profiler", "m")})
+    job_dir = run / "jobs" / "m" / "torch_profiler"
+    files = {"index.html": "<p>", "t 0/ops.csv": "op"}
+    add_analysis(job_dir, "timeline", {"state": "done", "files": list(files)}, files)
+    add_analysis(job_dir, "records", {"state": "timeout", "error": "no result after 9 s"}, {})
+    result = build_report(run)
+    page = result.out_dir / "models" / "m.html"
+    html = page.read_text()
+    targets = {
+        (page.parent / unquote(href)).resolve()
+        for href in re.findall(r'href="([^"]*analysis/[^"]*)"', html)
+    }
+    assert targets == {(job_dir / "analysis" / "timeline" / f).resolve() for f in files}
+    assert all(t.is_file() for t in targets)
+    assert '<span class="badge s-ok">done</span>' in html
+    assert '<span class="badge s-failed">timeout</span>' in html
+    grid = result.index.read_text()
+    (cell,) = re.findall(r'href="([^"]*analysis/timeline/index.html)"', grid)
+    assert (result.index.parent / unquote(cell)).resolve() == (
+        job_dir / "analysis" / "timeline" / "index.html"
+    ).resolve()

@@ -7,10 +7,14 @@ import csv
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from kerneltracer.analysis.timeline.pipeline import OpsOptions
 from kerneltracer.analysis.timeline.writer import run_timeline
+from kerneltracer.core.analysis_record import (
+    AnalysisRecord,
+    AnalysisState,
+    analysis_paths,
+    write_analysis_record,
+)
 from kerneltracer.report.build import build_report
 from kerneltracer.report.collect import collect_run
 from kerneltracer.report.ops_view import FLEET_CSV, build_ops_view
@@ -39,10 +43,10 @@ def _run_with_two_models(tmp_path: Path) -> Path:
     ):
         job_dir = run / "jobs" / key
         trace = write_trace(job_dir / "trace.json.gz", events)
-        out = job_dir / "analysis" / "timeline"
-        files = run_timeline([trace], out, convert=False, ops=OpsOptions(device="H100"))
-        marker = {"state": "done", "files": [f.relative_to(out).as_posix() for f in files]}
-        (out / "_ANALYSIS.json").write_bytes(orjson.dumps(marker))
+        paths = analysis_paths(job_dir, "timeline")
+        files = run_timeline([trace], paths.dir, convert=False, ops=OpsOptions(device="H100"))
+        listed = [f.relative_to(paths.dir).as_posix() for f in files]
+        write_analysis_record(paths, AnalysisRecord(state=AnalysisState.DONE, files=listed))
     return run
 
 

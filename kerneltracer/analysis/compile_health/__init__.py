@@ -3,6 +3,6 @@ recompiles, what each compile phase costs — and what changed between two runs.
 
 Built on the structured-logs stage 1 (``kerneltracer logs parse``): each TORCH_TRACE log
 becomes an intermediate, read here per compile id (``records``), summed per job
-(``job``), then over the run (``fleet``); ``export`` writes the table and page, ``diff``
+(``health``), then over the run (``fleet``); ``export`` writes the table and page, ``diff``
 compares two runs.
 """

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kerneltracer.analysis.compile_health.fleet import FleetHealth
-from kerneltracer.analysis.compile_health.job import COUNT_COLUMNS, JobHealth
+from kerneltracer.analysis.compile_health.health import COUNT_COLUMNS, JobHealth
 from kerneltracer.analysis.compile_health.records import PHASES
 from kerneltracer.jsonio import atomic_write_json, atomic_write_text
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from kerneltracer.analysis.compile_health.job import (
+from kerneltracer.analysis.compile_health.health import (
     FAILED,
     NO_LOG,
     NOT_RUN,
