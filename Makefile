@@ -24,7 +24,7 @@ help:
 	@echo "make test    set up and run the whole test suite"
 	@echo "make vllm    the vLLM venv ($(VLLM_VENV)) that vLLM workers run in"
 	@echo "make demo-vllm  vllm_profiler + vllm_compile on the tiny Llama (needs make vllm)"
-	@echo "make lint    ruff + mypy"
+	@echo "make lint    ruff + mypy + import-linter (layering) + vulture (dead code)"
 	@echo "make bench   benchmarks (ratios against peer tools)"
 
 $(STAMP): pyproject.toml constraints.txt
@@ -74,6 +74,8 @@ test: install-dev vllm
 lint: install-dev
 	$(VENV)/bin/ruff check kerneltracer tests bench
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/vulture
 
 demo-vllm: models vllm
 	$(KT) run configs/vllm-demo.yaml

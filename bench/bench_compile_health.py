@@ -2,7 +2,7 @@
 
 The run dir holds N jobs, each with one TORCH_TRACE log of a model's compile (1-6 frames,
 0-2 recompiles each, graph breaks, output code of 4-64 KiB per graph; see
-kerneltracer/analysis/compile_health/synth.py). Each measurement is a fresh CLI process
+tests/support/compile_logs.py). Each measurement is a fresh CLI process
 (start-up included), with its peak RSS from /usr/bin/time -v when available. The reference
 is tlparse 0.4.3 over the same logs, one process per log (it reads one log at a time),
 interleaved with ours run by run; medians are printed.
@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from kerneltracer.analysis.compile_health.synth import SynthModel, write_log  # noqa: E402
+from tests.support.compile_logs import SynthModel, write_log  # noqa: E402
 
 KT = [sys.executable, "-m", "kerneltracer.cli.main"]
 

@@ -1,6 +1,6 @@
 """Corpus build on a 500-model synthetic run, and replay throughput on the tiny models.
 
-1. corpus build: the report's synthetic run (kerneltracer.report.synth), restricted to
+1. corpus build: the report's synthetic run (tests.support.synthetic_run), restricted to
    torch_dispatch, with a dispatch_ops.jsonl per model of ~120 signatures drawn from 30
    shape families (models of one family share signatures, as real model families do).
    Measured in a fresh subprocess each (imports before the clock): ours = build_corpus +
@@ -33,7 +33,7 @@ import orjson
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from kerneltracer.report.synth import make_synthetic_run  # noqa: E402
+from tests.support.synthetic_run import make_synthetic_run  # noqa: E402
 
 SIGS_PER_MODEL = 120
 BASELINE_TOP = 24

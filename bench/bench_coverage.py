@@ -1,6 +1,6 @@
 """Coverage and diff on a synthetic run of 500 models x 6 tracers, against pandas by hand.
 
-The synthetic run is the report's (kerneltracer.report.synth): real status files for 3000
+The synthetic run is the report's (tests.support.synthetic_run): real status files for 3000
 jobs, per model a torch_dispatch job and a torch_profiler job with ~80 ops each and four
 other tracers with a small output; some jobs failed, two are pending and one status file
 is corrupt, as in a real batch. Measured, each in a fresh
@@ -33,7 +33,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from kerneltracer.report.synth import SIX_TRACERS, make_synthetic_run  # noqa: E402
+from tests.support.synthetic_run import SIX_TRACERS, make_synthetic_run  # noqa: E402
 
 EXTRA_OPS = 72  # with the 9 every model has: ~80 ops per op table
 

@@ -19,6 +19,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import argparse
 import resource
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -29,19 +30,22 @@ import torch
 from torch import fx
 from torch.fx.passes.dialect.common.cse_pass import CSEPass, get_CSE_banned_ops
 
-from kerneltracer.fx.models import (
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:  # tests.support is not installed: it lives in the repo
+    sys.path.insert(0, str(REPO))
+
+from kerneltracer.fx.models import (  # noqa: E402
     DeepNet,
-    ImpureRepeats,
     MiniResNet,
     RedundantModel,
     SimpleMLP,
     load_model,
 )
-from kerneltracer.fx.optimizer import GraphOptimizer, clone_module
-from kerneltracer.fx.passes.redundant_ops import RedundantOpElimination
-from kerneltracer.fx.tracing import trace
-from kerneltracer.fx.verify import compare
-from kerneltracer.worker.frameworks.huggingface.causal_lm import build_tiny_llama
+from kerneltracer.fx.optimizer import GraphOptimizer, clone_module  # noqa: E402
+from kerneltracer.fx.passes.redundant_ops import RedundantOpElimination  # noqa: E402
+from kerneltracer.fx.tracing import trace  # noqa: E402
+from kerneltracer.fx.verify import compare  # noqa: E402
+from tests.support.fx_models import ImpureRepeats, build_tiny_llama  # noqa: E402
 
 Case = tuple[str, torch.nn.Module, tuple[Any, ...]]
 
@@ -139,7 +143,7 @@ def main() -> None:
     print(f"torch {torch.__version__}, OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}, "
           f"device {args.device}\n")
     with tempfile.TemporaryDirectory(prefix="bench-fx-") as tmp:
-        llama_dir = build_tiny_llama(Path(tmp) / "tiny-llama")
+        llama_dir = build_tiny_llama(Path(tmp))
         run_reports(report_cases(llama_dir), args.runs, args.device)
         if not args.skip_peer:
             run_peer(llama_dir)

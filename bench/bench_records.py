@@ -70,7 +70,7 @@ def median_of(runs: list[dict[str, object]], key: str, clock: str = "times") -> 
 
 
 def bench_scale(sizes: list[int], repeats: int, workdir: Path) -> dict[int, dict[str, float]]:
-    from kerneltracer.analysis.records.synth import write_synth_log
+    from tests.support.record_logs import write_synth_log
 
     logs = {}
     for n in sizes:
@@ -109,7 +109,7 @@ def bench_scale(sizes: list[int], repeats: int, workdir: Path) -> dict[int, dict
 
 
 def bench_peer(sizes: list[int], repeats: int, workdir: Path) -> None:
-    from kerneltracer.analysis.records.synth import write_synth_log
+    from tests.support.record_logs import write_synth_log
 
     logs = {n: write_synth_log(workdir / f"peer_{n}.log", n) for n in sizes}
     ours: dict[int, list[float]] = {n: [] for n in sizes}

@@ -119,7 +119,7 @@ def main() -> None:
     if args.demo is not None:
         bench_demo(args.demo, args.repeats)
         return
-    from kerneltracer.report.synth import SIX_TRACERS, make_synthetic_run
+    from tests.support.synthetic_run import SIX_TRACERS, make_synthetic_run
 
     with tempfile.TemporaryDirectory(prefix="bench-report-") as tmp:
         run = Path(tmp) / "run"

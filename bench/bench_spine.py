@@ -101,9 +101,9 @@ def bench_plan(n_jobs: int, repeat: int) -> dict[str, float]:
     from kerneltracer.core.status import JobStatus, base_status, describe_output, write_status
     from kerneltracer.orchestrator import RunRequest, open_run
     from kerneltracer.orchestrator.expand import plan_jobs
-    from kerneltracer.tracers.registry import tracers_for
+    from kerneltracer.tracers.registry import TRACERS
 
-    tracers = tracers_for("huggingface")
+    tracers = TRACERS.names_for("huggingface")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         n_models = n_jobs // len(tracers)

@@ -7,7 +7,7 @@ Wall time, CPU time (user+sys) and peak RSS (``/usr/bin/time``) are reported as
 medians, with the ratios ours/tlparse. Goal: ratios ≤ 1.0.
 
 Our side is timed two ways: ``kerneltracer logs LOG -o OUT`` (the whole CLI) and
-``python -m kerneltracer.analysis.structured_logs LOG -o OUT`` (the same command without
+``python -m kerneltracer.cli.logs_cmd LOG -o OUT`` (the same command without
 the rest of the CLI's imports), so start-up cost is visible separately.
 
     .venv/bin/python bench/bench_structured_logs.py                  # all inputs, 5 runs
@@ -80,7 +80,7 @@ def commands(src: Path, out: Path) -> dict[str, list[str]]:
     io = [str(src), "-o", str(out), "--overwrite"]
     return {
         "ours_cli": [py, "-m", "kerneltracer.cli.main", "logs", *io],
-        "ours": [py, "-m", "kerneltracer.analysis.structured_logs", *io],
+        "ours": [py, "-m", "kerneltracer.cli.logs_cmd", *io],
         "tlparse": [tlparse_bin(), *io, "--no-browser", *multi],
     }
 

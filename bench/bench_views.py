@@ -1,6 +1,6 @@
 """Every view after a run, on a synthetic run of 1,000 models x 5 tracers (5,000 jobs).
 
-The run dir comes from kerneltracer.report.synth (statuses, dispatch summaries, profiler
+The run dir comes from tests.support.synthetic_run (statuses, dispatch summaries, profiler
 tables and graph texts, with the deterministic mix of failed / oom / timeout / crashed /
 pending / damaged jobs the report's scale test uses; --extra-ops more ops per model give
 the op tables a realistic width). Each view is a fresh CLI process (start-up included, what
@@ -56,15 +56,14 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--extra-ops", type=int, default=40)
     args = parser.parse_args()
-    from kerneltracer.report.synth import make_synthetic_run
-    from kerneltracer.tracers.synthetic import SIX_TRACERS
+    if str(REPO) not in sys.path:  # tests.support is not installed: it lives in the repo
+        sys.path.insert(0, str(REPO))
+    from tests.support.synthetic_run import SIX_TRACERS, make_synthetic_run
 
     results: dict[str, Any] = {"models": args.models, "repeat": args.repeat}
     with tempfile.TemporaryDirectory(prefix="kt-bench-views-") as tmp:
         run = Path(tmp) / "run"
-        keys = make_synthetic_run(
-            run, args.models, tuple(t.name for t in SIX_TRACERS[:5]), extra_ops=args.extra_ops
-        )
+        keys = make_synthetic_run(run, args.models, SIX_TRACERS[:5], extra_ops=args.extra_ops)
         copy = Path(tmp) / "run-copy"
         shutil.copytree(run, copy)
         results["jobs"] = len(keys)

@@ -1,13 +1,24 @@
 """Every user-facing error kerneltracer raises.
 
 The CLI prints ``str(error)`` as one line (tracebacks only with ``--debug``), so messages
-must stand on their own: say what is wrong, where, and what the valid choices are.
+must stand on their own: say what is wrong, where, and what the valid choices are. The exit
+code is the class's ``exit_code`` (1 unless it says otherwise).
+
+Exceptions that never reach a user stay beside the code that raises and catches them:
+parse failures a parser counts and moves on from (``corpus.operator_inp.ParseError``,
+``coverage.sources.SourceError``, the ``_RowError`` of ``coverage.sources`` and
+``corpus.build``, ``costmodel.call.BadCall``, ``config._DuplicateKey`` → ConfigError), the
+preload server's ``ServerGone`` (the job then runs in a plain worker), and worker-side
+failures that become a job's status and root cause, never a CLI message
+(``tracers._compiler_errors.CompilerError``, ``tracers._graphs.GraphCaptureError``,
+``worker.replay.tensors.InputError``).
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Protocol
 
 # C0 controls (newlines included) and DEL: a hostile name must not break an error's one line.
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
@@ -54,10 +65,6 @@ class RunDirError(KernelTracerError):
     """A run dir that does not exist or does not look like one."""
 
 
-class StatusFileError(KernelTracerError):
-    """A ``_TRACE_STATUS.json`` that is missing, truncated or of another schema."""
-
-
 class TracerError(KernelTracerError):
     """A tracer failed inside the worker; carries the worker log path when known."""
 
@@ -77,6 +84,44 @@ class InputTooLargeError(InputFileError):
 
 class UnsupportedError(KernelTracerError):
     """The tracer or the model does not apply; the job ends ``unsupported``, not ``failed``."""
+
+
+class ModelFilesError(KernelTracerError):
+    """The model dir cannot be loaded: missing config, missing or truncated weights."""
+
+
+class SlurmError(KernelTracerError):
+    """A Slurm command is missing or refused the request."""
+
+
+class TraceLoadError(InputFileError):
+    """A chrome trace that cannot be read (missing, not JSON, no events)."""
+
+
+class _ParseCounts(Protocol):
+    lines: int
+    fail_glog: int
+    fail_json: int
+
+
+class NoRecordsError(KernelTracerError):
+    """The input has no TORCH_TRACE record at all: not a structured log (exit 1)."""
+
+    def __init__(self, source: Path, stats: _ParseCounts) -> None:
+        self.stats = stats
+        super().__init__(
+            f"{source}: no TORCH_TRACE records ({stats.lines} lines read, "
+            f"{stats.fail_glog} glog failures, {stats.fail_json} JSON envelope failures); "
+            "is this a TORCH_TRACE log (TORCH_TRACE=dir or TORCH_LOGS=+structured)?"
+        )
+
+
+class ParseFailuresError(KernelTracerError):
+    """``logs --strict`` and some log lines failed to parse."""
+
+
+class MissingIntermediateError(KernelTracerError):
+    """A render module needs an intermediate file that is not there."""
 
 
 def choices(values: object) -> str:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from kerneltracer.cli.options import out_option
 from kerneltracer.core.layout import RUN, RunPaths
 
 TOP_SHOWN = 5
@@ -13,13 +14,7 @@ TOP_SHOWN = 5
 
 @click.command("compile-health")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True))
-@click.option(
-    "-o",
-    "--out",
-    "out_dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    help=f"Output directory (default: RUN_DIR/{RUN.report.compile_health}/; required for logs).",
-)
+@out_option(f"Output directory (default: RUN_DIR/{RUN.report.compile_health}/; required for logs).")
 def compile_health(inputs: tuple[Path, ...], out_dir: Path | None) -> None:
     """Compile health per job and for the fleet: pass/fail (fail type, reason), graphs,
     graph breaks by registry id and user frame, recompiles and their reasons, guards,

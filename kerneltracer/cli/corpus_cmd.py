@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from kerneltracer.cli.options import device_options, echo_problems
+from kerneltracer.cli.options import device_options, echo_problems, out_option, strict_option
 from kerneltracer.core.layout import RUN, RunPaths
 
 TOP_SHOWN = 10
@@ -15,14 +15,8 @@ TOP_SHOWN = 10
 
 @click.command()
 @click.argument("run_dir", type=click.Path(path_type=Path, file_okay=False))
-@click.option(
-    "-o",
-    "--out",
-    "out_dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    help=f"Output directory (default: RUN_DIR/{RUN.report.corpus}/).",
-)
-@click.option("--strict", is_flag=True, help="Fail if any job or line could not be read.")
+@out_option(f"Output directory (default: RUN_DIR/{RUN.report.corpus}/).")
+@strict_option("Fail if any job or line could not be read.")
 @device_options
 def corpus(
     run_dir: Path,

@@ -6,25 +6,15 @@ from pathlib import Path
 
 import click
 
-from kerneltracer.cli.options import device_options, echo_problems
+from kerneltracer.cli.options import device_options, echo_problems, out_option, strict_option
 from kerneltracer.core.layout import RUN, RunPaths
 
 
 @click.command()
 @click.argument("run_dir", type=click.Path(path_type=Path, file_okay=False))
-@click.option(
-    "-o",
-    "--out",
-    "out_dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    help=f"Output directory (default: RUN_DIR/{RUN.report.coverage}/).",
-)
+@out_option(f"Output directory (default: RUN_DIR/{RUN.report.coverage}/).")
 @click.option("--top", default=10, show_default=True, help="How many top ops by time to print.")
-@click.option(
-    "--strict",
-    is_flag=True,
-    help="Fail (exit 1, nothing written) on any unreadable input or malformed row.",
-)
+@strict_option("Fail (exit 1, nothing written) on any unreadable input or malformed row.")
 @device_options
 def coverage(
     run_dir: Path,

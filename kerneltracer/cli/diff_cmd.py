@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kerneltracer.cli.options import echo_problems
+from kerneltracer.cli.options import echo_problems, out_option
 
 if TYPE_CHECKING:
     from kerneltracer.coverage.diff_schema import DiffReport
@@ -39,13 +39,7 @@ def default_out_dir(run_a: Path, run_b: Path) -> Path:
 @click.command()
 @click.argument("run_a", type=click.Path(path_type=Path, file_okay=False))
 @click.argument("run_b", type=click.Path(path_type=Path, file_okay=False))
-@click.option(
-    "-o",
-    "--out",
-    "out_dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Output directory (default: RUN_B/diff/<name of RUN_A>/).",
-)
+@out_option("Output directory (default: RUN_B/diff/<name of RUN_A>/).")
 @click.option(
     "--min-time-change",
     type=_Percent(),

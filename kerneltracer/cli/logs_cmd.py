@@ -2,17 +2,20 @@
 
 ``kerneltracer logs LOG -o OUT`` is shorthand for ``kerneltracer logs run LOG -o OUT``.
 The implementation is imported inside the commands so ``kerneltracer --help`` stays fast.
+``python -m kerneltracer.cli.logs_cmd LOG -o OUT`` runs this command alone, without
+importing the rest of the CLI (scripts, and timing the analysis itself).
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from kerneltracer.cli.options import input_limit_options, split_values
-from kerneltracer.errors import KernelTracerError
+from kerneltracer.cli.options import input_limit_options, out_option, split_values, strict_option
+from kerneltracer.errors import KernelTracerError, ParseFailuresError
 
 
 class _LogsGroup(click.Group):
@@ -39,16 +42,8 @@ _export_opt = click.option(
 _overwrite_opt = click.option(
     "--overwrite", is_flag=True, help="Replace OUT if it exists and is not empty."
 )
-_strict_opt = click.option(
-    "--strict", is_flag=True, help="Exit non-zero if any log line failed to parse."
-)
-_out_opt = click.option(
-    "-o", "--out", "out", type=click.Path(path_type=Path), required=True, help="Output directory."
-)
-
-
-class ParseFailuresError(KernelTracerError):
-    """--strict and some lines failed."""
+_strict_opt = strict_option("Exit non-zero if any log line failed to parse.")
+_out_opt = out_option("Output directory.", required=True, dest="out")
 
 
 def _report_stats(stats: Any, strict: bool) -> None:
@@ -163,3 +158,21 @@ def run_cmd(
     )
     _report_stats(parsed.stats, strict)
     click.echo(str(out if rendered is None else out / "index.html"))
+
+
+def main() -> None:
+    """``logs`` as a program of its own, with the CLI's exit codes."""
+    try:
+        logs.main(prog_name="kerneltracer logs", standalone_mode=False)
+    except click.exceptions.Abort:
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except KernelTracerError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+
+
+if __name__ == "__main__":
+    main()

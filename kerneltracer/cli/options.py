@@ -24,6 +24,25 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def out_option(help: str, *, required: bool = False, dest: str = "out_dir") -> Callable[[F], F]:
+    """``-o/--out DIR``, the output directory of every command that writes files; ``help``
+    says what goes there and the command's default."""
+    return click.option(
+        "-o",
+        "--out",
+        dest,
+        type=click.Path(path_type=Path, file_okay=False),
+        required=required,
+        help=help,
+    )
+
+
+def strict_option(help: str) -> Callable[[F], F]:
+    """``--strict``: fail instead of counting what could not be read; ``help`` says on what
+    and what is then written (bad input is otherwise counted, never silent)."""
+    return click.option("--strict", is_flag=True, help=help)
+
+
 def split_values(values: tuple[str, ...]) -> list[str]:
     """Values of a repeatable option that also accepts commas: ``--x a,b --x c`` → a, b, c."""
     return [v.strip() for item in values for v in item.split(",") if v.strip()]

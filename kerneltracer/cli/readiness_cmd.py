@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kerneltracer.cli.options import device_options, echo_problems
+from kerneltracer.cli.options import device_options, echo_problems, out_option
 from kerneltracer.core.layout import RUN, RunPaths
 
 if TYPE_CHECKING:
@@ -35,15 +35,8 @@ RANKED_SHOWN = 20
     help="A `kerneltracer replay` output, to weight ops by replayed time "
     "(default: time estimated from shapes on --device).",
 )
-@click.option(
-    "-o",
-    "--out",
-    "out_dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    help=(
-        f"Output directory (default: RUN_DIR/{RUN.report.readiness}/, "
-        "which the run report shows)."
-    ),
+@out_option(
+    f"Output directory (default: RUN_DIR/{RUN.report.readiness}/, which the run report shows)."
 )
 @device_options
 def readiness(

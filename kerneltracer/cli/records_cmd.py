@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from kerneltracer.cli.options import input_limit_options
+from kerneltracer.cli.options import input_limit_options, out_option, strict_option
 
 _SHOWN_BAD_LINES = 20
 
@@ -18,10 +18,7 @@ def _split_names(values: tuple[str, ...]) -> list[str] | None:
 
 @click.command("records")
 @click.argument("log", type=click.Path(path_type=Path))
-@click.option(
-    "-o", "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
-    help="Directory for the reports (created if missing).",
-)  # fmt: skip
+@out_option("Directory for the reports (created if missing).", required=True)
 @click.option(
     "--reporters", "reporters", multiple=True, metavar="NAME[,NAME…]",
     help="Reporters to run (repeat or comma-separate): tracing, summary, op_statistic, "
@@ -31,7 +28,7 @@ def _split_names(values: tuple[str, ...]) -> list[str] | None:
     "--prefix", default=None,
     help="File-name prefix: OUT/<prefix>_<type>_<index>.<ext>. Default: the log's file stem.",
 )  # fmt: skip
-@click.option("--strict", is_flag=True, help="Fail (exit 1, no reports) on any bad line.")
+@strict_option("Fail (exit 1, no reports) on any bad line.")
 @input_limit_options
 def records(
     log: Path, out_dir: Path, reporters: tuple[str, ...], prefix: str | None, strict: bool

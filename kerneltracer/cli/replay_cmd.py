@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kerneltracer.cli.options import input_limit_options
+from kerneltracer.cli.options import input_limit_options, out_option, strict_option
 from kerneltracer.corpus.replay import DEVICES
 
 if TYPE_CHECKING:
@@ -27,14 +27,8 @@ FAILURES_SHOWN = 50
 @click.option("--batch-size", default=64, show_default=True, help="Signatures per worker.")
 @click.option("--timeout", "timeout_s", default=60.0, show_default=True, help="Seconds per op.")
 @click.option("--threads", default=1, show_default=True, help="torch threads (0: torch default).")
-@click.option(
-    "-o",
-    "--out",
-    "out_dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Output directory (default: replay/ beside the corpus).",
-)
-@click.option("--strict", is_flag=True, help="Fail on any malformed line of an operator_inp log.")
+@out_option("Output directory (default: replay/ beside the corpus).")
+@strict_option("Fail on any malformed line of an operator_inp log.")
 @click.option(
     "--import",
     "imports",

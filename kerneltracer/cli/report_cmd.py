@@ -6,16 +6,12 @@ from pathlib import Path
 
 import click
 
+from kerneltracer.cli.options import out_option
+
 
 @click.command()
 @click.argument("run_dir", type=click.Path(path_type=Path, file_okay=False))
-@click.option(
-    "--out",
-    "out_dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=None,
-    help="Write the report here instead of RUN_DIR/report.",
-)
+@out_option("Write the report here instead of RUN_DIR/report.")
 def report(run_dir: Path, out_dir: Path | None) -> None:
     """Build the run report of RUN_DIR: a static HTML page set plus JSON and CSV.
 

@@ -6,20 +6,15 @@ from pathlib import Path
 
 import click
 
-from kerneltracer.cli.options import input_limit_options
+from kerneltracer.cli.options import input_limit_options, out_option, strict_option
 from kerneltracer.errors import InputFileError, UsageError
 from kerneltracer.inputguard import check_input_file
 
 
 @click.command("timeline")
 @click.argument("traces", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option(
-    "-o",
-    "--out",
-    "out_dir",
-    required=True,
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Directory for the reports (one sub-directory per trace, plus summary.json/md).",
+@out_option(
+    "Directory for the reports (one sub-directory per trace, plus summary.json/md).", required=True
 )
 @click.option(
     "--no-inferscope",
@@ -31,10 +26,8 @@ from kerneltracer.inputguard import check_input_file
     is_flag=True,
     help="Keep the last ProfilerStep in the GPU breakdowns (HTA drops it by default).",
 )
-@click.option(
-    "--strict",
-    is_flag=True,
-    help="Fail (exit 1, no reports) if any event is malformed instead of counting and dropping it.",
+@strict_option(
+    "Fail (exit 1, no reports) if any event is malformed instead of counting and dropping it."
 )
 @click.option(
     "--no-ops",

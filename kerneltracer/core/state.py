@@ -33,10 +33,6 @@ def job_state(record: JobRecord, spec: JobSpec, verify: bool = False) -> JobStat
     return JobState(why is None, why or COMPLETE)
 
 
-def is_done(record: JobRecord, spec: JobSpec, verify: bool = False) -> bool:
-    return job_state(record, spec, verify).done
-
-
 def group_of(spec: JobSpec) -> tuple[str, str, str] | None:
     """The exclusive group a job belongs to, per model and mode; None if it has none."""
     if spec.exclusive_group is None:

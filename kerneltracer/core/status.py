@@ -205,7 +205,3 @@ def _output_changed(
     if (verify or st.st_mtime_ns != mtime_ns) and sha256_file(Path(path)) != sha256:
         return f"output {rel} changed content"
     return None
-
-
-def host_pid() -> tuple[str, int]:
-    return socket.gethostname(), os.getpid()

@@ -82,12 +82,6 @@ def merge_kwargs(into: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
     return {k: merge_ranges(v, other.get(k)) for k, v in into.items()}
 
 
-def overload_packet(op: str) -> str:
-    """``aten.addmm.default`` -> ``aten.addmm`` (the op without its overload)."""
-    parts = op.split(".")
-    return ".".join(parts[:2]) if len(parts) >= 3 else op
-
-
 @dataclass
 class Signature:
     """One unique (op, inputs, kwargs) call, aggregated over models and phases."""

@@ -234,10 +234,6 @@ class _Parser:
             self.fail(f"expected {token!r}")
         self.pos += len(token)
 
-    def skip_spaces(self) -> None:
-        while self.pos < len(self.text) and self.text[self.pos] == " ":
-            self.pos += 1
-
     def integer(self) -> int:
         start = self.pos
         if self.peek("-"):

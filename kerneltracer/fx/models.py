@@ -79,25 +79,6 @@ class RedundantModel(nn.Module):
         return a + b + c + d
 
 
-class ImpureRepeats(nn.Module):
-    """Repeated ops that must all stay: dropout, BatchNorm in train mode, RNG, in-place."""
-
-    def __init__(self, channels: int = 4) -> None:
-        super().__init__()
-        self.bn = nn.BatchNorm2d(channels)
-        self.drop = nn.Dropout(0.5)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        a = self.bn(x) + self.bn(x)
-        b = self.drop(x) + self.drop(x)
-        c = F.dropout(x, 0.5) + F.dropout(x, 0.5)
-        y = x.clone()
-        r1 = torch.relu(y)
-        y.add_(1.0)  # relu(y) after this line is a new value
-        r2 = torch.relu(y)
-        return a + b + c + r1 + r2 + torch.rand_like(x) * 0 + torch.rand_like(x) * 0
-
-
 class DeepBlock(nn.Module):
     def __init__(self, dim: int) -> None:
         super().__init__()

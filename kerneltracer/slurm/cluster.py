@@ -15,14 +15,10 @@ from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from kerneltracer.errors import KernelTracerError
+from kerneltracer.errors import SlurmError
 
 _KV = re.compile(r"(\w+)=(\S*)")
 QUERY_TIMEOUT_S = 30
-
-
-class SlurmError(KernelTracerError):
-    """A Slurm command is missing or refused the request."""
 
 
 @dataclass

@@ -10,9 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from kerneltracer.errors import UsageError, choices
+from kerneltracer.errors import SlurmError, UsageError, choices
 from kerneltracer.slurm import cluster
-from kerneltracer.slurm.cluster import SlurmError
 
 _KV = re.compile(r"(\w+)=(\S*)")
 _NODE_FORMAT = "%N|%c|%m|%G|%T"

@@ -22,7 +22,7 @@ from kerneltracer.core.layout import RunPaths
 from kerneltracer.core.rundir import JobRecord, RunDir
 from kerneltracer.core.state import job_state, to_run
 from kerneltracer.core.status import now_iso
-from kerneltracer.errors import RunDirError, UsageError
+from kerneltracer.errors import RunDirError, SlurmError, UsageError
 from kerneltracer.jsonio import atomic_write_json, atomic_write_text, read_json
 from kerneltracer.orchestrator.expand import plan_jobs
 from kerneltracer.orchestrator.facade import run_dir_for
@@ -185,7 +185,7 @@ def write_scripts(prepared: Prepared) -> None:
 def submit(prepared: Prepared) -> SubmissionRecord:
     """The download job, then the array depending on it; the record is saved in the run dir."""
     if shutil.which("sbatch") is None:
-        raise cluster.SlurmError("`sbatch` not found: is Slurm installed and on PATH?")
+        raise SlurmError("`sbatch` not found: is Slurm installed and on PATH?")
     write_scripts(prepared)
     spec = prepared.spec
     download = cluster.sbatch(prepared.download_path)

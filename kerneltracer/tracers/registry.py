@@ -139,10 +139,6 @@ def get_tracer(name: str, registry: Mapping[str, type[Tracer]] = TRACERS) -> typ
     return registry[name]
 
 
-def tracers_for(framework: str, registry: TracerRegistry = TRACERS) -> list[str]:
-    return registry.names_for(framework)
-
-
 def tracers_writing(kinds: Iterable[str], registry: TracerRegistry = TRACERS) -> frozenset[str]:
     """The tracers that declare an output of one of ``kinds`` (``Tracer.artefacts``)."""
     wanted = set(kinds)

@@ -16,7 +16,7 @@ from kerneltracer.analysis.compile_health.diff import (
 )
 from kerneltracer.analysis.compile_health.export import TABLE_COLUMNS, write_fleet
 from kerneltracer.analysis.compile_health.fleet import logs_health
-from kerneltracer.analysis.compile_health.synth import SynthModel, write_log
+from tests.support.compile_logs import SynthModel, write_log
 
 PRINT_BREAK = """\
 Graph break in user code at /work/m/modeling.py:9

@@ -10,7 +10,7 @@ from kerneltracer.corpus.readiness import assess
 from kerneltracer.corpus.readiness_export import write_readiness
 from kerneltracer.corpus.support import Support
 from kerneltracer.report.build import build_report
-from kerneltracer.report.synth import make_synthetic_run
+from tests.support.synthetic_run import make_synthetic_run
 
 
 def _sig(op: str, calls: dict[str, int]) -> Signature:

@@ -17,9 +17,10 @@ from kerneltracer.analysis.registry import ANALYSES
 from kerneltracer.core.jobspec import JobSpec, ModelRef
 from kerneltracer.core.status import JobStatus, base_status, describe_output, write_status
 from kerneltracer.fx.graph_table import to_table
-from kerneltracer.fx.models import ImpureRepeats, RedundantModel
+from kerneltracer.fx.models import RedundantModel
 from kerneltracer.fx.passes.redundant_ops import RedundantOpElimination, analyze
 from kerneltracer.jsonio import atomic_write_json, atomic_write_text, read_json
+from tests.support.fx_models import ImpureRepeats
 
 
 def write_graphs(graph_dir: Path) -> list[str]:

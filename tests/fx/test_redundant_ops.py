@@ -13,7 +13,6 @@ from kerneltracer.errors import VerificationError
 from kerneltracer.fx.models import (
     CNNWithBN,
     DeepNet,
-    ImpureRepeats,
     RedundantModel,
     ResNetBlock,
     SimpleMLP,
@@ -21,6 +20,7 @@ from kerneltracer.fx.models import (
 from kerneltracer.fx.optimizer import GraphOptimizer
 from kerneltracer.fx.passes.base import OptimizationPass
 from kerneltracer.fx.passes.redundant_ops import RedundantOpElimination
+from tests.support.fx_models import ImpureRepeats
 
 
 def targets(gm: fx.GraphModule) -> Counter[str]:

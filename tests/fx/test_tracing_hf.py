@@ -12,7 +12,7 @@ from kerneltracer.fx.models import DynamicControlFlow, SimpleMLP, load_model
 from kerneltracer.fx.optimizer import GraphOptimizer
 from kerneltracer.fx.passes.recompute import EveryNth, RecomputationPass
 from kerneltracer.fx.tracing import trace
-from kerneltracer.worker.frameworks.huggingface.causal_lm import build_tiny_llama
+from tests.support.fx_models import build_tiny_llama
 
 
 @pytest.fixture(scope="module")

@@ -386,7 +386,7 @@ def test_grid_of_1000_models_pages_and_filters(
     tmp_path_factory: pytest.TempPathFactory, browser: Browser
 ) -> None:
     from kerneltracer.report import build_report
-    from kerneltracer.report.synth import make_synthetic_run
+    from tests.support.synthetic_run import make_synthetic_run
 
     run = tmp_path_factory.mktemp("thousand") / "run"
     make_synthetic_run(run, n_models=1000, tracers=("torch_dispatch", "torch_profiler"))

@@ -6,9 +6,9 @@ import re
 from pathlib import Path
 
 from kerneltracer.report import build_report
-from kerneltracer.report.synth import SIX_TRACERS, make_synthetic_run
 from tests.helpers import kt
 from tests.report.runs import make_run, status
+from tests.support.synthetic_run import SIX_TRACERS, make_synthetic_run
 
 
 def test_cli_reports_a_run_and_prints_where(tmp_path: Path) -> None:

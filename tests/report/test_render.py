@@ -13,7 +13,6 @@ from urllib.parse import unquote, urlsplit
 import orjson
 import pytest
 
-from kerneltracer.analysis.compile_health.synth import SynthModel, write_log
 from kerneltracer.corpus.model import Signature
 from kerneltracer.corpus.readiness import assess
 from kerneltracer.corpus.readiness_export import write_readiness
@@ -21,6 +20,7 @@ from kerneltracer.corpus.support import Support
 from kerneltracer.report import build_report
 from kerneltracer.report.views import fmt_duration, fmt_mib, fmt_size, page_name, phase_bar
 from tests.report.runs import make_run, status
+from tests.support.compile_logs import SynthModel, write_log
 
 EVIL = '<script>document.title="pwned"</script><img src=x onerror=alert(1)>'
 

@@ -9,7 +9,7 @@ import pytest
 from kerneltracer.config import load_config, planned_tracers
 from kerneltracer.errors import ConfigError
 from kerneltracer.orchestrator.expand import plan_jobs
-from kerneltracer.tracers.registry import TRACERS, tracers_for
+from kerneltracer.tracers.registry import TRACERS
 from tests.helpers import kt
 
 
@@ -29,7 +29,7 @@ def _error(tmp_path: Path, text: str) -> str:
 def test_five_line_config_works(tmp_path: Path) -> None:
     cfg, base = load_config(_write(tmp_path, "models:\n  - path: m\n"))
     jobs = plan_jobs(cfg, base)
-    assert [j.key for j in jobs] == [f"m/{t}" for t in tracers_for("huggingface")]
+    assert [j.key for j in jobs] == [f"m/{t}" for t in TRACERS.names_for("huggingface")]
     assert jobs[0].model.path == str((tmp_path / "m").resolve())
     assert jobs[0].timeout_s == 900 and jobs[0].mode == "eval" and jobs[0].device == "auto"
 
@@ -100,8 +100,8 @@ def test_tracer_not_applicable_to_framework(tmp_path: Path) -> None:
 
 def test_defaults_are_filtered_per_framework(tmp_path: Path) -> None:
     cfg, _ = load_config(_write(tmp_path, "models:\n  - path: m\n    framework: huggingface\n"))
-    assert planned_tracers(cfg, cfg.models[0]) == tracers_for("huggingface")
-    assert "torch_dispatch" in tracers_for("huggingface")
+    assert planned_tracers(cfg, cfg.models[0]) == TRACERS.names_for("huggingface")
+    assert "torch_dispatch" in TRACERS.names_for("huggingface")
 
 
 def test_duplicate_jobs_need_a_name(tmp_path: Path) -> None:
@@ -134,4 +134,4 @@ def test_config_schema_and_validate(tmp_path: Path) -> None:
     schema = json.loads(kt("config", "schema").stdout)
     assert "models" in schema["properties"] and "defaults" in schema["properties"]
     proc = kt("config", "validate", str(_write(tmp_path, "models:\n  - path: m\n")))
-    assert proc.returncode == 0 and f"{len(tracers_for('huggingface'))} job(s)" in proc.stdout
+    assert proc.returncode == 0 and f"{len(TRACERS.names_for('huggingface'))} job(s)" in proc.stdout

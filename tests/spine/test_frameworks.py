@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import typing
 from pathlib import Path
 
@@ -78,34 +77,3 @@ def test_no_framework_branch_in_the_worker_outside_its_loaders() -> None:
         if any(f'"{name}"' in line or f"'{name}'" in line for name in FRAMEWORKS)
     ]
     assert hits == []
-
-
-# Outside worker/ and tracers/, only the torch.fx optimiser may import torch: torch.fx graphs
-# are its subject. It may not import transformers or vLLM: loading models is the huggingface
-# framework's (worker/frameworks/huggingface/).
-TORCH_SUBJECT = ("kerneltracer/fx/",)
-FRAMEWORK_HOMES = ("kerneltracer/worker/", "kerneltracer/tracers/")
-
-
-def _framework_imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(), str(path))
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module.split(".")[0])
-    return names & {"torch", "transformers", "vllm"}
-
-
-def test_no_module_outside_the_worker_and_tracers_imports_a_framework() -> None:
-    found = {}
-    for path in sorted((REPO / "kerneltracer").rglob("*.py")):
-        rel = path.relative_to(REPO).as_posix()
-        if rel.startswith(FRAMEWORK_HOMES):
-            continue
-        allowed = {"torch"} if rel.startswith(TORCH_SUBJECT) else set()
-        extra = _framework_imports(path) - allowed
-        if extra:
-            found[rel] = sorted(extra)
-    assert found == {}

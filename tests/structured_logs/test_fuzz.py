@@ -124,7 +124,8 @@ _plain_line = st.text(
 @_SETTINGS
 @given(lines=st.lists(_plain_line, max_size=30))
 def test_input_without_records_is_one_error_with_counts(lines: list[str]) -> None:
-    from kerneltracer.analysis.structured_logs.api import NoRecordsError, parse
+    from kerneltracer.analysis.structured_logs.api import parse
+    from kerneltracer.errors import NoRecordsError
 
     text = "".join(line + "\n" for line in lines).encode()
     with tempfile.TemporaryDirectory() as tmp:

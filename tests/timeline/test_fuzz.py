@@ -19,7 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kerneltracer.analysis.timeline.loader import TraceLoadError, load_chrome_trace
+from kerneltracer.analysis.timeline.loader import load_chrome_trace
+from kerneltracer.errors import TraceLoadError
 from tests.helpers import kt
 from tests.timeline.traces import hta_path
 

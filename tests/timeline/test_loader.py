@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kerneltracer.analysis.timeline import loader
-from kerneltracer.analysis.timeline.loader import TraceLoadError, load_chrome_trace
-from kerneltracer.errors import InputFileError
+from kerneltracer.analysis.timeline.loader import load_chrome_trace
+from kerneltracer.errors import InputFileError, TraceLoadError
 from tests.timeline.traces import ALL_TRACES, hta_path, kernel, write_trace, x
 
 

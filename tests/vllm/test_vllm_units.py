@@ -14,12 +14,11 @@ import psutil
 import pytest
 
 from kerneltracer.core.status import ErrorInfo, JobStatus
-from kerneltracer.errors import UnsupportedError
+from kerneltracer.errors import ModelFilesError, UnsupportedError
 from kerneltracer.tracers import _op_table
 from kerneltracer.tracers.vllm_profiler import VllmProfilerOptions, profiler_setup
 from kerneltracer.worker import shm
 from kerneltracer.worker.frameworks.vllm.engine import (
-    ModelFilesError,
     architecture_refusal,
     engine_length,
     model_length_limit,

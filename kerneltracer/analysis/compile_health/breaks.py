@@ -36,10 +36,6 @@ class BreakReason:
     frame: str | None  # "file:line" of the user's code
     code: str | None  # that line's source, when the log carries it
 
-    @property
-    def frame_file(self) -> str | None:
-        return None if self.frame is None else self.frame.rsplit(":", 1)[0]
-
 
 def parse_break(text: str) -> BreakReason:
     """A ``dynamo_graph_break_reason`` payload (or a restart reason) as a :class:`BreakReason`."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -267,12 +266,3 @@ def _exception_name(reason: str | None) -> str | None:
     """``UsageError`` of a root cause ``UsageError: unknown backend …``."""
     m = _EXC_NAME.match(reason or "")
     return m.group(1) if m else None
-
-
-def break_counter(jobs: list[JobHealth]) -> Counter[str]:
-    """How many models each break key hits."""
-    c: Counter[str] = Counter()
-    for j in jobs:
-        for key in {b.key for b in j.breaks}:
-            c[key] += 1
-    return c

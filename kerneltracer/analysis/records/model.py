@@ -218,9 +218,6 @@ class ProfilingData:
     anomalies: tuple[Anomaly, ...]
     anomaly_counts: tuple[tuple[AnomalyKind, int], ...]  # exact, even when details are capped
 
-    def name_of(self, name_id: int) -> str | None:
-        return None if name_id == NO_NAME else self.names[name_id]
-
     def count(self, kind: AnomalyKind) -> int:
         return dict(self.anomaly_counts).get(kind, 0)
 

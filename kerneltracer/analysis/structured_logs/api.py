@@ -25,23 +25,11 @@ from kerneltracer.analysis.structured_logs.rendering.registry import select_modu
 from kerneltracer.analysis.structured_logs.rendering.runner import render_one
 from kerneltracer.analysis.structured_logs.staging import staged_dir
 from kerneltracer.analysis.structured_logs.stats import ParseStats
-from kerneltracer.errors import InputFileError, KernelTracerError, UsageError
+from kerneltracer.errors import InputFileError, NoRecordsError, UsageError
 from kerneltracer.inputguard import check_input_file
 
 _RANK_FILE = re.compile(r"rank_(\d+)")
 INTERMEDIATE_SUBDIR = "intermediate"
-
-
-class NoRecordsError(KernelTracerError):
-    """The input has no TORCH_TRACE record at all: not a structured log (exit 1)."""
-
-    def __init__(self, source: Path, stats: ParseStats) -> None:
-        self.stats = stats
-        super().__init__(
-            f"{source}: no TORCH_TRACE records ({stats.lines} lines read, "
-            f"{stats.fail_glog} glog failures, {stats.fail_json} JSON envelope failures); "
-            "is this a TORCH_TRACE log (TORCH_TRACE=dir or TORCH_LOGS=+structured)?"
-        )
 
 
 @dataclass

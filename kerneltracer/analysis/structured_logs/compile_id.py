@@ -65,6 +65,3 @@ class CompileId:
         if self.frame_compile_id is None:
             return self
         return CompileId(self.compiled_autograd_id, self.frame_id, self.frame_compile_id, 0)
-
-
-NO_COMPILE_ID = CompileId()

@@ -15,8 +15,6 @@ from pathlib import Path
 
 from kerneltracer.errors import UsageError
 
-MARKERS = ("manifest.json", "index.html", "compile_directory.json")
-
 
 def check_target(out: Path, overwrite: bool) -> None:
     if out.exists() and not out.is_dir():

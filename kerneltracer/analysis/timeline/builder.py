@@ -34,7 +34,6 @@ import numpy as np
 import orjson
 
 from kerneltracer.analysis.timeline.categories import GPU_ACTIVITY, normalize_category
-from kerneltracer.errors import InputFileError
 
 PH_COMPLETE = 0
 PH_INSTANT = 1
@@ -49,10 +48,6 @@ _OP_ARG_CATEGORIES = frozenset({"cpu_op"})
 _KEEP_NONE, _KEEP_WHOLE, _KEEP_OP = 0, 1, 2
 # Flow events that tie a launch on the host to its GPU activity (the correlation id).
 FLOW_CATEGORIES = frozenset({"ac2g"})
-
-
-class TraceLoadError(InputFileError):
-    """A chrome trace that cannot be read (missing, not JSON, no events)."""
 
 
 class _Event(msgspec.Struct, gc=False):

@@ -29,7 +29,6 @@ GPU_ACTIVITY = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
 # CPU-side work that keeps a host thread busy (annotations only label time, they do not use it).
 CPU_BUSY = frozenset({"cpu_op", "python_function", "cuda_runtime", "cuda_driver"})
 CUDA_API = frozenset({"cuda_runtime", "cuda_driver"})
-ANNOTATIONS = frozenset({"user_annotation"})
 
 
 def normalize_category(cat: str) -> str:

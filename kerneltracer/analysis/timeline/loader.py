@@ -28,9 +28,9 @@ from kerneltracer.analysis.timeline.builder import (
     PH_INSTANT,
     Builder,
     OpArgs,
-    TraceLoadError,
     loads_lenient,
 )
+from kerneltracer.errors import TraceLoadError
 from kerneltracer.inputguard import InputLimits, open_input
 
 _BLOCK = 4 << 20

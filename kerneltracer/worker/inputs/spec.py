@@ -98,7 +98,3 @@ class InputSpec:
         import torch
 
         return torch.randn(shape, generator=self.generator(salt)).to(self.float_dtype)
-
-    def leading(self) -> tuple[int, ...]:
-        """Batch dims of token inputs: (batch,) or (batch, choices)."""
-        return (self.batch,) if self.choices is None else (self.batch, self.choices)

@@ -48,8 +48,6 @@ _FIXED = {
 }
 MANIFEST = IntermediateFile("manifest")
 BY_COMPILE_ID = IntermediateFile("by_compile_id")
-EVENTS = IntermediateFile("events")
-STRING_TABLE = IntermediateFile("string_table")
 RAW = IntermediateFile("raw")
 
 
@@ -160,10 +158,6 @@ class OutputModule(ABC):
     @abstractmethod
     def required_inputs(self) -> list[IntermediateFile]:
         """Intermediate files this module reads (all must exist for it to run)."""
-
-    def optional(self) -> bool:
-        """Whether a missing input means 'nothing to do' rather than an error."""
-        return True
 
     @abstractmethod
     def generate(self, ctx: RenderContext) -> ModuleOutput:

@@ -10,11 +10,7 @@ from kerneltracer.analysis.structured_logs.rendering.base import (
     RenderConfig,
     RenderContext,
 )
-from kerneltracer.errors import KernelTracerError
-
-
-class MissingIntermediateError(KernelTracerError):
-    """A module needs an intermediate file that is not there."""
+from kerneltracer.errors import MissingIntermediateError
 
 
 @dataclass

@@ -18,17 +18,13 @@ from typing import Any
 import psutil
 
 from kerneltracer.core.jobspec import JobSpec
-from kerneltracer.errors import KernelTracerError, UnsupportedError
+from kerneltracer.errors import ModelFilesError, UnsupportedError
 from kerneltracer.orchestrator.snapshot import model_files_problems
 from kerneltracer.worker import lifeline, shm
 from kerneltracer.worker.frameworks.vllm.context import EngineSettings, VLLMContext
 from kerneltracer.worker.frameworks.vllm.loader import VLLMLoader
 
 CHILD_GRACE_S = 3.0
-
-
-class ModelFilesError(KernelTracerError):
-    """The model dir cannot be loaded: missing config, missing or truncated weights."""
 
 
 def installed_version() -> str | None:

@@ -30,9 +30,6 @@ class ExportModule(OutputModule):
     def required_inputs(self) -> list[IntermediateFile]:
         return [BY_COMPILE_ID, *(by_type(t) for t in EXPORT_TYPES)]
 
-    def optional(self) -> bool:
-        return False
-
     def generate(self, ctx: RenderContext) -> ModuleOutput:
         failures: list[dict[str, Any]] = []
         for etype, kind in (

@@ -61,9 +61,6 @@ class IndexModule(OutputModule):
     def required_inputs(self) -> list[IntermediateFile]:
         return [MANIFEST, BY_COMPILE_ID, by_type("dynamo_start"), by_type("compilation_metrics")]
 
-    def optional(self) -> bool:
-        return False
-
     @staticmethod
     def _other_stacks(ctx: RenderContext) -> str:
         """Stacks logged with other envelopes (a top-level ``stack`` key): tlparse's

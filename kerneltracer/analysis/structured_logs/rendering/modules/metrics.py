@@ -132,9 +132,6 @@ class FailuresModule(OutputModule):
     def required_inputs(self) -> list[IntermediateFile]:
         return [BY_COMPILE_ID, by_type("compilation_metrics")]
 
-    def optional(self) -> bool:
-        return False
-
     def generate(self, ctx: RenderContext) -> ModuleOutput:
         rows = []
         for entry in ctx.iter_type("compilation_metrics"):

@@ -1,8 +1,8 @@
-"""A synthetic run dir of many models x tracers, for the report's scale test and bench.
+"""A synthetic run dir of many models x tracers, for the report's scale test and benches.
 
 Statuses, phase times and outputs are small but real-shaped: every status file validates as
-a :class:`~kerneltracer.status.TraceStatus`, the dispatch and profiler stand-ins
-(:mod:`kerneltracer.tracers.synthetic`) have the op tables the coverage reads, and a
+a :class:`~kerneltracer.core.status.TraceStatus`, the dispatch and profiler stand-ins
+(:data:`STAND_INS`) have the op tables the coverage reads, and a
 deterministic mix of failures, pending jobs and one corrupt status file exercises every state
 the report shows. No framework is imported.
 """
@@ -10,6 +10,7 @@ the report shows. No framework is imported.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,26 @@ import orjson
 from kerneltracer.core import layout
 from kerneltracer.core.artefacts import ArtefactKind
 from kerneltracer.core.layout import JobPaths, RunPaths
-from kerneltracer.tracers.synthetic import SIX_TRACERS as STAND_INS
-from kerneltracer.tracers.synthetic import SyntheticTracer
+
+
+# Stand-ins for real tracers: what each writes and how its jobs end.
+@dataclass(frozen=True)
+class SyntheticTracer:
+    name: str
+    writes: ArtefactKind  # the artefact its ok jobs get
+    flaky: bool = False  # takes part in the deterministic mix of failures
+    skipped_for: str | None = None  # always skipped: its exclusive group is satisfied by this
+    truncated_status: bool = False  # the third-last model's status file is cut short
+
+
+STAND_INS = (
+    SyntheticTracer("torch_dispatch", ArtefactKind.DISPATCH_SUMMARY),
+    SyntheticTracer("torch_profiler", ArtefactKind.KEY_AVERAGES, flaky=True),
+    SyntheticTracer("torch_compile", ArtefactKind.GRAPH_TEXT, flaky=True),
+    SyntheticTracer("print_fx", ArtefactKind.GRAPH_TEXT, truncated_status=True),
+    SyntheticTracer("print_aten", ArtefactKind.GRAPH_TEXT),
+    SyntheticTracer("print_aten_export", ArtefactKind.GRAPH_TEXT, skipped_for="print_aten"),
+)
 
 SIX_TRACERS = tuple(t.name for t in STAND_INS)
 _OP_NAMES = (

@@ -1,0 +1,1 @@
+"""Code that only tests and benchmarks use: synthetic run dirs, logs and models."""
