@@ -48,8 +48,12 @@ def classify_exception(
             missing_dependency=missing.package,
             install=missing.install,
         )
-    if any(isinstance(e, UnsupportedError) for e in chain):
+    ours = next((e for e in chain if isinstance(e, UnsupportedError)), None)
+    if ours is not None:
         status = JobStatus.UNSUPPORTED
+        # Our own refusal is written for people; the library error it wraps (a pydantic
+        # ValidationError listing 400 architectures) stays in the message and the log.
+        root = ours
     elif any(
         isinstance(e, MemoryError)
         or type(e).__name__ == "OutOfMemoryError"

@@ -12,6 +12,8 @@ from kerneltracer.core.rootcause import (
     last_exception_line,
     root_cause,
 )
+from kerneltracer.core.status import JobStatus
+from kerneltracer.errors import UnsupportedError
 from kerneltracer.tracers._compiler_errors import root_cause_line
 from kerneltracer.worker.failure import classify_exception
 
@@ -74,6 +76,20 @@ def test_callers_keep_their_policies() -> None:
     assert info.root_cause == "RuntimeError: when making fake tensor call"
     assert info.message == "compile failed"
     assert root_cause_line(exc).startswith("KeyError: 'aten.weird_op has no fake impl'")
+
+
+def test_our_refusal_is_the_reason_not_the_library_error_under_it() -> None:
+    def refuse() -> None:
+        try:
+            raise ValueError("1 validation error for ModelConfig\n  architectures [...400 names]")
+        except ValueError as exc:
+            raise UnsupportedError("vLLM does not support architecture 'RwkvForCausalLM'") from exc
+
+    status, info = classify_exception(_raised(refuse), "load")
+    assert status is JobStatus.UNSUPPORTED
+    assert info.root_cause == (
+        "UnsupportedError: vLLM does not support architecture 'RwkvForCausalLM'"
+    )
 
 
 @pytest.mark.parametrize(

@@ -230,7 +230,10 @@ ZOO: tuple[ZooEntry, ...] = (
        **{**_DEC, "head_dim": 8, "num_key_value_heads": 2}, moe_intermediate_size=32,
        n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=1, n_group=1,
        topk_group=1, first_k_dense_replace=1, kv_lora_rank=16, q_lora_rank=24,
-       qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16, sibling="mixtral"),
+       qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16, sibling="mixtral",
+       # As the published config says: transformers ignores these, vLLM builds the router's
+       # e_score_correction_bias (which transformers saves) only for noaux_tc.
+       topk_method="noaux_tc", scoring_func="sigmoid"),
     _e("olmoe", "moe", "OlmoeForCausalLM", "OlmoeConfig", **_DEC, num_experts=4,
        num_experts_per_tok=2, sibling="mixtral"),
     _e("jamba", "hybrid", "JambaForCausalLM", "JambaConfig", **_TEXT, num_key_value_heads=1,
