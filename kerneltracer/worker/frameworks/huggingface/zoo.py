@@ -227,10 +227,13 @@ ZOO: tuple[ZooEntry, ...] = (
        pad_token_id=0, sibling="llama"),
     _e("gemma2", "decoder", "Gemma2ForCausalLM", "Gemma2Config", **_DEC, sibling="gemma"),
     _e("deepseek-v3", "moe", "DeepseekV3ForCausalLM", "DeepseekV3Config",
-       **{**_DEC, "head_dim": 8, "num_key_value_heads": 2}, moe_intermediate_size=32,
+       **{**_DEC, "head_dim": 64, "num_key_value_heads": 2}, moe_intermediate_size=32,
        n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=1, n_group=1,
-       topk_group=1, first_k_dense_replace=1, kv_lora_rank=16, q_lora_rank=24,
-       qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16, sibling="mixtral",
+       topk_group=1, first_k_dense_replace=1, q_lora_rank=24, qk_nope_head_dim=16,
+       v_head_dim=16, sibling="mixtral",
+       # The published latent sizes: vLLM's CPU MLA kernel takes only 512 + 64 = 576
+       # (transformers' rotary uses head_dim, which must match the rope part).
+       kv_lora_rank=512, qk_rope_head_dim=64,
        # As the published config says: transformers ignores these, vLLM builds the router's
        # e_score_correction_bias (which transformers saves) only for noaux_tc.
        topk_method="noaux_tc", scoring_func="sigmoid"),
