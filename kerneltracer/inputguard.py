@@ -219,9 +219,14 @@ def check_text_start(path: Path, head: bytes, what: str = "text file") -> None:
     """Refuse binary data without line breaks (a sparse file, an image): a line reader
     would hold all of it as one line. Garbage lines between good ones are the parsers'
     to count, so a NUL byte alone is no reason."""
-    head = head[:_SNIFF]
-    if b"\0" in head and b"\n" not in head:
+    if binary_without_lines(head):
         raise InputFileError(f"{path}: binary data with no line break, not a {what}")
+
+
+def binary_without_lines(data: bytes) -> bool:
+    """What :func:`check_text_start` refuses, given the first bytes of a file."""
+    head = data[:_SNIFF]
+    return b"\0" in head and b"\n" not in head
 
 
 def _stream(

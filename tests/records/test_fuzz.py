@@ -10,11 +10,14 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+import pytest
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from kerneltracer.analysis.records import analyse
 from kerneltracer.analysis.records.parser import parse_log
+from kerneltracer.errors import InputFileError
+from kerneltracer.inputguard import binary_without_lines
 from tests.helpers import kt
 
 _SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -70,10 +73,17 @@ def test_every_broken_line_is_counted_by_kind(data: st.DataObject) -> None:
 
 @_SETTINGS
 @given(text=st.text(max_size=400))
+@example(text="\x00")  # binary without a line break: refused, not parsed
+@example(text="\x00\nphase")
 def test_arbitrary_text_never_crashes_and_counts_add_up(text: str) -> None:
+    data = text.encode("utf-8", "surrogatepass")
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "any.log"
-        path.write_bytes(text.encode("utf-8", "surrogatepass"))
+        path.write_bytes(data)
+        if binary_without_lines(data):  # the input guard's one refusal of text
+            with pytest.raises(InputFileError, match="binary data with no line break"):
+                parse_log(path)
+            return
         parsed = parse_log(path)
     assert sum(parsed.bad_kinds.values()) == parsed.bad_count
     records = sum(len(d) for d in parsed.dumps)

@@ -6,12 +6,14 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from kerneltracer.analysis.structured_logs.parser import LogParser
 from kerneltracer.analysis.structured_logs.records import iter_records
 from kerneltracer.analysis.structured_logs.stats import ParseStats
+from kerneltracer.errors import InputFileError
+from kerneltracer.inputguard import binary_without_lines
 
 _SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -93,6 +95,7 @@ def test_corrupted_envelope_json_is_counted(log_lines: list[bytes], data: st.Dat
 
 
 @_SETTINGS
+@example(cut=0, chunk=1, noise=b"\x00")
 @given(
     cut=st.integers(min_value=0),
     chunk=st.integers(min_value=1, max_value=4096),
@@ -103,6 +106,10 @@ def test_truncation_and_noise_never_crash(
 ) -> None:
     data = b"".join(log_lines)
     damaged = data[: cut % (len(data) + 1)] + noise
+    if binary_without_lines(damaged):  # the input guard's one refusal of a text file
+        with pytest.raises(InputFileError, match="binary data with no line break"):
+            _parse(damaged, chunk=chunk)
+        return
     stats = _parse(damaged, chunk=chunk)
     assert stats.ok <= _baseline(log_lines).ok + 1
 
