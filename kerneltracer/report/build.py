@@ -12,6 +12,7 @@ from kerneltracer.report.collect import RunData, collect_run
 from kerneltracer.report.coverage_view import CoverageView, build_coverage_view, unavailable
 from kerneltracer.report.exports import jobs_csv, run_summary
 from kerneltracer.report.ops_view import FLEET_CSV, build_ops_view, write_fleet_csv
+from kerneltracer.report.pictures import ModelOps
 from kerneltracer.report.readiness_view import build_readiness_view
 from kerneltracer.report.render import (
     render_compile_health,
@@ -55,8 +56,9 @@ def build_report(run_dir: Path, out_dir: Path | None = None) -> ReportResult:
     note = None if cov.available else cov.note
 
     pages = {MODELS_DIR + "/" + page_name(m.slug): m for m in run.models}
+    ops_by_model = ModelOps.of(cov.coverage) if cov.coverage is not None else None
     for rel, model in pages.items():
-        _write(result, out_dir / rel, render_model(run, model, "../" + jobs_base, cov.coverage))
+        _write(result, out_dir / rel, render_model(run, model, "../" + jobs_base, ops_by_model))
     _remove_stale_pages(models_dir, {Path(rel).name for rel in pages})
     _write(result, out_dir / "coverage.html", render_coverage(run, cov))
     readiness = build_readiness_view(out_dir, cov.displays)

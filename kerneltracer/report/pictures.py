@@ -7,6 +7,7 @@ shapes (costmodel's roofline lower bound) and every chart says so.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -112,21 +113,36 @@ class OpChart:
     count_chart: Markup
 
 
-def model_op_charts(cov: Coverage | None, model: ModelRow) -> list[OpChart]:
+@dataclass(frozen=True)
+class ModelOps:
+    """The coverage regrouped once per report: each model page takes its slice, instead of
+    every page walking the whole fleet's op uses (quadratic at 1,000 models)."""
+
+    cov: Coverage
+    known: dict[str, list[str]]
+    uses_by_label: dict[str, list[OpUse]]
+
+    @classmethod
+    def of(cls, cov: Coverage) -> ModelOps:
+        uses: dict[str, list[OpUse]] = defaultdict(list)
+        for (label, _), ops in cov.by_job().items():
+            uses[label] += ops.values()
+        return cls(cov, overloads_by_packet(cov.ops()), dict(uses))
+
+
+def model_op_charts(ops: ModelOps | None, model: ModelRow) -> list[OpChart]:
     """Per variant of ``model``: top ops by time (measured, else estimated) and by calls."""
-    if cov is None:
+    if ops is None:
         return []
-    known = overloads_by_packet(cov.ops())
-    by_job = cov.by_job()
-    charts = []
+    cov, charts = ops.cov, []
     for label, (display, mode, phase) in cov.variants.items():
         if display != model.display:
             continue
-        uses = [u for (m, _), ops in by_job.items() if m == label for u in ops.values()]
+        uses = ops.uses_by_label.get(label, [])
         kind, note, times = _times(uses, cov.est_device)
         counts = _counts(uses, cov)
-        bars = [Bar(o.op, o.value, _hover(o, fmt_us)) for o in named(times, known)[:TOP_OPS]]
-        count_bars = [Bar(o.op, o.value) for o in named(counts, known)[:TOP_OPS]]
+        bars = [Bar(o.op, o.value, _hover(o, fmt_us)) for o in named(times, ops.known)[:TOP_OPS]]
+        count_bars = [Bar(o.op, o.value) for o in named(counts, ops.known)[:TOP_OPS]]
         charts.append(
             OpChart(
                 label,

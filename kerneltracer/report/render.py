@@ -9,7 +9,7 @@ import hashlib
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote
 
 import jinja2
@@ -19,7 +19,7 @@ from kerneltracer.report.collect import PHASES, ModelRow, RunData
 from kerneltracer.report.coverage_view import CoverageView
 from kerneltracer.report.ops_view import TOP as TOP_OPS
 from kerneltracer.report.ops_view import OpsFleetView
-from kerneltracer.report.pictures import model_op_charts, op_timeline, run_charts
+from kerneltracer.report.pictures import ModelOps, model_op_charts, op_timeline, run_charts
 from kerneltracer.report.readiness_view import ReadinessView
 from kerneltracer.report.views import (
     fmt_duration,
@@ -28,9 +28,6 @@ from kerneltracer.report.views import (
     grid_rows,
     phase_bar,
 )
-
-if TYPE_CHECKING:
-    from kerneltracer.coverage.matrix import Coverage
 
 MAX_LISTED_FILES = 200
 GRID_PAGE_SIZE = 100  # rows per grid page: a 1,000-model run stays quick to draw and read
@@ -95,7 +92,9 @@ def render_index(run: RunData, jobs_base: str, coverage_note: str | None) -> str
     )
 
 
-def render_model(run: RunData, model: ModelRow, jobs_base: str, cov: Coverage | None = None) -> str:
+def render_model(
+    run: RunData, model: ModelRow, jobs_base: str, ops: ModelOps | None = None
+) -> str:
     jobs = sorted(
         (model.jobs[c] for c in run.columns if c in model.jobs),
         key=lambda j: j.variant.rank,
@@ -110,7 +109,7 @@ def render_model(run: RunData, model: ModelRow, jobs_base: str, cov: Coverage | 
         phase_names=PHASES,
         phase_bars={j.key: phase_bar(j) for j in jobs},
         max_listed=MAX_LISTED_FILES,
-        op_charts=model_op_charts(cov, model),
+        op_charts=model_op_charts(ops, model),
         op_timelines={j.key: op_timeline(run.run_dir, j) for j in jobs},
     )
 

@@ -140,7 +140,7 @@ def test_timeline_puts_overlapping_jobs_on_separate_tracks() -> None:
 def test_model_op_charts_measure_when_profiled_else_estimate() -> None:
     from kerneltracer.coverage.matrix import Coverage, OpUse
     from kerneltracer.report.collect import ModelRow
-    from kerneltracer.report.pictures import ESTIMATED, MEASURED, model_op_charts
+    from kerneltracer.report.pictures import ESTIMATED, MEASURED, ModelOps, model_op_charts
 
     dispatch = [
         OpUse("aten.mm.default", label, "torch_dispatch", 4, 1, None, 10, 10, est)
@@ -159,7 +159,8 @@ def test_model_op_charts_measure_when_profiled_else_estimate() -> None:
         variants={"llm": ("llm", "eval", "prefill"), "llm [decode]": ("llm", "eval", "decode")},
         est_device="H100",
     )
-    charts = model_op_charts(cov, ModelRow("llm", "llm"))
+    ops = ModelOps.of(cov)  # built once per report, each model page takes its slice
+    charts = model_op_charts(ops, ModelRow("llm", "llm"))
     assert [(c.variant.label, c.time_kind) for c in charts] == [
         ("eval · prefill", MEASURED),  # the profiler job of this variant
         ("eval · decode", ESTIMATED),  # no profiler job: from shapes, and says so
@@ -168,4 +169,4 @@ def test_model_op_charts_measure_when_profiled_else_estimate() -> None:
     assert "not measured" in charts[1].time_note
     # Calls come from the dispatch trace (every aten call), not the profiler's count.
     assert ">4</text>" in charts[0].count_chart and ">8</text>" not in charts[0].count_chart
-    assert model_op_charts(cov, ModelRow("other", "other")) == []
+    assert model_op_charts(ops, ModelRow("other", "other")) == []
