@@ -70,15 +70,18 @@ def atomic_writer(path: Path) -> Iterator[IO[bytes]]:
     _fsync_dir(path.parent)
 
 
-def remove_orphaned_temps(directory: Path) -> list[Path]:
+def remove_orphaned_temps(directory: Path, *, skip: Iterable[Path] = ()) -> list[Path]:
     """Remove the temp files of atomic writes whose writer died before its rename.
 
     A SIGKILL (or a signal handler that exits) between ``mkstemp`` and ``os.replace``
     leaves ``.<name>.<random>.tmp`` (or a staging folder) behind; only a process that saw
-    every writer of ``directory`` end may call this. Returns what was removed.
+    every writer of ``directory`` end may call this. ``skip``: folders other processes may
+    be writing in, left as they are. Returns what was removed.
     """
     removed: list[Path] = []
+    skipped = {Path(p) for p in skip}
     for root, dirs, files in os.walk(directory):
+        dirs[:] = [d for d in dirs if Path(root, d) not in skipped]
         for name in files:
             if _is_temp(name):
                 Path(root, name).unlink(missing_ok=True)

@@ -400,7 +400,9 @@ def _seal(act: _Active, rc: int, stop: _Stop) -> TraceStatus:
     shutil.rmtree(JobPaths(job_dir).tmp, ignore_errors=True)
     shutil.rmtree(envmod.rpc_dir(job_dir), ignore_errors=True)
     # The worker tree is gone: a write it was killed in the middle of will never finish.
-    remove_orphaned_temps(job_dir)
+    # `analyze` (another process, never the worker) may be writing an earlier attempt's
+    # analyses.
+    remove_orphaned_temps(job_dir, skip=[JobPaths(job_dir).analyses])
     return _save(job_dir, status, stop)
 
 

@@ -59,7 +59,7 @@ def main(argv: list[str]) -> int:
         write_status(job_dir, base_status(job, attempt, JobStatus.INTERRUPTED, **fields))
         # The handler interrupted this thread, perhaps mid-write, and the process ends here:
         # when Slurm signals the whole task, no orchestrator may live to sweep after us.
-        remove_orphaned_temps(job_dir)
+        remove_orphaned_temps(job_dir, skip=[JobPaths(job_dir).analyses])
 
     parent = os.environ.get(ENV_ORCHESTRATOR_PID)
     lifeline.install(int(parent) if parent else None, last_words)

@@ -193,7 +193,11 @@ def test_orphaned_temps_of_atomic_writes_are_swept_and_nothing_else(tmp_path: Pa
     (tmp_path / "notes.tmp").write_text("a user's file, not ours")
     (tmp_path / ".hidden").write_text("x")
     (tmp_path / "sub" / "trace.json.gz").write_bytes(b"\x1f")
-    removed = remove_orphaned_temps(tmp_path)
+    busy = tmp_path / "analysis" / "timeline"  # another process's writes: left alone
+    busy.mkdir(parents=True)
+    (busy / "._ANALYSIS.json.zz9.tmp").write_text("{")
+    kept.append("analysis/timeline/._ANALYSIS.json.zz9.tmp")
+    removed = remove_orphaned_temps(tmp_path, skip=[tmp_path / "analysis"])
     assert sorted(p.relative_to(tmp_path).as_posix() for p in removed) == [
         "._TRACE_STATUS.json.ab12.tmp",
         ".stage.x1.tmp",
