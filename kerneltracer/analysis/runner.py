@@ -30,7 +30,6 @@ from kerneltracer.core.analysis_record import (
     AnalysisPaths,
     AnalysisRecord,
     AnalysisState,
-    analysis_paths,
     read_analysis_record,
     write_analysis_record,
 )
@@ -107,7 +106,7 @@ class _Task:
 
     @property
     def paths(self) -> AnalysisPaths:
-        return analysis_paths(self.job.job_dir, self.name)
+        return AnalysisPaths(self.job.job_dir, self.name)
 
 
 def _plan(
@@ -204,7 +203,7 @@ def format_bytes(n: int) -> str:
 
 
 def _unchanged(job: AnalysisJob, name: str, analysis: JobAnalysis, status_sha: str) -> bool:
-    previous = read_analysis_record(analysis_paths(job.job_dir, name))
+    previous = read_analysis_record(AnalysisPaths(job.job_dir, name))
     return isinstance(previous, AnalysisRecord) and previous.same_inputs(
         name, analysis.version, status_sha
     )

@@ -116,10 +116,6 @@ def owned_names() -> frozenset[str]:
     return frozenset({_RECORD_FILE, _LOG_FILE})
 
 
-def analysis_paths(job_dir: Path, name: str) -> AnalysisPaths:
-    return AnalysisPaths(job_dir, name)
-
-
 def analysis_names(job_dir: Path) -> list[str]:
     """The analyses that have a folder in ``job_dir``, sorted (none: an empty list)."""
     try:

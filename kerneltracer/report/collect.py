@@ -20,7 +20,6 @@ from kerneltracer.core.analysis_record import (
     AnalysisRecord,
     AnalysisState,
     analysis_names,
-    analysis_paths,
     read_analysis_record,
     record_files,
 )
@@ -320,7 +319,7 @@ def _read_analyses(job_dir: Path) -> tuple[AnalysisResult, ...]:
 
 
 def _read_analysis(job_dir: Path, name: str) -> AnalysisResult:
-    paths = analysis_paths(job_dir, name)
+    paths = AnalysisPaths(job_dir, name)
     record = read_analysis_record(paths)
     if not isinstance(record, AnalysisRecord):
         return AnalysisResult(paths, UNREADABLE, record.reason, ())

@@ -20,7 +20,6 @@ from kerneltracer.core.analysis_record import (
     AnalysisPaths,
     AnalysisRecord,
     AnalysisState,
-    analysis_paths,
     read_analysis_record,
 )
 from tests.helpers import kt, kt_popen, write_config
@@ -65,7 +64,7 @@ def _marker(run_dir: Path, name: str) -> AnalysisRecord:
 
 
 def _paths(run_dir: Path, name: str) -> AnalysisPaths:
-    return analysis_paths(run_dir / "jobs" / KEY, name)
+    return AnalysisPaths(run_dir / "jobs" / KEY, name)
 
 
 def _out(run_dir: Path, name: str) -> Path:

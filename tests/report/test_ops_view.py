@@ -10,9 +10,9 @@ from typing import Any
 from kerneltracer.analysis.timeline.pipeline import OpsOptions
 from kerneltracer.analysis.timeline.writer import run_timeline
 from kerneltracer.core.analysis_record import (
+    AnalysisPaths,
     AnalysisRecord,
     AnalysisState,
-    analysis_paths,
     write_analysis_record,
 )
 from kerneltracer.report.build import build_report
@@ -43,7 +43,7 @@ def _run_with_two_models(tmp_path: Path) -> Path:
     ):
         job_dir = run / "jobs" / key
         trace = write_trace(job_dir / "trace.json.gz", events)
-        paths = analysis_paths(job_dir, "timeline")
+        paths = AnalysisPaths(job_dir, "timeline")
         files = run_timeline([trace], paths.dir, convert=False, ops=OpsOptions(device="H100"))
         listed = [f.relative_to(paths.dir).as_posix() for f in files]
         write_analysis_record(paths, AnalysisRecord(state=AnalysisState.DONE, files=listed))

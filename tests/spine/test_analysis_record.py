@@ -16,7 +16,6 @@ from kerneltracer.core.analysis_record import (
     AnalysisRecord,
     AnalysisState,
     analysis_names,
-    analysis_paths,
     read_analysis_record,
     record_files,
     write_analysis_record,
@@ -24,7 +23,7 @@ from kerneltracer.core.analysis_record import (
 
 
 def _paths(tmp_path: Path, name: str = "timeline") -> AnalysisPaths:
-    return analysis_paths(tmp_path / "jobs" / "m" / "torch_profiler", name)
+    return AnalysisPaths(tmp_path / "jobs" / "m" / "torch_profiler", name)
 
 
 def _raw(paths: AnalysisPaths, data: bytes) -> None:
