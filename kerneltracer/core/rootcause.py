@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import traceback
+from collections.abc import Iterator
 from enum import StrEnum
 
 MAX_LINE = 400
@@ -40,15 +41,20 @@ def _next(exc: BaseException, chain: Chain) -> BaseException | None:
     return inner if isinstance(inner, BaseException) else exc.__cause__ or exc.__context__
 
 
+def links(exc: BaseException, chain: Chain = Chain.VISIBLE) -> Iterator[BaseException]:
+    """``exc``, then each exception it chains along ``chain``, innermost last (cycles cut)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = _next(current, chain)
+
+
 def innermost(exc: BaseException, chain: Chain = Chain.VISIBLE) -> BaseException:
     """The first error raised along ``chain`` (cycles are cut)."""
-    seen = {id(exc)}
-    while True:
-        nxt = _next(exc, chain)
-        if nxt is None or id(nxt) in seen:
-            return exc
-        seen.add(id(nxt))
-        exc = nxt
+    *_, last = links(exc, chain)
+    return last
 
 
 def clip(text: str, max_chars: int) -> str:

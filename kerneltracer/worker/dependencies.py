@@ -13,6 +13,8 @@ import re
 import sys
 from dataclasses import dataclass
 
+from kerneltracer.core.rootcause import Chain, links
+
 # transformers' wording when a backend it needs is absent (requires_backends).
 _REQUIRES = re.compile(
     r"requires the (?P<pkg>[A-Za-z0-9_.\-]+) library but it was not found"
@@ -49,15 +51,7 @@ class MissingDependency:
 
 def missing_dependency(exc: BaseException) -> MissingDependency | None:
     """The package whose absence raised ``exc`` (or an exception it chains), if any."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        found = _of(current)
-        if found is not None:
-            return found
-        current = current.__cause__ or current.__context__
-    return None
+    return next((found for e in links(exc, Chain.ALL) if (found := _of(e)) is not None), None)
 
 
 def _of(exc: BaseException) -> MissingDependency | None:

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from kerneltracer.core.oserrors import os_error_status, os_error_text
-from kerneltracer.core.rootcause import exception_line, innermost, location, message
+from kerneltracer.core.rootcause import exception_line, innermost, links, location, message
 from kerneltracer.core.status import ErrorInfo, JobStatus
 from kerneltracer.errors import UnsupportedError
 from kerneltracer.worker.dependencies import missing_dependency
@@ -25,7 +25,7 @@ def classify_exception(
     """The job's status and error for ``exc``; OS errors (a full disk...) read as
     :mod:`kerneltracer.core.oserrors` words them, at their file or else the job dir."""
     root = innermost(exc)
-    chain = [exc, root]
+    chain = list(links(exc))  # every link a traceback shows: ours may sit mid-chain
     if isinstance(root, OSError) and root.errno is not None:
         text = os_error_text(root, root.filename if root.filename is not None else job_dir)
         info = ErrorInfo(

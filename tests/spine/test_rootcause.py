@@ -91,6 +91,16 @@ def test_our_refusal_is_the_reason_not_the_library_error_under_it() -> None:
         "UnsupportedError: vLLM does not support architecture 'RwkvForCausalLM'"
     )
 
+    def wrapped() -> None:  # a framework re-raising our refusal in its own words
+        try:
+            refuse()
+        except UnsupportedError as exc:
+            raise RuntimeError("Engine core initialization failed") from exc
+
+    status, info = classify_exception(_raised(wrapped), "load")
+    assert status is JobStatus.UNSUPPORTED
+    assert info.root_cause.startswith("UnsupportedError: vLLM does not support")
+
 
 @pytest.mark.parametrize(
     ("line", "expected"),
