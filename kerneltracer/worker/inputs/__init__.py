@@ -12,10 +12,10 @@ from typing import Any
 
 from kerneltracer.errors import UnsupportedError
 from kerneltracer.worker.inputs.builders import BUILDERS
+from kerneltracer.worker.inputs.decode import CACHE_NAMES, NOT_FOR_GENERATE, build_decode
 from kerneltracer.worker.inputs.spec import InputSpec
 from kerneltracer.worker.inputs.workload import (
     PHASES,
-    Decode,
     Forward,
     Generate,
     Workload,
@@ -26,11 +26,6 @@ __all__ = ["PHASES", "InputSpec", "Workload", "build_inputs", "build_workload", 
 
 # Arguments that carry the model's data; a forward taking none of them cannot be fed.
 _PRIMARY = ("input_ids", "pixel_values", "input_values", "input_features", "past_values")
-# Where a model returns (and takes back) its decoding state: attention KV caches,
-# state-space caches, RWKV's recurrent state.
-_CACHE_ARGS = ("past_key_values", "cache_params", "state")
-# What generate() builds itself, or must not be given.
-_NOT_FOR_GENERATE = ("labels", "start_positions", "end_positions", "decoder_input_ids")
 
 
 def build_inputs(spec: InputSpec) -> dict[str, Any]:
@@ -72,9 +67,9 @@ def build_workload(spec: InputSpec, phase: str, new_tokens: int) -> Workload:
     if phase == "prefill":
         return Forward(inputs)
     if phase == "generate":
-        prompt = {k: v for k, v in inputs.items() if k not in _NOT_FOR_GENERATE}
+        prompt = {k: v for k, v in inputs.items() if k not in NOT_FOR_GENERATE}
         return Generate(prompt, new_tokens, _pad_id(spec))
-    return _decode(spec, inputs)
+    return build_decode(spec, inputs)
 
 
 def _pad_id(spec: InputSpec) -> int | None:
@@ -85,80 +80,6 @@ def _pad_id(spec: InputSpec) -> int | None:
         if isinstance(value, int):
             return value
     return 0
-
-
-def _decode(spec: InputSpec, inputs: dict[str, Any]) -> Decode:
-    import torch
-
-    token_key = "decoder_input_ids" if spec.encoder_decoder else "input_ids"
-    ids = inputs.get(token_key)
-    if ids is None or ids.dim() != 2 or ids.shape[1] < 2:
-        raise UnsupportedError(f"phase decode needs {token_key} of at least 2 tokens (seq_len)")
-    length = int(ids.shape[1])
-    prompt = {k: v for k, v in inputs.items() if k not in _NOT_FOR_GENERATE}
-    for key in _per_token(prompt, ids):
-        # An encoder-decoder's prompt is the decoder's: the encoder keeps its whole input.
-        if not spec.encoder_decoder or key.startswith("decoder_"):
-            prompt[key] = prompt[key][:, : length - 1]
-    if spec.encoder_decoder:
-        prompt["decoder_input_ids"] = ids[:, : length - 1]
-    with torch.no_grad():
-        out = spec.model(**prompt, use_cache=True)
-    cache_arg, cache = _cache_of(out)
-    if cache is None:
-        raise UnsupportedError(f"{spec.class_name} returned no cache from a forward with use_cache")
-    extra: dict[str, Any] = {cache_arg: cache, "use_cache": True}
-    if spec.encoder_decoder:
-        from transformers.modeling_outputs import BaseModelOutput
-
-        extra["encoder_outputs"] = BaseModelOutput(last_hidden_state=out.encoder_last_hidden_state)
-        if "attention_mask" in inputs:
-            extra["attention_mask"] = inputs["attention_mask"]
-    else:
-        if "attention_mask" in inputs:
-            extra["attention_mask"] = inputs["attention_mask"]
-        # Token types and modality ids at full length: the step slices them to the new token.
-        extra.update({k: inputs[k] for k in _per_token(inputs, ids) if k not in (
-            token_key, "attention_mask")})
-        positions = _positions(spec, ids, inputs)
-        if positions is not None:
-            extra["position_ids"] = positions
-    position = torch.tensor([length - 1], device=ids.device)
-    # Only the new token: the cache holds the rest (generate() slices the same way).
-    step = spec.model.prepare_inputs_for_generation(
-        ids[:, length - 1 :], cache_position=position, **extra
-    )
-    step = {k: v for k, v in step.items() if v is not None}
-    step.setdefault(cache_arg, cache)
-    return Decode(step, cache_arg)
-
-
-def _positions(spec: InputSpec, ids: Any, inputs: dict[str, Any]) -> Any:
-    """Position ids of the whole sequence as generate() makes them before its first step
-    (multimodal RoPE computes 3-D ones from the image grid); None where the model takes
-    none or this transformers has no such hook."""
-    prepare = getattr(spec.model, "_prepare_position_ids_for_generation", None)
-    if prepare is None or "position_ids" not in spec.params:
-        return None
-    return prepare(ids, dict(inputs))
-
-
-def _per_token(inputs: dict[str, Any], ids: Any) -> list[str]:
-    """The inputs with one entry per token of ``ids`` (mask, token types, modality ids)."""
-    import torch
-
-    return [
-        k for k, v in inputs.items()
-        if torch.is_tensor(v) and v.dim() == 2 and tuple(v.shape) == tuple(ids.shape)
-    ]
-
-
-def _cache_of(out: Any) -> tuple[str, Any]:
-    for name in _CACHE_ARGS:
-        value = getattr(out, name, None)
-        if value is not None:
-            return name, value
-    return "past_key_values", None
 
 
 def describe(workload: Workload) -> list[dict[str, Any]]:
@@ -186,7 +107,7 @@ def describe(workload: Workload) -> list[dict[str, Any]]:
             kind = BUILDERS[name].kind if name in BUILDERS else "step"
             rows.append({"name": name, "kind": kind, "shape": [len(value)], "dtype": "list",
                          "keys": sorted(value[0])})
-        elif name in _CACHE_ARGS:
+        elif name in CACHE_NAMES:
             rows.append(_describe_cache(name, value))
         elif name == "encoder_outputs":
             hidden = getattr(value, "last_hidden_state", None)
