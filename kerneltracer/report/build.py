@@ -69,6 +69,7 @@ def build_report(run_dir: Path, out_dir: Path | None = None) -> ReportResult:
     _write(result, out_dir / "ops.html", render_ops(run, ops, FLEET_CSV))
 
     _compile_health(run, run_dir, out_dir, result)
+    result.warnings += [f"jobs ran on {u}" for u in run.untested]
     atomic_write_json(out_dir / "run_summary.json", run_summary(run, note))
     atomic_write_text(out_dir / "jobs.csv", jobs_csv(run.jobs))
     result.data_files += [out_dir / "run_summary.json", out_dir / "jobs.csv"]

@@ -29,6 +29,7 @@ from kerneltracer.core.layout import JOB
 from kerneltracer.core.manifest import RunManifest
 from kerneltracer.core.rundir import PENDING, UNREADABLE, JobRecord, RunDir
 from kerneltracer.core.status import FAILURE_STATUSES, TraceStatus
+from kerneltracer.core.tested import Untested, untested
 
 # States beyond the orchestrator's JobStatus values that only the report knows.
 # The worker's phases in order; "shutdown" is an engine's stop (vLLM).
@@ -229,6 +230,11 @@ class RunData:
             for lib, ver in job.versions.items():
                 seen.setdefault(lib, set()).add(ver)
         return {lib: sorted(v) for lib, v in sorted(seen.items())}
+
+    @property
+    def untested(self) -> list[Untested]:
+        """Framework versions jobs ran on that the test suite never ran (pyproject's ranges)."""
+        return untested(self.versions)
 
 
 def collect_run(run_dir: Path) -> RunData:

@@ -52,6 +52,9 @@ def run_summary(run: RunData, coverage_note: str | None) -> dict[str, Any]:
         "counts": run.counts,
         "counts_by_tracer": by_tracer,
         "versions": run.versions,
+        "untested_versions": [
+            {"library": u.library, "version": u.version, "tested": u.tested} for u in run.untested
+        ],
         "coverage_note": coverage_note,
         "problems": [
             {"key": j.key, "status": j.status, "reason": j.reason}

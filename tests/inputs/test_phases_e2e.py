@@ -142,7 +142,8 @@ def test_report_model_page_lists_inputs(phase_run: Path) -> None:
     html = page.read_text()
     assert "<h3>Inputs</h3>" in html
     # The cache under the name this transformers' forward takes (past_key_values before 5.24).
-    assert re.search(r"<td><code>(cache|past_key_values)</code></td>", html) and "DynamicCache" in html
+    assert re.search(r"<td><code>(cache|past_key_values)</code></td>", html)
+    assert "DynamicCache" in html
     assert "1×1" in html and f"1×{SEQ}" in html
 
 

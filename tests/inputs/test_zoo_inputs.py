@@ -122,9 +122,29 @@ def test_decode_and_generate(zoo_dir: Path, entry: ZooEntry) -> None:
         # A recurrent state is updated in place: its values drift between steps, its
         # shapes (all a trace records) do not.
         torch.testing.assert_close(first, again)
+    # One query against the whole prompt: the step's cache holds every token but the new
+    # one, and grows by exactly that one (whatever this transformers calls the cache).
+    step = decode.inputs()
+    cache = step[decode.cache_arg]
+    held = _tokens(cache)
+    if held:
+        # Vision-language prompts also hold their image tokens, ahead of the text.
+        assert held == SEQ - 1 or held > SEQ
+        with torch.no_grad():
+            model(**step)
+        assert _tokens(cache) == held + 1
     generated = build_workload(spec, "generate", 3).run(model)
     prompt = 0 if spec.encoder_decoder else build_inputs(spec)["input_ids"].shape[1]
     assert generated.shape[-1] - prompt in (3, 4)  # seq2seq outputs start with the start token
+
+
+def _tokens(cache: object) -> int:
+    """The tokens a KV cache holds (0 for recurrent states, which hold no positions)."""
+    length = getattr(cache, "get_seq_length", None)
+    try:
+        return int(length()) if callable(length) else 0
+    except Exception:  # some state caches cannot tell
+        return 0
 
 
 def test_train_phase_decode_is_refused(zoo_dir: Path) -> None:
