@@ -27,7 +27,7 @@ class Untested:
     tested: str  # the range, as pyproject.toml writes it
 
     def __str__(self) -> str:
-        return f"{self.library} {self.version} is outside the tested range {self.tested}"
+        return f"{self.library} {self.version}, outside the tested range {self.tested}"
 
 
 def framework_ranges() -> dict[str, SpecifierSet]:

@@ -93,7 +93,7 @@ def test_report_warns_about_a_run_on_untested_versions(tmp_path: Path) -> None:
     result = build_report(run)
     (lowest,) = [s.version for s in spec if s.operator == ">="]
     assert result.warnings == [
-        f"jobs ran on transformers {newer} is outside the tested range >={lowest},<"
+        f"jobs ran on transformers {newer}, outside the tested range >={lowest},<"
         + next(s.version for s in spec if s.operator == "<")
     ]
     html = result.index.read_text()
