@@ -22,7 +22,7 @@ def corpus(
     run_dir: Path,
     out_dir: Path | None,
     strict: bool,
-    device_name: str,
+    device_name: str | None,
     devices_file: Path | None,
 ) -> None:
     """The replayable op-input corpus of a run: every unique aten op signature.

@@ -21,7 +21,7 @@ def coverage(
     out_dir: Path | None,
     top: int,
     strict: bool,
-    device_name: str,
+    device_name: str | None,
     devices_file: Path | None,
 ) -> None:
     """Which ops each model runs: coverage of every ok torch_dispatch / profiler job.

@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
-from rich.markup import escape
 
 if TYPE_CHECKING:
+    from rich.console import Console
     from rich.progress import Progress, TaskID
 
     from kerneltracer.core.jobspec import ModelRef
@@ -32,6 +31,8 @@ class DownloadView:
     def download_started(self, model: ModelRef) -> None:
         if not self.console.is_terminal:
             return
+        from rich.markup import escape
+
         if self.progress is None:
             from rich.progress import (
                 BarColumn,
@@ -65,6 +66,8 @@ class DownloadView:
         )
 
     def download_finished(self, model: ModelRef, result: ModelDownload) -> None:
+        from rich.markup import escape
+
         task = self.tasks.pop(model.slug, None)
         if self.progress is not None and task is not None:
             self.progress.remove_task(task)
@@ -118,6 +121,8 @@ def download(config: Path, models: tuple[str, ...], max_workers: int | None, ref
     HF_TOKEN are honoured); local `path:` models are checked in place. Exit code 0 if every
     model is ready, 1 otherwise.
     """
+    from rich.markup import escape
+
     from kerneltracer.cli.options import split_values
     from kerneltracer.cli.tables import console
     from kerneltracer.config import load_config

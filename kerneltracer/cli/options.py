@@ -48,10 +48,15 @@ def split_values(values: tuple[str, ...]) -> list[str]:
     return [v.strip() for item in values for v in item.split(",") if v.strip()]
 
 
-def device_options(command: F) -> F:
-    """``--device NAME`` and ``--devices FILE``: the device estimated op times are for."""
-    from kerneltracer.costmodel.devices import DEFAULT_DEVICE
+# The help's list of the built-in table (costmodel/devices.yaml; a test keeps them equal).
+BUILT_IN_DEVICES = "H100 (default), H200, A100, B200, MI300X, MI250X, MI250"
 
+
+def device_options(command: F) -> F:
+    """``--device NAME`` and ``--devices FILE``: the device estimated op times are for.
+
+    No default value here: the device table (and the cost model with it) loads only when a
+    command runs (:func:`resolve_device`), never for ``--help``."""
     command = click.option(
         "--devices",
         "devices_file",
@@ -61,19 +66,18 @@ def device_options(command: F) -> F:
     return click.option(
         "--device",
         "device_name",
-        default=DEFAULT_DEVICE,
-        show_default=True,
-        help="Device for estimated times (roofline lower bound from shapes): H100, H200, "
-        "A100, B200, MI300X, MI250X, MI250 or one from --devices.",
+        metavar="NAME",
+        help=f"Device for estimated times (roofline lower bound from shapes): {BUILT_IN_DEVICES}"
+        " or one from --devices.",
     )(command)
 
 
-def resolve_device(name: str, devices_file: Path | None) -> Device:
-    """The named device of the built-in table merged with ``devices_file``; a bad name or
-    file is a usage error listing the valid choices."""
-    from kerneltracer.costmodel import load_devices
+def resolve_device(name: str | None, devices_file: Path | None) -> Device:
+    """The named device (the cost model's default when None) of the built-in table merged
+    with ``devices_file``; a bad name or file is a usage error listing the valid choices."""
+    from kerneltracer.costmodel import DEFAULT_DEVICE, load_devices
 
-    return load_devices(devices_file).get(name)
+    return load_devices(devices_file).get(name or DEFAULT_DEVICE)
 
 
 class MemorySize(click.ParamType):

@@ -45,7 +45,7 @@ def readiness(
     dispatch_key: str | None,
     replay_dir: Path | None,
     out_dir: Path | None,
-    device_name: str,
+    device_name: str | None,
     devices_file: Path | None,
 ) -> None:
     """Backend readiness: every unsupported op per model, and ops ranked by models unblocked.

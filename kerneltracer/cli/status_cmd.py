@@ -7,9 +7,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kerneltracer.cli.tables import JobRow
-
 if TYPE_CHECKING:
+    from kerneltracer.cli.tables import JobRow
     from kerneltracer.core.rundir import JobRecord
 
 
@@ -23,6 +22,8 @@ def collect(run_dir: Path, keys: set[str] | None = None) -> list[JobRow]:
 
 def row_of(record: JobRecord) -> JobRow:
     """A table row from a job record: its status file, else the run manifest's entry."""
+    # Here, not at the top: the table module loads rich, which `status --help` never needs.
+    from kerneltracer.cli.tables import JobRow
     from kerneltracer.core.rundir import UNREADABLE
 
     state = record.state

@@ -1,0 +1,90 @@
+"""`--help` is paid only by the help: listing the commands or showing one command's help
+imports no framework, no array library and none of the analyses (a module check, not a timer:
+bench/bench_cli_startup.py has the seconds)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import click
+
+from kerneltracer.cli.main import root
+from tests.conftest import REPO_ROOT
+from tests.spine.test_cli_options import _commands
+
+# Top-level modules (or our packages) that no help text needs.
+HEAVY = (
+    "torch",
+    "transformers",
+    "numpy",
+    "pyarrow",
+    "pandas",
+    "rich",
+    "jinja2",
+    "kerneltracer.analysis",
+    "kerneltracer.costmodel",
+    "kerneltracer.corpus",
+    "kerneltracer.coverage",
+    "kerneltracer.report",
+    "kerneltracer.orchestrator",
+    "kerneltracer.worker",
+)
+
+# One interpreter: each help runs in a forked child of a process that has imported only the
+# CLI's root, and reports the modules it ended with.
+_RUNNER = r"""
+import json, os, sys
+from kerneltracer.cli.main import root
+out = {}
+for path in json.loads(sys.argv[1]):
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        sys.stdout = open(os.devnull, "w")
+        try:
+            root.main(args=[*path, "--help"], prog_name="kerneltracer")
+        except SystemExit:
+            pass
+        os.write(w, json.dumps(sorted(sys.modules)).encode())
+        os._exit(0)
+    os.close(w)
+    data = b""
+    while chunk := os.read(r, 1 << 16):
+        data += chunk
+    os.waitpid(pid, 0)
+    out[" ".join(path)] = json.loads(data)
+print(json.dumps(out))
+"""
+
+
+def _heavy(modules: list[str]) -> list[str]:
+    return sorted(m for m in modules if m.startswith(HEAVY) and (
+        m in HEAVY or m.startswith(tuple(h + "." for h in HEAVY))))
+
+
+def test_no_help_imports_a_heavy_module() -> None:
+    paths = [[], *([*name.split()] for name, _ in _commands(root, click.Context(root)))]
+    proc = subprocess.run(
+        [sys.executable, "-c", _RUNNER, json.dumps(paths)],
+        capture_output=True, text=True, cwd=REPO_ROOT, timeout=300, check=True,
+    )
+    seen = json.loads(proc.stdout)
+    assert len(seen) == len(paths) > 20
+    heavy = {path or "(root)": _heavy(mods) for path, mods in seen.items() if _heavy(mods)}
+    assert heavy == {}
+
+
+def test_what_the_help_spells_out_equals_its_source() -> None:
+    from kerneltracer.cli import replay_cmd
+    from kerneltracer.cli.options import BUILT_IN_DEVICES
+    from kerneltracer.corpus.replay import DEVICES
+    from kerneltracer.costmodel import DEFAULT_DEVICE, load_devices
+
+    assert replay_cmd.DEVICES == DEVICES
+    table = load_devices(None)
+    listed = [name.removesuffix(" (default)") for name in BUILT_IN_DEVICES.split(", ")]
+    assert sorted(listed) == table.names()
+    assert f"{DEFAULT_DEVICE} (default)" in BUILT_IN_DEVICES
