@@ -66,6 +66,11 @@ def main(argv: list[str]) -> int:
     faulthandler.enable()  # a segfault prints the Python stack into worker.log
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     status = run_job(job, attempt, job_dir, phases)
+    # Nothing the job started outlives it, a daemon of its remote code included (the worker
+    # is its subreaper, see lifeline); before the status, which says the job is over.
+    left = lifeline.end_descendants(lifeline.CHILD_GRACE_S)
+    if left:
+        log.warning("ended %d process(es) the job left running: %s", len(left), ", ".join(left))
     write_status(job_dir, status)
     log.info(
         "job %s ended %s%s",
