@@ -1,7 +1,12 @@
-"""An allocation larger than the device is not `oom` (issue 38, item 12): no memory ran out,
-and the reason says the size asked for; one that could have fit still is `oom`."""
+"""Memory-related ends say what happened (issue 38, item 12): an allocation larger than the
+device is not `oom` (no memory ran out) and says the size asked for, one that could have fit
+still is `oom`; a config too large for the ceiling or the machine is refused before the
+build, naming its field; a long phase gives feedback in the worker log."""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -49,3 +54,44 @@ def test_cuda_requests_compare_with_the_gpus_capacity(asked: str, status: JobSta
     assert got == status
     if status == JobStatus.FAILED:
         assert "500.0 GiB" in error.root_cause and "79.1 GiB" in error.root_cause
+
+
+def test_a_long_phase_says_it_is_still_running(tmp_path: Path) -> None:
+    """Feedback while a model builds for minutes (num_hidden_layers: 100000)."""
+    from kerneltracer.worker.phases import Heartbeat, PhaseLog
+    from tests.helpers import wait_until
+
+    phases = PhaseLog(tmp_path / "phases.log", node="t")
+    said: list[str] = []
+    with Heartbeat(phases, said.append, 0.02), phases.phase("load"):
+        assert wait_until(lambda: len(said) >= 2, timeout=60)
+    assert said[0].startswith("phase load still running after ")
+    assert "RSS" in said[0]
+
+
+def _config(**fields: Any) -> Any:
+    from transformers import LlamaConfig
+
+    return LlamaConfig(hidden_size=128, intermediate_size=256, num_attention_heads=4, **fields)
+
+
+@pytest.mark.parametrize(
+    ("fields", "fake", "named"),
+    [
+        ({"num_hidden_layers": 100_000}, True, "num_hidden_layers: 100000"),
+        ({"num_hidden_layers": 100_000}, False, "num_hidden_layers: 100000"),
+        ({"num_hidden_layers": 2, "vocab_size": 10**9}, False, "vocab_size: 1000000000"),
+    ],
+)
+def test_a_config_too_large_for_the_ceiling_is_refused_before_building(
+    fields: dict[str, int], fake: bool, named: str
+) -> None:
+    torch = pytest.importorskip("torch")
+    from kerneltracer.errors import UnsupportedError
+    from kerneltracer.worker.frameworks.huggingface.size import check_fits
+
+    with pytest.raises(UnsupportedError) as info:
+        check_fits(_config(**fields), torch.float32, fake, max_rss_gb=4.0)
+    assert f"the config's {named} makes the model at least" in str(info.value)
+    assert "max_rss_gb 4" in str(info.value)
+    check_fits(_config(num_hidden_layers=2), torch.float32, fake, max_rss_gb=4.0)  # fits
