@@ -17,6 +17,7 @@ import orjson
 
 from kerneltracer.core.artefacts import ArtefactKind
 from kerneltracer.core.layout import RUN
+from kerneltracer.core.modulepaths import bounded
 from kerneltracer.corpus.model import (
     Corpus,
     CorpusProblem,
@@ -31,7 +32,6 @@ from kerneltracer.errors import InputFileError
 from kerneltracer.inputguard import read_input
 
 KIND = ArtefactKind.DISPATCH_SIGNATURES
-MAX_MODULE_PATHS = 32
 
 
 class _RowError(Exception):
@@ -79,6 +79,9 @@ def corpus_from_refs(
             ids[ref.model] = ref.display or ref.model
         for rel in rels:
             problems += [(p, None) for p in _read_job(table, models, ref, rel)]
+    for sig in table.values():  # every call keeps its module, in a bounded mapping
+        sig.modules = bounded(sig.modules)
+        sig.model_modules = {m: bounded(paths) for m, paths in sig.model_modules.items()}
     sigs = sorted(table.values(), key=lambda s: (s.op, -s.calls, s.sig_id))
     sources = source_tracers | read
     kept = [p for p, tracer in problems if tracer is None or tracer in sources]
@@ -146,7 +149,5 @@ def _add(table: dict[bytes, Signature], model: str, row: Any, ranged: bool = Tru
     sig.model_calls[model] = sig.model_calls.get(model, 0) + count
     mine = sig.model_modules.setdefault(model, {})
     for path, calls in (row.get("modules") or {}).items():
-        if path in sig.modules or len(sig.modules) < MAX_MODULE_PATHS:
-            sig.modules[path] = sig.modules.get(path, 0) + int(calls)
-        if path in mine or len(mine) < MAX_MODULE_PATHS:
-            mine[path] = mine.get(path, 0) + int(calls)
+        sig.modules[path] = sig.modules.get(path, 0) + int(calls)
+        mine[path] = mine.get(path, 0) + int(calls)

@@ -93,8 +93,9 @@ class Signature:
     outputs: list[Any] | None  # None: not recorded (an operator_inp log)
     phase_calls: dict[str, int] = field(default_factory=dict)
     model_calls: dict[str, int] = field(default_factory=dict)
-    modules: dict[str, int] = field(default_factory=dict)  # module path -> calls, capped
-    # model -> module path -> calls (capped per model): what per-module costs are summed by
+    # module path -> calls; indices folded past core.modulepaths.MAX_PATHS, never dropped
+    modules: dict[str, int] = field(default_factory=dict)
+    # model -> module path -> calls (bounded the same way): what per-module costs sum by
     model_modules: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property

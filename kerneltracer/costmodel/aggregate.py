@@ -7,17 +7,18 @@ of per-call roofline lower bounds. Calls without an estimate are counted in
 
 Module paths are the innermost module that made the call, with layer / expert indices
 folded (``model.layers.*.mlp.down_proj``), so an 80-layer model ranks modules, not layers.
-The recorder keeps a bounded number of paths per signature; calls beyond them are
-attributed to :data:`UNRECORDED`.
+Every call has its path (past a few dozen per signature, recorded already folded: see
+:mod:`kerneltracer.core.modulepaths`); calls a row lists no path for (a trace written
+before paths were bounded that way, or a hand-made one) are attributed to :data:`UNRECORDED`.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from kerneltracer.core.modulepaths import fold_indices
 from kerneltracer.costmodel.call import OpCost
 from kerneltracer.costmodel.devices import Device
 from kerneltracer.costmodel.estimate import is_known
@@ -26,12 +27,11 @@ from kerneltracer.costmodel.roofline import COMPUTE, MEMORY, NONE, RooflinePoint
 NO_MODULE = "(no module)"  # the call ran outside every module (a loss in the step, say)
 UNRECORDED = "(paths not recorded)"
 K = TypeVar("K")
-_INDEX = re.compile(r"(?<=\.)\d+(?=\.|$)|^\d+(?=\.|$)")
 
 
 def module_group(path: str) -> str:
     """``model.layers.17.mlp`` -> ``model.layers.*.mlp``; "" -> :data:`NO_MODULE`."""
-    return _INDEX.sub("*", path) if path else NO_MODULE
+    return fold_indices(path) if path else NO_MODULE
 
 
 @dataclass(frozen=True)

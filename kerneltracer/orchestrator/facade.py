@@ -80,7 +80,7 @@ class RunSession:
             self._write_manifest(started, None, None)
         except OSError as exc:
             raise RunDirError(f"cannot start the run: {os_error_text(exc, self.run_dir)}") from None
-        failed_early = self._fail_unresolved(observer)
+        unresolved = self._fail_unresolved()
         options = RunOptions(
             max_parallel=max(1, self.request.jobs),
             interpreters=self.interpreters,
@@ -91,20 +91,23 @@ class RunSession:
                 str(name) for name, fw in self.config.frameworks.items() if not fw.preload
             ),
         )
-        observer.planned(len(self.jobs), len(self.plan.to_run) + len(failed_early))
+        # The plan first, then each early failure: every counted line knows the total.
+        observer.planned(len(self.jobs), len(self.plan.to_run) + len(unresolved))
+        for job, status in unresolved:
+            observer.job_finished(job, status)
         if self.stopped_by is None:
             result = execute(self.plan, options, observer)
         else:  # the run dir took no more writes already
             result = RunResult({}, False, 0.0, self.stopped_by)
-        result.statuses.update(failed_early)
+        result.statuses.update((job.key, status) for job, status in unresolved)
         try:
             self._write_manifest(started, now_iso(), result)
         except OSError as exc:  # the run's end cannot be recorded: say why, do not crash
             result.stopped_by = result.stopped_by or os_error_text(exc, self.run_dir)
         return result
 
-    def _fail_unresolved(self, observer: RunObserver) -> dict[str, TraceStatus]:
-        out: dict[str, TraceStatus] = {}
+    def _fail_unresolved(self) -> list[tuple[JobSpec, TraceStatus]]:
+        out: list[tuple[JobSpec, TraceStatus]] = []
         for job in self.jobs:
             reason = self.model_failures.get(job.model.slug)
             if reason is None:
@@ -118,8 +121,7 @@ class RunSession:
                 self.stopped_by = self.stopped_by or os_error_text(exc, job_dir)
             else:
                 self.stopped_by = self.stopped_by or save_status(job_dir, status)
-            out[job.key] = status
-            observer.job_finished(job, status)
+            out.append((job, status))
         return out
 
     def _write_manifest(self, started: str, finished: str | None, result: RunResult | None) -> None:

@@ -5,11 +5,13 @@ tuple, dtypes and devices hash); turning them into JSON happens once per unique 
 
 Besides the signature, each entry keeps what replaying the call needs and the signature
 does not say: the value range of every integer input tensor (indices of embedding, gather,
-index, nll_loss must stay in bounds), merged over calls, and the module path the call came
-from (maintained by global module hooks, see :class:`ModulePaths`). Bool tensors keep
-their count of true values (``true``) from the first call, the one whose outputs are
-recorded: a boolean mask decides the output shape of ``index``, ``masked_select``,
-``nonzero``, and how much of its source ``masked_scatter`` reads.
+index, nll_loss must stay in bounds), merged over calls, and the module path of every call
+(maintained by global module hooks, see :class:`ModulePaths`; an 80-layer model gives a
+signature one path per layer, written with layer indices folded, see
+:mod:`kerneltracer.core.modulepaths`). Bool tensors keep their count of true values
+(``true``) from the first call, the one whose outputs are recorded: a boolean mask decides
+the output shape of ``index``, ``masked_select``, ``nonzero``, and how much of its source
+``masked_scatter`` reads.
 """
 
 from __future__ import annotations
@@ -20,12 +22,13 @@ import torch
 from torch._subclasses.fake_tensor import is_fake
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from kerneltracer.core.modulepaths import bounded
+
 _TENSOR = "T"
 _SEQ = "L"
 _TAG = "$"  # a scalar that JSON has no type for: dtype, device, layout, memory format
 _PLAIN = (int, float, bool, str, type(None))
 _TAGGED = (torch.dtype, torch.device, torch.layout, torch.memory_format)
-MAX_MODULE_PATHS = 32  # per signature; a 100-layer model repeats each one per layer
 
 # Dispatched only for tensor subclasses (fake tensors ask their device through it): never
 # an op a real run executes, so a fake-weight trace leaves it out like a real one does.
@@ -103,10 +106,9 @@ class DispatchRecorder(TorchDispatchMode):
         if ranges:
             entry[_RANGES] = [_merge(a, b) for a, b in zip(entry[_RANGES], ranges, strict=True)]
         mods = entry[_MODULES]
-        if path in mods:
-            mods[path] += 1
-        elif len(mods) < MAX_MODULE_PATHS:
-            mods[path] = 1
+        # Every call keeps its path: the table is bounded by the model's modules, and rows
+        # fold layer indices when written (rows_of), never by dropping calls here.
+        mods[path] = mods.get(path, 0) + 1
         return out
 
     def _sig(self, value: Any, ranges: list[Any] | None) -> Any:
@@ -215,7 +217,9 @@ def rows_of(table: dict[Any, list[Any]]) -> list[dict[str, Any]]:
                 "outputs": _json(outs)
                 if isinstance(outs, tuple) and outs[:1] == (_SEQ,)
                 else [_json(outs)],
-                "modules": dict(sorted(modules.items(), key=lambda kv: (-kv[1], kv[0]))),
+                "modules": dict(
+                    sorted(bounded(modules).items(), key=lambda kv: (-kv[1], kv[0]))
+                ),
             }
         )
     rows.sort(key=lambda r: (r["phase"] != "forward", r["op"], -r["count"]))

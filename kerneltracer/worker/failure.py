@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import psutil
+
 from kerneltracer.core.oserrors import os_error_status, os_error_text
 from kerneltracer.core.rootcause import exception_line, innermost, links, location, message
 from kerneltracer.core.status import ErrorInfo, JobStatus
@@ -17,6 +19,14 @@ ALLOCATOR_ERROR = re.compile(
     r"OutOfMemoryError|HIP out of memory|Cannot allocate memory|std::bad_alloc",
     re.IGNORECASE,
 )
+
+# The size of the request an allocator refused: CPU (bytes) and CUDA (with units), and the
+# device's capacity when CUDA says it.
+_REQUEST = re.compile(
+    r"you tried to allocate (\d+) bytes|Tried to allocate ([\d.]+) ?([KMGTPE]i?B)", re.IGNORECASE
+)
+_CAPACITY = re.compile(r"total capacity of ([\d.]+) ?([KMGTPE]i?B)", re.IGNORECASE)
+_UNITS = {u: 1024**i for i, u in enumerate("BKMGTPE")}
 
 
 def classify_exception(
@@ -49,6 +59,16 @@ def classify_exception(
             install=missing.install,
         )
     ours = next((e for e in chain if isinstance(e, UnsupportedError)), None)
+    too_large = None if ours is not None else _beyond_capacity(chain)
+    if too_large is not None:
+        # Not out of memory: no amount of free memory would have served it.
+        return JobStatus.FAILED, ErrorInfo(
+            type=type(exc).__name__,
+            message=message(exc),
+            root_cause=too_large,
+            location=location(root) or location(exc),
+            phase=phase,
+        )
     if ours is not None:
         status = JobStatus.UNSUPPORTED
         # Our own refusal is written for people; the library error it wraps (a pydantic
@@ -77,3 +97,42 @@ def _who_needs(root: BaseException) -> str:
     """``HungarianMatcher requires it`` from transformers' text; '' for a bare import."""
     head = message(root).split(" requires the ", 1)
     return f"{head[0]} requires it" if len(head) == 2 and head[0] else ""
+
+
+def _beyond_capacity(chain: list[BaseException]) -> str | None:
+    """Why an allocation was refused when it asked for more than the device has at all
+    (a config with ``vocab_size: 10**9``): the request's size against the capacity, CUDA's
+    from its message, the CPU's physical memory plus swap. None: it could have fit, so
+    memory ran out (``oom``)."""
+    for exc in chain:
+        text = message(exc)
+        found = _REQUEST.search(text)
+        if found is None:
+            continue
+        if found.group(1) is not None:
+            request = int(found.group(1))
+        else:
+            request = int(float(found.group(2)) * _UNITS[found.group(3)[0].upper()])
+        cap = _CAPACITY.search(text)
+        if cap is not None:
+            capacity = int(float(cap.group(1)) * _UNITS[cap.group(2)[0].upper()])
+            where = "the GPU's total memory"
+        else:
+            capacity = psutil.virtual_memory().total + psutil.swap_memory().total
+            where = "this machine's memory and swap"
+        if request <= capacity:
+            return None
+        return (
+            f"one allocation of {_size(request)} ({request:,} bytes) was refused: more than "
+            f"{where} ({_size(capacity)}), so no memory ran out: the model asks for a tensor "
+            "that large (from its config: a huge vocab_size, hidden_size or seq_len?)"
+        )
+    return None
+
+
+def _size(n: int) -> str:
+    for unit in ("PiB", "TiB", "GiB", "MiB", "KiB"):
+        scale = _UNITS[unit[0]]
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"

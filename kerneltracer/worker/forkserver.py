@@ -82,12 +82,19 @@ class _Server:
             self.reply({"op": "started", "id": request["id"], "pid": pid})
 
     def _fork(self, request: dict[str, Any]) -> int:
+        if not self.children:
+            # From the first child on, SIGTERM (the parent-death signal) must stop the
+            # children before the server goes: the loop notices the flag.
+            signal.signal(signal.SIGTERM, self._on_term)
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child ends in os._exit; tests see its effects
             _run_child(request, self)
         return pid
+
+    def _on_term(self, signum: int, frame: FrameType | None) -> None:
+        self.stopping = True
 
     def _reap(self) -> None:
         while self.children:
@@ -203,11 +210,10 @@ def main(argv: list[str]) -> int:
         )
         return 2
     server = _Server(int(argv[0]), int(argv[1]))
-
-    def on_term(signum: int, frame: FrameType | None) -> None:
-        server.stopping = True
-
-    signal.signal(signal.SIGTERM, on_term)
+    # SIGTERM (also the parent-death signal) keeps its default action, end now, until the
+    # first fork: there is nothing to stop before, and the loop would read a handler's flag
+    # only after the preload, a cold import that takes tens of seconds on a loaded machine.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the orchestrator's to handle
     parent = os.environ.get(ENV_ORCHESTRATOR_PID)
     if not lifeline.arm_parent_death(signal.SIGTERM, int(parent) if parent else None):

@@ -32,7 +32,7 @@ from kerneltracer.tracers.registry import get_tracer
 from kerneltracer.worker import lifeline
 from kerneltracer.worker.failure import classify_exception
 from kerneltracer.worker.frameworks.registry import get_loader, version_modules
-from kerneltracer.worker.phases import PhaseLog
+from kerneltracer.worker.phases import Heartbeat, PhaseLog
 
 if TYPE_CHECKING:
     from kerneltracer.tracers.base import Tracer
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kerneltracer.worker")
 
+HEARTBEAT_S = 30.0  # a long phase says it is still running, in worker.log, this often
 EXIT_CODES = {JobStatus.OK: 0, JobStatus.FAILED: 1, JobStatus.UNSUPPORTED: 3, JobStatus.OOM: 4}
 
 
@@ -65,7 +66,13 @@ def main(argv: list[str]) -> int:
     lifeline.install(int(parent) if parent else None, last_words)
     faulthandler.enable()  # a segfault prints the Python stack into worker.log
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    status = run_job(job, attempt, job_dir, phases)
+    with Heartbeat(phases, log.info, HEARTBEAT_S):
+        status = run_job(job, attempt, job_dir, phases)
+    # Nothing the job started outlives it, a daemon of its remote code included (the worker
+    # is its subreaper, see lifeline); before the status, which says the job is over.
+    left = lifeline.end_descendants(lifeline.CHILD_GRACE_S)
+    if left:
+        log.warning("ended %d process(es) the job left running: %s", len(left), ", ".join(left))
     write_status(job_dir, status)
     log.info(
         "job %s ended %s%s",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 
@@ -19,6 +19,7 @@ class PhaseLog:
         self.node = node
         self.durations: dict[str, float] = {}
         self.current: str | None = None
+        self.since = 0.0  # time.monotonic() when the current phase started
         self.failed: str | None = None  # the phase an exception escaped from
 
     def _record(self, phase: str, et: str) -> int:
@@ -29,8 +30,8 @@ class PhaseLog:
 
     @contextlib.contextmanager
     def phase(self, name: str) -> Iterator[None]:
-        previous = self.current
-        self.current = name
+        previous, previous_since = self.current, self.since
+        self.current, self.since = name, time.monotonic()
         start = self._record(name, "Start")
         try:
             yield
@@ -40,4 +41,36 @@ class PhaseLog:
         finally:
             end = self._record(name, "End")
             self.durations[name] = round((end - start) / 1e9, 6)
-            self.current = previous
+            self.current, self.since = previous, previous_since
+
+
+class Heartbeat:
+    """While a phase runs long, say so in the worker log every ``interval_s``, with the
+    worker's RSS: a model that builds for minutes (``num_hidden_layers: 100000``) shows
+    progress instead of silence until its timeout or memory ceiling."""
+
+    def __init__(self, phases: PhaseLog, say: Callable[[str], None], interval_s: float) -> None:
+        self.phases, self.say, self.interval_s = phases, say, interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="kt-heartbeat", daemon=True)
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        import psutil
+
+        me = psutil.Process()
+        while not self._stop.wait(self.interval_s):
+            current, since = self.phases.current, self.phases.since
+            if current is None:
+                continue
+            with contextlib.suppress(psutil.Error):
+                rss = me.memory_info().rss / 1024**3
+                took = time.monotonic() - since
+                self.say(f"phase {current} still running after {took:.0f} s (RSS {rss:.2f} GiB)")

@@ -171,3 +171,19 @@ def test_readiness_ranks_by_estimated_time_when_nothing_was_replayed() -> None:
     expected = _lower_bound_us(2 * M * N * K, mm_bytes, H100.peak["bf16"])
     assert r.ranked[0].est_time_us == pytest.approx(expected)
     assert r.time_weight == "estimate" and "H100" in r.time_note
+
+
+def test_merged_paths_past_32_fold_indices_and_keep_every_call(tmp_path: Path) -> None:
+    """Two models whose rows of one signature hold 20 layer paths each: per model the paths
+    stay as recorded, the signature's merged 40 fold their layer indices; no call is lost
+    (issue 38; paths past 32 were dropped)."""
+    run = tmp_path / "run"
+    mm = [_t([M, K]), _t([K, N])], [_t([M, N])]
+    for model, layers in (("org/a", range(20)), ("org/b", range(20, 40))):
+        paths = {f"model.layers.{i}.mlp.down_proj": 1 for i in layers}
+        row = _row("aten.mm.default", 20, *mm, paths)
+        make_job(run, model, "torch_dispatch", {"dispatch_ops.jsonl": row})
+    (sig,) = build_corpus(run).signatures
+    assert sig.modules == {"model.layers.*.mlp.down_proj": 40}
+    b_paths = {f"model.layers.{i}.mlp.down_proj": 1 for i in range(20, 40)}
+    assert sig.model_modules["org/b"] == b_paths

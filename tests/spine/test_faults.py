@@ -52,10 +52,14 @@ def test_python_memory_error_is_oom(tmp_path: Path, kt_env: dict[str, str]) -> N
     assert st["error"]["phase"] == "warmup"
 
 
-def test_allocator_failure_is_oom(tmp_path: Path, kt_env: dict[str, str]) -> None:
+def test_an_allocation_beyond_the_machine_is_failed_not_oom(
+    tmp_path: Path, kt_env: dict[str, str]
+) -> None:
+    """1 PiB asked of the CPU allocator: refused at once, no memory ran out (issue 38)."""
     _proc, st, _ = _run_fault(tmp_path, kt_env, "allocator")
-    assert st["status"] == "oom"
-    assert "can't allocate memory" in st["error"]["root_cause"]
+    assert st["status"] == "failed"
+    assert st["error"]["root_cause"].startswith("one allocation of 1.0 PiB")
+    assert "can't allocate memory" in st["error"]["message"]
 
 
 def test_memory_ceiling_over_the_tree_is_oom(tmp_path: Path, kt_env: dict[str, str]) -> None:

@@ -14,6 +14,7 @@ from kerneltracer.core.jobspec import JobSpec
 from kerneltracer.core.workerenv import ENV_GPU_SLOT
 from kerneltracer.errors import UnsupportedError
 from kerneltracer.worker.frameworks.base import FrameworkLoader
+from kerneltracer.worker.frameworks.huggingface import size
 from kerneltracer.worker.frameworks.huggingface.context import HFContext
 
 if TYPE_CHECKING:
@@ -106,6 +107,7 @@ def load_huggingface(job: JobSpec, job_dir: Path) -> HFContext:
     device = resolve_device(job.device)
     dtype = resolve_dtype(job.dtype, device, config)
     cls = model_class(config, remote)
+    size.check_fits(config, dtype, False, job.max_rss_gb)
     torch.manual_seed(0)
     model = cls.from_pretrained(path, config=config, dtype=dtype, trust_remote_code=remote)
     model.to(device)
@@ -153,6 +155,7 @@ def _load_fake(job: JobSpec, job_dir: Path, path: str, config: Any) -> HFContext
     dtype = fake.fake_dtype(job.dtype, config)
     remote = job.model.trust_remote_code
     cls = model_class(config, remote)
+    size.check_fits(config, dtype, True, job.max_rss_gb)
     session = fake.fake_session()
     # Entered for good (closed by HFContext.close): see the module docstring of `fake`.
     mode = session.__enter__()
