@@ -50,19 +50,41 @@ in ``why_excluded``, as BackendBench's own filters do. What the syntax cannot sa
 out: integer ranges (``T`` takes no min/max) and a device index (``cuda:1`` → ``'cuda'``);
 signatures that become one (op, args) this way are merged (counts summed, models united).
 
-Every name written unquoted is checked to be an identifier, since BackendBench evaluates
-``args``: text from a run dir never becomes code there.
+BackendBench evaluates ``op_name`` and ``args`` (``eval``), so nothing from a run dir may
+become code there, and what it reads back must be exactly what was recorded:
+
+- ``op_name`` must be an OpOverload of the registry of the torch installed here (looked up
+  in a child process, :mod:`kerneltracer.worker.oplookup`; the analysis side imports no
+  torch); any other name (a custom op whose library is not loaded, text that is not
+  ``namespace.op.overload``) makes the row excluded and not runnable, with the reason;
+- names written unquoted are ``T``, ``inf``, ``float``, the abbreviations, and
+  ``torch.<name>`` only where that name is a dtype / layout / memory format of that torch;
+- strings are quoted so that ``deserialize_args``' text edits cannot touch them: a plain
+  string (letters, digits, ``_ .:/+-``) is single-quoted as PyTorch writes it, any other
+  (quotes, backslashes, newlines, non-ASCII, one spelled like an abbreviation, which it
+  would unquote into a dtype) is double-quoted with every quote and special character
+  escaped (``\x27``), so the text holds no ``'`` but the plain strings' own;
+- each ``args`` is checked as BackendBench reads it: its text edits change nothing, and the
+  expression has only literals, ``T(...)`` calls and the names above (:func:`reads_back`).
+  A row that fails is excluded and not runnable, and its ``args`` is a plain string
+  literal, never the failing text.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import math
+import re
+import subprocess
+import sys
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from kerneltracer.corpus.model import TAG, Signature, is_tensor
 from kerneltracer.corpus.operator_inp import contiguous_stride
@@ -91,6 +113,63 @@ ABBREVIATIONS = {
 }
 _NON_FINITE = {"nan": "float('nan')", "inf": "inf", "-inf": "-inf"}
 _TORCH_TAGS = ("dtype", "layout", "memory_format")
+_OP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*")
+_PLAIN = re.compile(r"[A-Za-z0-9_ .:/+-]*")
+LOOKUP_TIMEOUT_S = 300.0  # importing torch on a loaded machine
+
+
+# ---------------------------------------------------------------- torch's registry
+
+
+@dataclass(frozen=True)
+class TorchRegistry:
+    """What the torch BackendBench will evaluate the file with has, of the names we write."""
+
+    version: str
+    ops: frozenset[str]  # of the op names asked, the OpOverloads
+    names: Mapping[str, frozenset[str]]  # "dtype" / "layout" / "memory_format" -> names
+    error: str = ""  # why nothing could be looked up (then nothing is known)
+
+    @classmethod
+    def of_lookup(cls, reply: dict[str, Any]) -> TorchRegistry:
+        """From :func:`kerneltracer.worker.oplookup.lookup`'s reply."""
+        names = {kind: frozenset(map(str, found)) for kind, found in reply["names"].items()}
+        return cls(str(reply["torch"]), frozenset(map(str, reply["ops"])), names)
+
+    def op_problem(self, op: str) -> str | None:
+        """Why ``op`` cannot be BackendBench's ``torch.ops.<op_name>`` (None: it can)."""
+        if not _OP_NAME.fullmatch(op):
+            return f"op_name {op!r:.80} is not a namespace.op.overload name"
+        if self.error:
+            return f"op_name not checked against torch's op registry ({self.error})"
+        if op not in self.ops:
+            return f"{op} is not an op of torch {self.version} (a custom op's library not loaded?)"
+        return None
+
+
+def torch_registry(ops: Iterable[str], python: str = sys.executable) -> TorchRegistry:
+    """Look ``ops`` and torch's dtype / layout / memory format names up in a child process of
+    ``python`` (the torch BackendBench runs with); a failure is a registry with its error."""
+    asked = sorted({op for op in ops if _OP_NAME.fullmatch(op)})
+    argv = [python, "-m", "kerneltracer.worker.oplookup"]
+    try:
+        done = subprocess.run(
+            argv, input=orjson.dumps({"ops": asked}), capture_output=True,
+            timeout=LOOKUP_TIMEOUT_S, check=False,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return _unknown(f"no answer from torch within {LOOKUP_TIMEOUT_S:g} s")
+    except OSError as exc:
+        return _unknown(f"cannot start {python}: {exc.strerror or exc}")
+    try:
+        return TorchRegistry.of_lookup(orjson.loads(done.stdout))
+    except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
+        lines = done.stderr.decode(errors="replace").strip().splitlines()
+        return _unknown(f"the lookup failed: {lines[-1] if lines else done.returncode}"[:200])
+
+
+def _unknown(error: str) -> TorchRegistry:
+    return TorchRegistry("", frozenset(), {}, error)
 
 
 def arrow_schema() -> pa.Schema:
@@ -121,7 +200,8 @@ def arrow_schema() -> pa.Schema:
 class _Args:
     """Formats one call in BackendBench's dialect, noting why it cannot be rebuilt."""
 
-    def __init__(self) -> None:
+    def __init__(self, registry: TorchRegistry) -> None:
+        self.registry = registry
         self.why: list[str] = []
 
     def call(self, args: list[Any], kwargs: dict[str, Any]) -> str:
@@ -147,7 +227,7 @@ class _Args:
             return repr(value)
         if isinstance(value, str):
             return _string(value)
-        return self.unusable(f"a {type(value).__name__} value", repr(str(value)))
+        return self.unusable(f"a {type(value).__name__} value", _string(str(value)))
 
     def tensor(self, t: dict[str, Any]) -> str:
         dims = [self.size(s) for s in t["shape"]]
@@ -165,7 +245,7 @@ class _Args:
     def size(self, s: Any) -> str:
         if isinstance(s, int) and not isinstance(s, bool):
             return str(s)
-        return self.unusable(f"the symbolic size {s!r}", repr(str(s)))
+        return self.unusable(f"the symbolic size {s!r}", _string(str(s)))
 
     def dtype(self, name: str) -> str:
         if name in ABBREVIATIONS:
@@ -179,12 +259,12 @@ class _Args:
             return _string(text.split(":", 1)[0])  # PyTorch's logs keep the device type only
         if tag == "float" and text in _NON_FINITE:
             return _NON_FINITE[text]
-        return self.unusable(f"the {tag} value <{text}>", repr(f"<{text}>"))
+        return self.unusable(f"the {tag} value <{text}>", _string(f"<{text}>"))
 
     def torch_name(self, what: str, name: str) -> str:
-        if name.isidentifier() and name.isascii():
+        if name in self.registry.names.get(what, ()):
             return f"torch.{name}"
-        return self.unusable(f"the {what} {name!r}", repr(name))
+        return self.unusable(f"the {what} {name!r}", _string(name))
 
     def unusable(self, what: str, placeholder: str) -> str:
         self.why.append(f"{what} cannot be rebuilt by BackendBench's args syntax")
@@ -192,15 +272,81 @@ class _Args:
 
 
 def _string(text: str) -> str:
-    # deserialize_args unquotes '<abbr>' anywhere in the text: such a string must not be
-    # single-quoted, or it comes back as a dtype.
-    return f'"{text}"' if text in ABBREVIATIONS.values() else repr(text)
+    """A string literal ``deserialize_args`` gives back as it is.
+
+    It unquotes ``'<abbr>'`` anywhere in the text and strips quotes at both ends: a plain
+    string can be single-quoted (it holds no quote, and is no abbreviation), any other is
+    double-quoted with no ``'`` in it, so no edit can reach into it or past its end.
+    """
+    if _PLAIN.fullmatch(text) and text not in ABBREVIATIONS.values():
+        return f"'{text}'"
+    return '"' + "".join(map(_escaped, text)) + '"'
 
 
-def format_args(args: list[Any], kwargs: dict[str, Any]) -> tuple[str, list[str]]:
+def _escaped(c: str) -> str:
+    if c.isascii() and c.isprintable() and c not in "\\\"'":
+        return c
+    o = ord(c)
+    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}"
+
+
+def _as_read(text: str) -> str:
+    """``args`` after BackendBench's ``deserialize_args`` text edits, as its ``eval`` sees it."""
+    text = text.strip().strip("'")
+    for abbr in ABBREVIATIONS.values():
+        text = text.replace(f"'{abbr}'", abbr)
+    return text.strip().strip("'").strip('"')
+
+
+_NAMES = frozenset({"T", "inf", "float", *ABBREVIATIONS.values()})
+_NODES = (ast.Expression, ast.Tuple, ast.List, ast.Dict, ast.Constant, ast.Load, ast.keyword)
+
+
+def reads_back(text: str, registry: TorchRegistry) -> bool:
+    """Whether BackendBench reads ``text`` as written: its edits change nothing and the
+    expression is literals, ``T(...)``, ``float('nan')``, ``inf`` / ``-x``, the dtype
+    abbreviations and ``torch.<a name of the registry>``; nothing else can run."""
+    if _as_read(text) != text:
+        return False
+    try:
+        tree = ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return False
+    torch_names = frozenset().union(*registry.names.values())
+    return all(_allowed(node, torch_names) for node in ast.walk(tree))
+
+
+def _allowed(node: ast.AST, torch_names: frozenset[str]) -> bool:
+    if isinstance(node, _NODES):
+        return not isinstance(node, ast.keyword) or node.arg == "stride"
+    if isinstance(node, ast.UnaryOp):
+        return isinstance(node.op, ast.USub)
+    if isinstance(node, ast.USub):
+        return True
+    if isinstance(node, ast.Name):
+        return node.id in _NAMES or node.id == "torch"
+    if isinstance(node, ast.Attribute):
+        value = node.value
+        return isinstance(value, ast.Name) and value.id == "torch" and node.attr in torch_names
+    if isinstance(node, ast.Call):
+        func = node.func
+        if isinstance(func, ast.Name) and func.id == "float":
+            (arg,) = node.args if len(node.args) == 1 else (None,)
+            return isinstance(arg, ast.Constant) and arg.value == "nan" and not node.keywords
+        return isinstance(func, ast.Name) and func.id == "T"
+    return False
+
+
+def format_args(
+    args: list[Any], kwargs: dict[str, Any], registry: TorchRegistry
+) -> tuple[str, list[str]]:
     """A call as BackendBench's ``args`` string, and why it cannot be rebuilt (empty if it can)."""
-    writer = _Args()
+    writer = _Args(registry)
     text = writer.call(args, kwargs)
+    if not reads_back(text, registry):  # a writer bug: never hand BackendBench such text
+        writer.why.append("args would not be read back as written by BackendBench")
+        # Inside a tuple: a bare string literal would lose its quotes to the final strip.
+        text = f"(({_string(text)},), {{}})"
     return text, list(dict.fromkeys(writer.why))
 
 
@@ -222,11 +368,13 @@ class Row:
         return hashlib.sha256(self.args.encode() + self.op_name.encode()).hexdigest()
 
 
-def rows_of(sigs: Iterable[Signature]) -> list[Row]:
+def rows_of(sigs: Iterable[Signature], registry: TorchRegistry) -> list[Row]:
     """One row per distinct (op, args) string, most called first within an op."""
     rows: dict[tuple[str, str], Row] = {}
     for sig in sigs:
-        args, why = format_args(sig.inputs, sig.kwargs)
+        args, why = format_args(sig.inputs, sig.kwargs, registry)
+        op_problem = registry.op_problem(sig.op)
+        why = [op_problem, *why] if op_problem else why
         row = rows.setdefault((sig.op, args), Row(sig.op, args))
         row.count += sig.calls
         row.models.update(sig.model_calls)
@@ -267,11 +415,17 @@ class Export:
     reasons: Counter[str]  # why_excluded entry -> rows
 
 
-def write_backendbench(sigs: Iterable[Signature], out_dir: Path) -> Export:
-    """Write ``backendbench.parquet`` into ``out_dir`` atomically."""
+def write_backendbench(
+    sigs: Iterable[Signature], out_dir: Path, registry: TorchRegistry | None = None
+) -> Export:
+    """Write ``backendbench.parquet`` into ``out_dir`` atomically; ``registry``: what the
+    torch that will read it has (default: :func:`torch_registry` of this interpreter)."""
     import pyarrow.parquet as pq
 
-    rows = rows_of(sigs)
+    sigs = list(sigs)
+    if registry is None:
+        registry = torch_registry(s.op for s in sigs)
+    rows = rows_of(sigs, registry)
     path = Path(out_dir) / PARQUET
     with atomic_writer(path) as fh:
         pq.write_table(to_table(rows), fh)

@@ -3,19 +3,19 @@
 (op, inputs, kwargs).
 
 Jobs are read one at a time and only the merged table is kept, so a run of hundreds of
-models stays small in memory. A job or line that cannot be read becomes a
-:class:`CorpusProblem`; the other jobs go on.
+models stays small in memory. A job that cannot be read becomes a :class:`CorpusProblem`,
+and so do the bad lines of a job (one problem per job file, counted by kind, with the
+first one's line and reason); the other lines and jobs go on.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
-
-import orjson
 
 from kerneltracer.core.artefacts import ArtefactKind
+from kerneltracer.core.dispatch_row import BadDispatchRow, DispatchRow, parse_dispatch_line
 from kerneltracer.core.layout import RUN
 from kerneltracer.core.modulepaths import bounded
 from kerneltracer.corpus.model import (
@@ -32,10 +32,6 @@ from kerneltracer.errors import InputFileError
 from kerneltracer.inputguard import read_input
 
 KIND = ArtefactKind.DISPATCH_SIGNATURES
-
-
-class _RowError(Exception):
-    pass
 
 
 def build_corpus(run_dir: Path) -> Corpus:
@@ -98,56 +94,45 @@ def corpus_from_refs(
 def _read_job(
     table: dict[bytes, Signature], models: set[str], ref: JobRef, rel: str
 ) -> list[CorpusProblem]:
+    where = str(RUN.job_dir(ref.key) / rel)
     try:
         lines = read_input(ref.job_dir / rel, what="job output", text=True, gzip=False).splitlines()
     except InputFileError as exc:
-        where = str(RUN.job_dir(ref.key) / rel)
         return [CorpusProblem(ref.model, where, f"unreadable ({exc})")]
     models.add(ref.model)
-    problems = []
-    for lineno, row, ranged in _rows(lines):
-        try:
-            _add(table, ref.model, row, ranged)
-        except _RowError as exc:
-            where = f"{RUN.job_dir(ref.key) / rel}:{lineno}"
-            problems.append(CorpusProblem(ref.model, where, str(exc)))
-    return problems
-
-
-def _rows(lines: list[bytes]) -> Iterator[tuple[int, Any, bool]]:
-    """(line number, parsed row, whether it may hold integer ranges) per non-blank line."""
-    for n, line in enumerate(lines, 1):
+    bad: Counter[str] = Counter()
+    first = ""
+    for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            # Most rows have no integer tensor: skip stripping and merging ranges for them.
-            yield n, orjson.loads(line), b'"min"' in line or b'"true"' in line
-        except orjson.JSONDecodeError:
-            yield n, None, False
+            row = parse_dispatch_line(line)
+        except BadDispatchRow as exc:
+            bad[exc.kind] += 1
+            first = first or f"line {lineno}: {exc.detail}"
+            continue
+        # Most rows have no integer tensor: skip stripping and merging ranges for them.
+        _add(table, ref.model, row, b'"min"' in line or b'"true"' in line)
+    if not bad:
+        return []
+    # One problem per job file, however many of its lines are bad: counted, by kind.
+    kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(bad.items()))
+    reason = f"{bad.total()} bad line(s) skipped ({kinds}); first: {first}"
+    return [CorpusProblem(ref.model, where, reason)]
 
 
-def _add(table: dict[bytes, Signature], model: str, row: Any, ranged: bool = True) -> None:
-    if not isinstance(row, dict):
-        raise _RowError("not a JSON object")
-    try:
-        op, phase, count = str(row["op"]), str(row["phase"]), row["count"]
-        inputs, kwargs, outputs = row["inputs"], row.get("kwargs") or {}, row["outputs"]
-    except KeyError as exc:
-        raise _RowError(f"missing field {exc.args[0]!r}") from None
-    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-        raise _RowError(f"count is not a non-negative integer: {count!r}")
-    if not isinstance(inputs, list) or not isinstance(kwargs, dict):
-        raise _RowError("inputs is not a list or kwargs not an object")
+def _add(table: dict[bytes, Signature], model: str, row: DispatchRow, ranged: bool = True) -> None:
+    op, inputs, kwargs = row.op, row.inputs, row.kwargs
     key = signature_key(op, inputs, kwargs, ranged)
     sig = table.get(key)
     if sig is None:
-        sig = table[key] = Signature(id_of_key(key), op, inputs, kwargs, outputs)
+        sig = table[key] = Signature(id_of_key(key), op, inputs, kwargs, row.outputs)
     elif ranged:
         sig.inputs = merge_ranges(sig.inputs, inputs)
         sig.kwargs = merge_kwargs(sig.kwargs, kwargs)
-    sig.phase_calls[phase] = sig.phase_calls.get(phase, 0) + count
-    sig.model_calls[model] = sig.model_calls.get(model, 0) + count
+    sig.phase_calls[row.phase] = sig.phase_calls.get(row.phase, 0) + row.count
+    sig.model_calls[model] = sig.model_calls.get(model, 0) + row.count
     mine = sig.model_modules.setdefault(model, {})
-    for path, calls in (row.get("modules") or {}).items():
-        sig.modules[path] = sig.modules.get(path, 0) + int(calls)
-        mine[path] = mine.get(path, 0) + int(calls)
+    for path, calls in row.modules.items():
+        sig.modules[path] = sig.modules.get(path, 0) + calls
+        mine[path] = mine.get(path, 0) + calls

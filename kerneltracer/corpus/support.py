@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import fnmatch
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +21,8 @@ from kerneltracer.errors import InputFileError, UsageError
 from kerneltracer.inputguard import SMALL_FILE, read_input_text
 
 LIST_KEYS = ("ops", "supported")
-CSV_TRUE = ("1", "true", "yes", "y", "supported", "ok")
+CSV_TRUE = ("yes", "true", "1", "y", "supported", "ok")
+CSV_FALSE = ("no", "false", "0", "n", "unsupported")
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,7 @@ def support_from_file(path: Path) -> Support:
 def _yaml_entries(path: Path, text: str) -> list[str]:
     try:
         data = yaml.safe_load(text)
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
         line = getattr(getattr(exc, "problem_mark", None), "line", None)
         where = f":{line + 1}" if line is not None else ""
@@ -83,8 +85,17 @@ def _yaml_entries(path: Path, text: str) -> list[str]:
             keys = ", ".join(LIST_KEYS)
             raise UsageError(f"support list {path}: a mapping needs one of the keys: {keys}")
         data = data[key]
+        values = [v for k, v in node.value] if isinstance(node, yaml.MappingNode) else []
+        names = [k.value for k, v in node.value] if isinstance(node, yaml.MappingNode) else []
+        # the last one, as safe_load keeps it
+        node = values[len(names) - 1 - names[::-1].index(key)] if key in names else None
     if not isinstance(data, list) or not all(isinstance(e, str) for e in data):
         raise UsageError(f"support list {path}: expected a list of op names")
+    items = node.value if isinstance(node, yaml.SequenceNode) else []
+    lines = [item.start_mark.line + 1 for item in items]
+    if len(lines) != len(data):  # not one node per entry: say where the list starts
+        lines = [node.start_mark.line + 1 if node is not None else 1] * len(data)
+    _no_duplicates(path, zip(lines, data, strict=True))
     return data
 
 
@@ -94,14 +105,42 @@ def _csv_entries(path: Path, text: str) -> list[str]:
         if reader.fieldnames is None or "op" not in reader.fieldnames:
             raise UsageError(f"support list {path}: the CSV needs an 'op' column")
         has_flag = "supported" in reader.fieldnames
+        listed: list[tuple[int, str]] = []
         out = []
         for row in reader:
             op = (row.get("op") or "").strip()
-            if op and (not has_flag or (row.get("supported") or "").strip().lower() in CSV_TRUE):
+            if not op:
+                continue
+            listed.append((reader.line_num, op))
+            if not has_flag or _flag(path, reader.line_num, row.get("supported")):
                 out.append(op)
     except csv.Error as exc:  # a NUL byte, a field beyond csv's size limit
         raise UsageError(f"support list {path}:{reader.line_num}: not valid CSV ({exc})") from None
+    _no_duplicates(path, listed)
     return out
+
+
+def _flag(path: Path, line: int, value: str | None) -> bool:
+    """A ``supported`` cell: one of the yes or no words, nothing else (not even empty)."""
+    word = (value or "").strip().lower()
+    if word in CSV_TRUE or word in CSV_FALSE:
+        return word in CSV_TRUE
+    raise UsageError(
+        f"support list {path}:{line}: supported: {value or ''!r} is not a yes/no value; "
+        f"use one of: {', '.join(CSV_TRUE + CSV_FALSE)}"
+    )
+
+
+def _no_duplicates(path: Path, entries: Iterable[tuple[int, str]]) -> None:
+    """Each op once: a second entry (``no`` then ``yes``) would silently win or lose."""
+    first: dict[str, int] = {}
+    for line, entry in entries:
+        name = _normalise(entry)
+        if name in first:
+            raise UsageError(
+                f"support list {path}:{line}: {name} is listed twice (first at line {first[name]})"
+            )
+        first[name] = line
 
 
 def support_from_dispatch_key(key: str) -> Support:

@@ -26,13 +26,14 @@ from kerneltracer.costmodel.devices import (
     DeviceTable,
     load_devices,
 )
-from kerneltracer.costmodel.estimate import estimate, is_known
+from kerneltracer.costmodel.estimate import INT64_MAX, estimate, is_known
 from kerneltracer.costmodel.roofline import Achieved, RooflinePoint, achieved, roofline
 
 __all__ = [
     "CATEGORIES",
     "DEFAULT_DEVICE",
     "DTYPE_KEYS",
+    "INT64_MAX",
     "Achieved",
     "CostBreakdown",
     "CostedSignature",

@@ -15,6 +15,9 @@ from kerneltracer.costmodel import formulas_dense, formulas_simple
 from kerneltracer.costmodel.call import BadCall, Call, OpCost
 
 NAMESPACES = ("aten", "prim")
+# Per-call FLOPs and bytes are int64 columns everywhere they are written; a call past that
+# (2^63 FLOPs, 8 EB) is no real call, only damaged shapes, and gets no estimate.
+INT64_MAX = 2**63 - 1
 FORMULAS = {**formulas_simple.FORMULAS, **formulas_dense.FORMULAS}
 
 
@@ -42,6 +45,9 @@ def estimate(
     if formula is None:
         return None
     try:
-        return formula(Call(op, inputs, kwargs or {}, outputs))
+        cost = formula(Call(op, inputs, kwargs or {}, outputs))
     except (BadCall, IndexError, KeyError, TypeError, ValueError, ZeroDivisionError):
         return None
+    if cost is not None and (cost.flops > INT64_MAX or cost.bytes > INT64_MAX):
+        return None
+    return cost

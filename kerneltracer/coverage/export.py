@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kerneltracer.coverage.matrix import Coverage
-from kerneltracer.jsonio import atomic_write_json, atomic_writer
+from kerneltracer.errors import KernelTracerError
+from kerneltracer.jsonio import atomic_write_bytes, atomic_writer, dumps
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -52,48 +52,43 @@ SUMMARY_SCHEMA_VERSION = 3
 TOP_OPS = 50
 
 
-@contextmanager
-def _atomic_csv(path: Path) -> Iterator[Any]:
-    with atomic_writer(path) as fh:
-        text = io.TextIOWrapper(fh, encoding="utf-8", newline="")
-        yield csv.writer(text, lineterminator="\n")
-        text.flush()
-        text.detach()  # leave the binary handle to atomic_writer, which fsyncs and closes it
+def _csv_bytes(rows: Iterable[Iterable[object]]) -> bytes:
+    text = io.StringIO(newline="")
+    csv.writer(text, lineterminator="\n").writerows(rows)
+    return text.getvalue().encode("utf-8")
 
 
 def _cell(value: object) -> object:
     return "" if value is None else value
 
 
-def write_long_csv(cov: Coverage, path: Path) -> Path:
-    with _atomic_csv(path) as writer:
-        writer.writerow(COLUMNS)
-        for u in cov.uses:
-            writer.writerow(
-                (
-                    u.op,
-                    u.model,
-                    *cov.variant(u.model),
-                    u.source,
-                    u.calls,
-                    _cell(u.signatures),
-                    _cell(u.self_time_us),
-                    _cell(u.est_flops),
-                    _cell(u.est_bytes),
-                    _cell(u.est_time_us),
-                )
+def long_csv(cov: Coverage) -> bytes:
+    rows: list[Iterable[object]] = [COLUMNS]
+    for u in cov.uses:
+        rows.append(
+            (
+                u.op,
+                u.model,
+                *cov.variant(u.model),
+                u.source,
+                u.calls,
+                _cell(u.signatures),
+                _cell(u.self_time_us),
+                _cell(u.est_flops),
+                _cell(u.est_bytes),
+                _cell(u.est_time_us),
             )
-    return path
+        )
+    return _csv_bytes(rows)
 
 
-def write_matrix_csv(cov: Coverage, path: Path, source: str | None = None) -> Path:
+def matrix_csv(cov: Coverage, source: str | None = None) -> bytes:
     source = cov.default_source() if source is None else source
     models = cov.models_for(source)
-    with _atomic_csv(path) as writer:
-        writer.writerow(("op", *models))
-        for op, by_model in cov.matrix(source).items():
-            writer.writerow((op, *(by_model.get(m, 0) for m in models)))
-    return path
+    rows: list[Iterable[object]] = [("op", *models)]
+    for op, by_model in cov.matrix(source).items():
+        rows.append((op, *(by_model.get(m, 0) for m in models)))
+    return _csv_bytes(rows)
 
 
 def arrow_schema() -> pa.Schema:
@@ -117,30 +112,40 @@ def arrow_schema() -> pa.Schema:
     )
 
 
-def write_parquet(cov: Coverage, path: Path) -> Path:
+def to_table(cov: Coverage) -> pa.Table:
+    """The Arrow table of the Parquet file; :class:`KernelTracerError` if a value cannot be
+    held by its column (the readers bound what they take; this is the last line)."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     uses = cov.uses
     variants = [cov.variant(u.model) for u in uses]
-    table = pa.Table.from_arrays(
-        [
-            pa.array([u.op for u in uses], pa.string()),
-            pa.array([u.model for u in uses], pa.string()),
-            *(pa.array([v[i] for v in variants], pa.string()) for i in range(3)),
-            pa.array([u.source for u in uses], pa.string()),
-            pa.array([u.calls for u in uses], pa.int64()),
-            pa.array([u.signatures for u in uses], pa.int64()),
-            pa.array([u.self_time_us for u in uses], pa.float64()),
-            pa.array([u.est_flops for u in uses], pa.int64()),
-            pa.array([u.est_bytes for u in uses], pa.int64()),
-            pa.array([u.est_time_us for u in uses], pa.float64()),
-        ],
-        schema=arrow_schema(),
-    )
+    try:
+        return pa.Table.from_arrays(
+            [
+                pa.array([u.op for u in uses], pa.string()),
+                pa.array([u.model for u in uses], pa.string()),
+                *(pa.array([v[i] for v in variants], pa.string()) for i in range(3)),
+                pa.array([u.source for u in uses], pa.string()),
+                pa.array([u.calls for u in uses], pa.int64()),
+                pa.array([u.signatures for u in uses], pa.int64()),
+                pa.array([u.self_time_us for u in uses], pa.float64()),
+                pa.array([u.est_flops for u in uses], pa.int64()),
+                pa.array([u.est_bytes for u in uses], pa.int64()),
+                pa.array([u.est_time_us for u in uses], pa.float64()),
+            ],
+            schema=arrow_schema(),
+        )
+    except (OverflowError, pa.ArrowException) as exc:
+        raise KernelTracerError(
+            f"coverage: a value does not fit its Parquet column ({exc})"
+        ) from None
+
+
+def _write_table(table: pa.Table, path: Path) -> None:
+    import pyarrow.parquet as pq
+
     with atomic_writer(path) as fh:
         pq.write_table(table, fh, compression="zstd")
-    return path
 
 
 def summary(cov: Coverage, top: int = TOP_OPS) -> dict[str, Any]:
@@ -172,14 +177,19 @@ def summary(cov: Coverage, top: int = TOP_OPS) -> dict[str, Any]:
 
 
 def write_coverage(cov: Coverage, out_dir: Path) -> list[Path]:
-    """Write the coverage files into ``out_dir`` (created if needed); return their paths."""
+    """Write the coverage files into ``out_dir`` (created if needed); return their paths.
+
+    Every file's content is built before the first one is written, so a value that cannot
+    be written fails with none of them new (never a CSV without its Parquet and summary).
+    """
     out_dir = Path(out_dir)
+    table = to_table(cov)
+    long, matrix = long_csv(cov), matrix_csv(cov)
+    summary_json = dumps(summary(cov))
     out_dir.mkdir(parents=True, exist_ok=True)
-    written = [
-        write_long_csv(cov, out_dir / LONG_CSV),
-        write_parquet(cov, out_dir / PARQUET),
-        write_matrix_csv(cov, out_dir / MATRIX_CSV),
-    ]
-    atomic_write_json(out_dir / SUMMARY_JSON, summary(cov))
-    written.append(out_dir / SUMMARY_JSON)
-    return written
+    paths = [out_dir / name for name in (LONG_CSV, PARQUET, MATRIX_CSV, SUMMARY_JSON)]
+    atomic_write_bytes(paths[0], long)
+    _write_table(table, paths[1])
+    atomic_write_bytes(paths[2], matrix)
+    atomic_write_bytes(paths[3], summary_json)
+    return paths

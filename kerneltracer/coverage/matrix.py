@@ -20,7 +20,7 @@ from kerneltracer.core.artefacts import ArtefactKind
 from kerneltracer.core.identity import DEFAULT_MODE, DEFAULT_PHASE
 from kerneltracer.core.layout import RUN
 from kerneltracer.costmodel import DEFAULT_DEVICE, Device, load_devices
-from kerneltracer.coverage.costs import job_op_costs
+from kerneltracer.coverage.costs import OpEstimate, job_op_costs
 from kerneltracer.coverage.gpu_time import attributed_gpu_time
 from kerneltracer.coverage.scan import InputProblem, JobRef, iter_job_refs
 from kerneltracer.coverage.sources import READERS, SOURCE_KINDS, SourceError, source_artefacts
@@ -229,7 +229,13 @@ class _Reading:
         if result.bad:
             self.bad_rows.append(BadRows(ref.key, _run_rel(ref, result.path), dict(result.bad)))
         self.read.append((ref.model, ref.tracer))
-        ests = job_op_costs(ref, self.device) if kind == ArtefactKind.DISPATCH_SUMMARY else {}
+        ests: dict[str, OpEstimate | None] = {}
+        if kind == ArtefactKind.DISPATCH_SUMMARY:
+            costs = job_op_costs(ref, self.device)
+            ests = costs.ops
+            if costs.bad:
+                path = _run_rel(ref, costs.path)
+                self.bad_rows.append(BadRows(ref.key, path, dict(sorted(costs.bad.items()))))
         gpu = None if kind == ArtefactKind.DISPATCH_SUMMARY else attributed_gpu_time(ref.job_dir)
         if gpu is not None:
             self.gpu_attributed.add((ref.model, ref.tracer))

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import orjson
 
 from kerneltracer.core.artefacts import ArtefactKind, select
+from kerneltracer.core.dispatch_row import MAX_COUNT, is_count
 from kerneltracer.coverage.scan import JobRef
 from kerneltracer.errors import InputFileError
 from kerneltracer.inputguard import read_input
@@ -83,8 +84,18 @@ class SourceRows:
 
 
 def _count(value: object, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise _RowError("count_not_a_count", f"{what} is not a non-negative integer: {value!r}")
+    if not is_count(value):
+        raise _RowError(
+            "count_not_a_count", f"{what} is not a non-negative integer up to 2^48: {value!r:.60}"
+        )
+    return value
+
+
+def _calls(text: str | None, what: str) -> float:
+    """A call count of a CSV table: a number (profilers write floats) from 0 to 2^48."""
+    value = _number(text, what)
+    if not 0 <= value <= MAX_COUNT:
+        raise _RowError("count_not_a_count", f"{what} is not a count up to 2^48: {text!r}")
     return value
 
 
@@ -151,7 +162,7 @@ def read_profiler(job: JobRef, rels: list[str]) -> SourceRows:
                 continue
             try:
                 values = [
-                    _number(row["calls"], f"calls of {name!r}"),
+                    _calls(row["calls"], f"calls of {name!r}"),
                     _number(row["self_cpu_time_total_us"], f"self cpu time of {name!r}"),
                     _number(row["self_device_time_total_us"], f"device time of {name!r}"),
                 ]
@@ -178,7 +189,7 @@ def read_op_table(job: JobRef, rels: list[str]) -> SourceRows:
             if not name:
                 continue
             try:
-                count = _number(row["count"], f"count of {name!r}")
+                count = _calls(row["count"], f"count of {name!r}")
                 self_us = _number(row["self_us"], f"self time of {name!r}")
             except _RowError as err:
                 out.skip(err)

@@ -9,7 +9,9 @@
   ``extent = 1 + sum((size - 1) * stride)``.
 - ``BackendBench/data_loaders.py`` ``_load_from_parquet`` + ``op_list_to_benchmark_dict``:
   every row as a dict (pandas ``to_dict("records")``), keep ``included_in_benchmark`` rows,
-  group ``args`` by ``op_name``; ``suite/torchbench.py`` resolves ``torch.ops.<op_name>``.
+  group ``args`` by ``op_name``; ``suite/torchbench.py`` resolves ``op_name`` with
+  ``eval(f"torch.ops.{op}")``, and so does ``scripts/dataset_filters.py`` for every
+  ``runnable`` row (read at meta-pytorch/BackendBench c2d55626 / 0f3f721d / 03e53f8c).
 
 Tensors are built on the meta device here: the shapes and strides are checked the way
 BackendBench uses them, without allocating full-size data.
@@ -23,6 +25,9 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import torch
+
+from kerneltracer.corpus.backendbench import TorchRegistry
+from kerneltracer.worker.oplookup import lookup
 
 ABBREVIATIONS = {
     torch.bfloat16: "bf16",
@@ -117,8 +122,19 @@ def benchmark_dict(path: Path) -> dict[str, list[str]]:
 
 
 def resolve(op_name: str) -> Any:
-    """``torch.ops.<op_name>``, as the suite evaluates it."""
-    target: Any = torch.ops
-    for part in op_name.split("."):
-        target = getattr(target, part)
-    return target
+    """``torch.ops.<op_name>``, as the suite evaluates it: ``suite/torchbench.py``
+    ``TorchBenchOpTest`` and ``scripts/dataset_filters.py`` run
+    ``eval(f"torch.ops.{op}")`` (module globals, where ``torch`` is imported)."""
+    return eval(f"torch.ops.{op_name}", {"torch": torch})
+
+
+def runnable_rows(path: Path) -> list[tuple[str, str]]:
+    """(op_name, args) of the rows ``scripts/dataset_filters.py`` ``apply_runtime_filter``
+    deserialises and evaluates: every ``runnable`` one, included in the benchmark or not."""
+    rows = pq.read_table(path).to_pandas().to_dict("records")
+    return [(row["op_name"], row["args"]) for row in rows if row["runnable"]]
+
+
+def registry(*ops: str) -> TorchRegistry:
+    """This torch's registry for ``ops``, looked up in-process (the tests import torch)."""
+    return TorchRegistry.of_lookup(lookup(list(ops)))

@@ -19,6 +19,7 @@ from kerneltracer.corpus.backendbench import (
     PARQUET,
     arrow_schema,
     format_args,
+    reads_back,
     rows_of,
     write_backendbench,
 )
@@ -29,7 +30,9 @@ from tests.corpus.bb_reader import (
     deserialize_args,
     expected,
     nan_safe,
+    registry,
     resolve,
+    runnable_rows,
 )
 from tests.coverage.synth import make_job
 from tests.helpers import kt
@@ -96,15 +99,17 @@ CALLS: list[tuple[str, list[Any], dict[str, Any]]] = [
     ("aten.split_with_sizes.default", [_t([6], "int32"), [2, 4], 0], {}),
     ("aten.stack.default", [[_t([4, 0], stride=[1, 8]), _t([4, 0], stride=[1, 4])], 1], {}),
     ("aten.view.dtype", [_t([4], "float32"), _tag("dtype", "int32")], {}),
-    ("aten.foo.default", [_t([2], "float32"), "it's \"quoted\"\n\\", True, 3.25], {"x": {"k": 1}}),
+    ("aten.fill.Scalar", [_t([2], "float32"), "it's \"quoted\"\n\\", True, 3.25], {"x": {"k": 1}}),
 ]  # fmt: skip
+REG = registry(*(c[0] for c in CALLS), "aten.mm.default", "aten.arange.start",
+               "aten.bernoulli.default")  # fmt: skip
 
 
 @pytest.mark.parametrize(("op", "inputs", "kwargs"), CALLS, ids=[c[0] for c in CALLS])
 def test_args_round_trip_through_backendbench_deserialisation(
     op: str, inputs: list[Any], kwargs: dict[str, Any]
 ) -> None:
-    text, why = format_args(inputs, kwargs)
+    text, why = format_args(inputs, kwargs, REG)
     assert why == []
     args, kw = deserialize_args(text)
     assert isinstance(args, tuple) and isinstance(kw, dict)
@@ -114,9 +119,9 @@ def test_args_round_trip_through_backendbench_deserialisation(
 
 
 def test_the_pytorch_spelling_of_a_log_line_is_kept() -> None:
-    text, _ = format_args(*CALLS[0][1:])
+    text, _ = format_args(*CALLS[0][1:], REG)
     assert text == "((T([768], f16), T([2, 768], f16), T([768, 768], f16, stride=(1, 768))), {})"
-    text, _ = format_args([_t([4], stride=[2])], {"device": _tag("device", "cuda:0")})
+    text, _ = format_args([_t([4], stride=[2])], {"device": _tag("device", "cuda:0")}, REG)
     assert text == "((T([4], f32, stride=(2,)),), {'device': 'cuda'})"
 
 
@@ -136,7 +141,7 @@ INJECTED = "float16), __import__('os').system('touch pwned'"
 def test_args_backendbench_cannot_rebuild_are_excluded_and_stay_data(
     value: Any, reason: str, read_back: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    text, why = format_args([value], {})
+    text, why = format_args([value], {}, REG)
     assert why == [f"{reason} cannot be rebuilt by BackendBench's args syntax"]
     monkeypatch.chdir(tmp_path)
     args, _ = deserialize_args(text)  # BackendBench evaluates args: text from a run stays data
@@ -153,7 +158,7 @@ def test_rows_merge_what_the_syntax_cannot_tell_apart() -> None:
     dev0 = _sig("aten.arange.start", [0, 4], {"device": _tag("device", "cuda:0")}, {"m1": 2})
     dev1 = _sig("aten.arange.start", [0, 4], {"device": _tag("device", "cuda:1")}, {"m3": 5})
     opaque = _sig("aten.bernoulli.default", [_t([2]), _tag("opaque", "Generator")], {}, {"m1": 1})
-    rows = rows_of([a, b, emb, dev0, dev1, opaque])
+    rows = rows_of([a, b, emb, dev0, dev1, opaque], REG)
     assert [(r.op_name, r.count, sorted(r.models)) for r in rows] == [
         ("aten.arange.start", 7, ["m1", "m3"]),
         ("aten.bernoulli.default", 1, ["m1"]),
@@ -169,7 +174,7 @@ def test_rows_merge_what_the_syntax_cannot_tell_apart() -> None:
 def test_file_has_backendbench_schema_and_fresh_trace_values(tmp_path: Path) -> None:
     sigs = [_sig(op, i, k, {"m1": n + 1, "m2": 1}) for n, (op, i, k) in enumerate(CALLS)]
     sigs.append(_sig("aten.bernoulli.default", [_tag("opaque", "Generator")], {}, {"m2": 2}))
-    export = write_backendbench(sigs, tmp_path)
+    export = write_backendbench(sigs, tmp_path, REG)
     assert export.path == tmp_path / PARQUET
     assert (export.rows, export.excluded) == (len(CALLS) + 1, 1)
     schema = pq.read_schema(export.path)
@@ -180,7 +185,7 @@ def test_file_has_backendbench_schema_and_fresh_trace_values(tmp_path: Path) -> 
     by_op = {r["op_name"]: r for r in rows}
     for n, (op, inputs, kwargs) in enumerate(CALLS):
         row = by_op[op]
-        assert row["args"] == format_args(inputs, kwargs)[0]
+        assert row["args"] == format_args(inputs, kwargs, REG)[0]
         assert row["uuid"] == hashlib.sha256((row["args"] + op).encode()).hexdigest()
         assert (row["count"], row["in_models"], row["in_models_count"]) == (n + 2, ["m1", "m2"], 2)
         assert row["included_in_benchmark"] and row["runnable"] and row["why_excluded"] == []
@@ -242,3 +247,120 @@ def _real(value: Any) -> Any:
         return torch.zeros(value.size, dtype=value.dtype)
     extent = 1 + sum((n - 1) * s for n, s in zip(value.size, value.stride, strict=True))
     return torch.zeros(extent, dtype=value.dtype).as_strided(value.size, value.stride)
+
+
+# ---------------------------------------------------------------- hostile text (issue 38)
+
+SENTINEL = "pwned"
+TOUCH = f"__import__('os').system('touch {SENTINEL}')"
+HOSTILE_STRINGS = [
+    "'f16",  # deserialize_args unquotes 'f16' anywhere: an edit reaching past the literal
+    "\"'f16",
+    "'f16'",
+    "f16",
+    "b8",
+    "'",
+    '"',
+    "\\",
+    "\\'",
+    "a\nb",
+    "\r\t\x00\x7f",
+    "é ü 中 \u2028 😀",
+    TOUCH,
+    f"'), {TOUCH}, ('",
+    f'"), {TOUCH.replace(chr(39), chr(34))}, ("',
+    f"' + str({TOUCH}) + '",
+    ', __import__("os").system("touch pwned"))) #',  # after "'f16: ran on the old writer
+    "T([1], f16)",
+    "",
+    " padded ",
+]
+HOSTILE_OPS = [
+    f"aten.mm.default({TOUCH})",  # BackendBench runs eval(f"torch.ops.{op_name}")
+    TOUCH,
+    "aten.add.overloads",  # an attribute of the packet, not an overload
+    "aten.__class__.__name__",
+    "aten.no_such_op.default",
+    "aten.mm",
+    "aten.mm.default\nOperator: aten.add.Tensor",
+    "custom_ns.my_op.default",  # a custom op whose library is not loaded here
+]
+
+
+@pytest.mark.parametrize("text", HOSTILE_STRINGS, ids=range(len(HOSTILE_STRINGS)))
+def test_hostile_strings_round_trip_exactly_and_never_run(
+    text: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for after in HOSTILE_STRINGS:  # the string after it is what a broken quote would run
+        inputs = [_t([2]), text, after, [text, {"k": after}]]
+        kwargs = {text: after, "approximate": text}
+        formatted, why = format_args(inputs, kwargs, REG)
+        assert why == [] and reads_back(formatted, REG), formatted
+        args, kw = deserialize_args(formatted)
+        assert (list(args), kw) == (expected(inputs), expected(kwargs))
+    assert not (tmp_path / SENTINEL).exists()
+
+
+def test_reads_back_refuses_text_that_would_run() -> None:
+    for text in (
+        f"(({TOUCH},), {{}})",
+        "((T([2], f16).sum(),), {})",
+        "((torch.ops.aten.mm.default,), {})",
+        "((torch.__class__,), {})",
+        "((float('1e5'),), {})",
+        "((x for x in ()),), {})",
+        "(('f16',), {})",  # an abbreviation deserialize_args would unquote
+        "(('a'f16'b',), {})",
+    ):
+        assert not reads_back(text, REG), text
+    assert reads_back("((T([2], f16, stride=(2,)), -inf, float('nan'), torch.int4), {})", REG)
+
+
+def test_hostile_run_dir_makes_a_file_backendbench_reads_as_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hostile op names and strings through the real corpus CLI into backendbench.parquet,
+    back through BackendBench's reading (tests/corpus/bb_reader.py): values equal, nothing
+    evaluated, op names that are no OpOverload of this torch excluded and not runnable."""
+    run = tmp_path / "run"
+    rows = [_row("aten.gelu.default", 1, [_t([2]), s], {"approximate": s}) for s in HOSTILE_STRINGS]
+    rows += [_row(op, 1, [_t([2, 2]), _t([2, 2])]) for op in HOSTILE_OPS]
+    rows.append(_row("aten.mm.default", 2, [_t([2, 2]), _t([2, 2], "float16", stride=[1, 2])]))
+    rows.append(_row("aten.add.Tensor", 1, [_t([2]), _t([2], _TOUCHY_DTYPE)]))
+    make_job(run, "org/a", "torch_dispatch", {"dispatch_ops.jsonl": "".join(rows)})
+    out = tmp_path / "corpus"
+    proc = kt("corpus", str(run), "-o", str(out), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    excluded = len(HOSTILE_OPS) + 1
+    assert f"{excluded} of {len(rows)} row(s) excluded" in proc.stdout
+    path = out / PARQUET
+    table = {r["args"] + r["op_name"]: r for r in pq.read_table(path).to_pylist()}
+    by_op = {r["op_name"]: r for r in table.values()}
+    for op in HOSTILE_OPS:
+        row = by_op[op]
+        assert not row["runnable"] and not row["included_in_benchmark"], row
+        assert any(op.split("\n")[0][:20] in w or "not a namespace" in w
+                   for w in row["why_excluded"]), row["why_excluded"]  # fmt: skip
+    assert "is not an op of torch" in " ".join(by_op["custom_ns.my_op.default"]["why_excluded"])
+    monkeypatch.chdir(tmp_path)
+    suite = benchmark_dict(path)
+    assert sorted(suite) == ["aten.gelu.default", "aten.mm.default"]
+    for op, arg_strings in suite.items():  # what the suite evaluates
+        resolve(op)
+        for text in arg_strings:
+            deserialize_args(text)
+    runnable = runnable_rows(path)  # what BackendBench's runtime filter evaluates
+    assert len(runnable) == len(HOSTILE_STRINGS) + 1
+    got = sorted(deserialize_args(text)[1]["approximate"] for op, text in runnable
+                 if op == "aten.gelu.default")  # fmt: skip
+    assert got == sorted(HOSTILE_STRINGS)
+    for op, text in runnable:
+        resolve(op)
+        args, kw = deserialize_args(text)
+        if op == "aten.gelu.default":
+            assert args[1] == kw["approximate"]
+    assert not (tmp_path / SENTINEL).exists()
+
+
+_TOUCHY_DTYPE = f"float16), {TOUCH}, (f16"

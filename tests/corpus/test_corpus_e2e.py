@@ -18,7 +18,14 @@ from kerneltracer.corpus.model import strip_ranges
 from kerneltracer.corpus.operator_inp import format_entry, format_log, parse_entry, parse_log
 from kerneltracer.corpus.schema import arrow_schema
 from tests.conftest import clean_env
-from tests.corpus.bb_reader import benchmark_dict, deserialize_args, expected, nan_safe, resolve
+from tests.corpus.bb_reader import (
+    benchmark_dict,
+    deserialize_args,
+    expected,
+    nan_safe,
+    registry,
+    resolve,
+)
 from tests.helpers import kt, write_config
 
 pytestmark = pytest.mark.e2e
@@ -131,9 +138,10 @@ def test_backendbench_file_reads_back_as_the_traced_calls(corpus_dir: Path) -> N
     assert [r for r in rows if r["why_excluded"]] == []
     suite = benchmark_dict(corpus_dir / "backendbench.parquet")
     assert sum(len(v) for v in suite.values()) == len(rows)
+    reg = registry(*suite)
     for sig in corpus:
         inputs, kwargs = json.loads(sig["inputs_json"]), json.loads(sig["kwargs_json"])
-        text, _ = format_args(inputs, kwargs)
+        text, _ = format_args(inputs, kwargs, reg)
         assert text in suite[sig["op"]]
         args, kw = deserialize_args(text)  # BackendBench's rules; tensors built on meta
         assert nan_safe([list(args), kw]) == nan_safe([expected(inputs), expected(kwargs)])

@@ -52,8 +52,10 @@ def test_build_merges_signatures_across_models_and_widens_ranges(tmp_path: Path)
     corpus = build_corpus(run)
     assert corpus.models == ("org/a", "org/b")
     assert corpus.not_ok == [("org/c", "failed")]
-    assert [p.reason for p in corpus.problems] == ["not a JSON object"]
-    assert corpus.problems[0].path.endswith("dispatch_ops.jsonl:3")
+    assert [p.reason for p in corpus.problems] == [
+        "1 bad line(s) skipped (1 not_json); first: line 3: not valid JSON"
+    ]
+    assert corpus.problems[0].path.endswith("org-b/torch_dispatch/dispatch_ops.jsonl")
     emb, mm_sig = corpus.signatures
     assert (emb.op, mm_sig.op) == ("aten.embedding.default", "aten.mm.default")
     assert emb.model_calls == {"org/a": 2, "org/b": 6}

@@ -12,8 +12,11 @@ from kerneltracer.corpus.model import merge_ranges, signature_id
 from kerneltracer.corpus.operator_inp import Entry, format_log, parse_log
 
 MASK_OPS = {
-    "aten.index.Tensor", "aten.masked_select.default", "aten.masked_scatter.default",
-    "aten.masked_scatter_backward.default", "aten.nonzero.default",
+    "aten.index.Tensor",
+    "aten.masked_select.default",
+    "aten.masked_scatter.default",
+    "aten.masked_scatter_backward.default",
+    "aten.nonzero.default",
 }
 
 
@@ -85,8 +88,13 @@ def test_mask_ops_replay_with_the_recorded_output_shapes(
     for row in mask_rows:
         if row["op"] not in MASK_OPS:
             continue
-        item = {"sig_id": row["op"], "op": row["op"], "inputs": row["inputs"],
-                "kwargs": row["kwargs"], "outputs": row["outputs"]}
+        item = {
+            "sig_id": row["op"],
+            "op": row["op"],
+            "inputs": row["inputs"],
+            "kwargs": row["kwargs"],
+            "outputs": row["outputs"],
+        }
         results[row["op"]] = replay_one(item, torch.device("cpu"), 1)
     assert {op: r["status"] for op, r in results.items()} == dict.fromkeys(MASK_OPS, "ok")
     assert results["aten.masked_select.default"]["got"][0][0] == [7]

@@ -129,15 +129,25 @@ def apply_constraints(op_name: str, args: list[Any]) -> None:
 
 
 def resolve_op(name: str) -> Any:
-    """``aten.addmm.default`` -> the OpOverload, or InputError naming what is missing."""
+    """``aten.addmm.default`` -> the OpOverload, or InputError naming what is missing.
+
+    Only an OpOverload of the registry counts: an attribute on the way that is something
+    else (``aten.add.overloads``, ``aten.__class__.mro``) is no op, whatever it would do
+    when called.
+    """
     parts = name.split(".")
-    if len(parts) != 3:
+    if len(parts) != 3 or not all(p.isidentifier() and p.isascii() for p in parts):
         raise InputError(f"not a namespace.op.overload name: {name!r}")
+    if any(p.startswith("__") for p in parts):
+        raise InputError(f"{name} does not exist in torch {torch.__version__}")
     ns, op, overload = parts
     try:
-        return getattr(getattr(getattr(torch.ops, ns), op), overload)
+        found = getattr(getattr(getattr(torch.ops, ns), op), overload)
     except (AttributeError, RuntimeError):
         raise InputError(f"{name} does not exist in torch {torch.__version__}") from None
+    if not isinstance(found, torch._ops.OpOverload):
+        raise InputError(f"{name} does not exist in torch {torch.__version__}")
+    return found
 
 
 def tensor_specs(value: Any) -> list[tuple[list[int], str]]:
