@@ -75,7 +75,6 @@ from __future__ import annotations
 import ast
 import hashlib
 import math
-import re
 import subprocess
 import sys
 from collections import Counter
@@ -87,7 +86,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from kerneltracer.corpus.model import TAG, Signature, is_tensor
-from kerneltracer.corpus.operator_inp import contiguous_stride
+from kerneltracer.corpus.operator_inp import OP_NAME, contiguous_stride
+from kerneltracer.corpus.operator_inp import quote as _string
 from kerneltracer.jsonio import atomic_writer
 
 if TYPE_CHECKING:
@@ -113,8 +113,6 @@ ABBREVIATIONS = {
 }
 _NON_FINITE = {"nan": "float('nan')", "inf": "inf", "-inf": "-inf"}
 _TORCH_TAGS = ("dtype", "layout", "memory_format")
-_OP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*")
-_PLAIN = re.compile(r"[A-Za-z0-9_ .:/+-]*")
 LOOKUP_TIMEOUT_S = 300.0  # importing torch on a loaded machine
 
 
@@ -138,7 +136,7 @@ class TorchRegistry:
 
     def op_problem(self, op: str) -> str | None:
         """Why ``op`` cannot be BackendBench's ``torch.ops.<op_name>`` (None: it can)."""
-        if not _OP_NAME.fullmatch(op):
+        if not OP_NAME.fullmatch(op):
             return f"op_name {op!r:.80} is not a namespace.op.overload name"
         if self.error:
             return f"op_name not checked against torch's op registry ({self.error})"
@@ -150,7 +148,7 @@ class TorchRegistry:
 def torch_registry(ops: Iterable[str], python: str = sys.executable) -> TorchRegistry:
     """Look ``ops`` and torch's dtype / layout / memory format names up in a child process of
     ``python`` (the torch BackendBench runs with); a failure is a registry with its error."""
-    asked = sorted({op for op in ops if _OP_NAME.fullmatch(op)})
+    asked = sorted({op for op in ops if OP_NAME.fullmatch(op)})
     argv = [python, "-m", "kerneltracer.worker.oplookup"]
     try:
         done = subprocess.run(
@@ -269,25 +267,6 @@ class _Args:
     def unusable(self, what: str, placeholder: str) -> str:
         self.why.append(f"{what} cannot be rebuilt by BackendBench's args syntax")
         return placeholder
-
-
-def _string(text: str) -> str:
-    """A string literal ``deserialize_args`` gives back as it is.
-
-    It unquotes ``'<abbr>'`` anywhere in the text and strips quotes at both ends: a plain
-    string can be single-quoted (it holds no quote, and is no abbreviation), any other is
-    double-quoted with no ``'`` in it, so no edit can reach into it or past its end.
-    """
-    if _PLAIN.fullmatch(text) and text not in ABBREVIATIONS.values():
-        return f"'{text}'"
-    return '"' + "".join(map(_escaped, text)) + '"'
-
-
-def _escaped(c: str) -> str:
-    if c.isascii() and c.isprintable() and c not in "\\\"'":
-        return c
-    o = ord(c)
-    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}"
 
 
 def _as_read(text: str) -> str:

@@ -27,6 +27,7 @@ from kerneltracer.corpus.model import (
     merge_ranges,
     signature_key,
 )
+from kerneltracer.corpus.operator_inp import LOG_NAME, inert_calls
 from kerneltracer.coverage.scan import InputProblem, JobRef, iter_job_refs
 from kerneltracer.errors import InputFileError
 from kerneltracer.inputguard import read_input
@@ -81,6 +82,15 @@ def corpus_from_refs(
     sigs = sorted(table.values(), key=lambda s: (s.op, -s.calls, s.sig_id))
     sources = source_tracers | read
     kept = [p for p, tracer in problems if tracer is None or tracer in sources]
+    log_calls, refused = inert_calls((s.sig_id, s.op, s.inputs, s.kwargs) for s in sigs)
+    by_id = {s.sig_id: s for s in sigs}
+    kept += [
+        CorpusProblem(
+            next(iter(by_id[key].model_calls), ""), LOG_NAME,
+            f"a signature of {by_id[key].op!r:.80} left out: {why}",
+        )
+        for key, why in refused
+    ]
     return Corpus(
         tuple(sorted(models)),
         sigs,
@@ -88,6 +98,7 @@ def corpus_from_refs(
         sorted((m, st) for m, st, t in not_ok if t in sources),
         tuple(sorted(fake & models)),
         tuple(sorted({ids.get(m, m) for m in models})),
+        log_calls,
     )
 
 

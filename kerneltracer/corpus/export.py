@@ -18,12 +18,12 @@ from typing import Any
 
 from kerneltracer.corpus.costs import corpus_breakdown, cost_summary, signature_costs, write_costs
 from kerneltracer.corpus.model import Corpus, Signature
-from kerneltracer.corpus.operator_inp import COUNT, format_call, format_lines
+from kerneltracer.corpus.operator_inp import COUNT, LOG_NAME, format_lines
 from kerneltracer.corpus.schema import PARQUET, to_table
 from kerneltracer.costmodel import DEFAULT_DEVICE, CostBreakdown, Device, load_devices
 from kerneltracer.jsonio import atomic_write_json, atomic_write_text, atomic_writer
 
-ALL_LOG = "operator_inp.txt"
+ALL_LOG = LOG_NAME
 MODEL_LOGS = "operator_inp"
 SUMMARY = "corpus_summary.json"
 
@@ -35,10 +35,12 @@ def model_file_name(model: str) -> str:
 
 
 def _log(sigs: list[Signature], calls: dict[str, str], model: str | None) -> str:
+    """The operator_inp log of ``sigs``; a signature with no entry in ``calls`` (it could not
+    be written as inert text) is left out."""
     blocks: dict[str, list[str]] = {}
     for s in sigs:
         count = s.calls if model is None else s.model_calls.get(model, 0)
-        if count:
+        if count and s.sig_id in calls:
             blocks.setdefault(s.op, []).append(f"{COUNT}{count}, {calls[s.sig_id]}")
     return format_lines(list(blocks.items()))
 
@@ -50,8 +52,12 @@ def write_corpus(corpus: Corpus, out_dir: Path, device: Device | None = None) ->
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     device = device if device is not None else load_devices().get(DEFAULT_DEVICE)
-    calls = {s.sig_id: format_call(s.inputs, s.kwargs) for s in corpus.signatures}
-    lines = [f"{COUNT}{s.calls}, {calls[s.sig_id]}" for s in corpus.signatures]
+    calls = corpus.log_calls
+    # corpus.parquet's text column: empty where the signature cannot be written inertly.
+    lines = [
+        f"{COUNT}{s.calls}, {calls[s.sig_id]}" if s.sig_id in calls else ""
+        for s in corpus.signatures
+    ]
     costs = signature_costs(corpus.signatures)
     with atomic_writer(out_dir / PARQUET) as fh:
         pq.write_table(to_table(corpus.signatures, lines, costs), fh, compression="zstd")

@@ -128,6 +128,9 @@ class Corpus:
     # The distinct models (display ids) behind ``models``, whose labels are per variant
     # (``tiny-llama [decode]``): one model traced in two phases is one model here.
     model_ids: tuple[str, ...] = ()
+    # sig_id -> the call as operator_inp text, for every signature that text can hold inertly
+    # (the build checks each once; one it cannot write is a problem there, and left out).
+    log_calls: dict[str, str] = field(default_factory=dict)
 
     @property
     def distinct_models(self) -> tuple[str, ...]:

@@ -11,10 +11,20 @@ Each ``cnt`` line is one signature: its call count, then the positional argument
 tuple and the keyword arguments as a dict. Values: ``T(shape, dtype[, stride=(..)]
 [, min=a, max=b][, true=n])`` tensors (stride only when not contiguous; min/max for integer
 tensors; true, the count of true values, for bool tensors),
-``[..]`` lists, ints, floats (``repr`` text, and ``nan`` / ``inf`` / ``-inf``), single-quoted
-strings, ``None`` / ``True`` / ``False``, ``torch.float16`` dtypes (also layouts and memory
+``[..]`` lists, ints, floats (``repr`` text, and ``nan`` / ``inf`` / ``-inf``), strings,
+``None`` / ``True`` / ``False``, ``torch.float16`` dtypes (also layouts and memory
 formats), ``device('cpu')`` and ``<Name>`` for opaque objects. The writer is canonical, so
 parsing a log it wrote and writing it again gives the same bytes.
+
+Benchmark scripts (PyTorch's ``operator_inp_utils``, BackendBench's ``deserialize_args``) read
+these logs with ``eval`` after text edits of their own, and a log may be built from a damaged
+or hostile run dir, so the writer writes only inert literals of this grammar and refuses
+(:class:`Unwritable`) anything else: an op name that is not ``namespace.op.overload``, a
+dtype, layout, memory format or opaque name that is not a plain identifier, a stride, range
+or count that is not an integer. Strings are quoted as BackendBench reads them back: a plain
+one (letters, digits, ``_ .:/+-``, not a dtype abbreviation) in single quotes as PyTorch
+writes it, any other in double quotes with every quote, backslash and non-printable or
+non-ASCII character escaped (``\x27``), so no text edit can reach into it.
 
 The parser is a small recursive-descent reader of exactly this grammar; a line it cannot
 read is counted under its kind (``malformed``) and skipped, never evaluated.
@@ -22,7 +32,9 @@ read is counted under its kind (``malformed``) and skipped, never evaluated.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,7 +55,15 @@ _ABBREV = {
     "complex128": "c128",
 }
 _DTYPE_OF = {v: k for k, v in _ABBREV.items()}
+# Every abbreviation a reader unquotes (BackendBench's dtype_abbrs has c32 besides ours): a
+# string spelt like one is double-quoted, so that no reader turns it into a dtype.
+READER_ABBREVIATIONS = frozenset({*_ABBREV.values(), "c32"})
+OP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_OPAQUE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+_PLAIN = re.compile(r"[A-Za-z0-9_ .:/+-]*")
 _TORCH_TAGS = ("dtype", "layout", "memory_format")
+LOG_NAME = "operator_inp.txt"  # the corpus's log of every signature
 OPERATOR = "Operator: "
 COUNT = "cnt: "
 
@@ -69,6 +89,43 @@ class OperatorLog:
 # ---------------------------------------------------------------- writer
 
 
+class Unwritable(ValueError):
+    """A value (or op name) the log cannot hold as an inert literal of its grammar."""
+
+
+def check_op_name(op: str) -> str:
+    if not OP_NAME.fullmatch(op):
+        raise Unwritable(f"op name {op!r:.80} is not namespace.op.overload")
+    return op
+
+
+def quote(text: str) -> str:
+    """A string literal that ``eval`` gives back as it is, also after the text edits of
+    BackendBench's reader (it unquotes ``'f16'`` anywhere and strips quotes at both ends)."""
+    if _PLAIN.fullmatch(text) and text not in READER_ABBREVIATIONS:
+        return f"'{text}'"
+    return '"' + "".join(map(_escaped, text)) + '"'
+
+
+def _escaped(c: str) -> str:
+    if c.isascii() and c.isprintable() and c not in "\\\"'":
+        return c
+    o = ord(c)
+    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}"
+
+
+def _name(what: str, text: str, pattern: re.Pattern[str] = _NAME) -> str:
+    if not pattern.fullmatch(text):
+        raise Unwritable(f"{what} {text!r:.80} is not a plain name")
+    return text
+
+
+def _integer(what: str, value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    raise Unwritable(f"{what} {value!r:.80} is not an integer")
+
+
 def contiguous_stride(shape: list[int]) -> list[int]:
     stride, acc = [], 1
     for size in reversed(shape):
@@ -84,7 +141,7 @@ def format_value(value: Any) -> str:
         return _format_tagged(value[TAG], str(value.get("v")))
     if isinstance(value, dict):
         return (
-            "{" + ", ".join(f"{_quote(str(k))}: {format_value(v)}" for k, v in value.items()) + "}"
+            "{" + ", ".join(f"{quote(str(k))}: {format_value(v)}" for k, v in value.items()) + "}"
         )
     if isinstance(value, list):
         return "[" + ", ".join(format_value(v) for v in value) + "]"
@@ -95,41 +152,41 @@ def format_value(value: Any) -> str:
     if isinstance(value, float):
         return repr(value)
     if isinstance(value, str):
-        return _quote(value)
-    return f"<{type(value).__name__}>"
+        return quote(value)
+    return f"<{_name('opaque type', type(value).__name__, _OPAQUE)}>"
 
 
 def _format_tensor(t: dict[str, Any]) -> str:
-    shape = [int(s) if isinstance(s, int) else s for s in t["shape"]]
+    shape = t["shape"]
+    if not isinstance(shape, list):
+        raise Unwritable(f"tensor shape {shape!r:.80} is not a list")
     dtype = str(t["dtype"])
-    parts = [format_value(shape), _ABBREV.get(dtype, dtype)]
+    parts = [format_value(shape), _ABBREV.get(dtype) or _name("dtype", dtype)]
     stride = t.get("stride")
-    sized = all(isinstance(s, int) for s in shape)
+    sized = all(isinstance(s, int) and not isinstance(s, bool) for s in shape)
+    if stride is not None and not isinstance(stride, list):
+        raise Unwritable(f"tensor stride {stride!r:.80} is not a list")
     if stride is not None and sized and list(stride) != contiguous_stride(shape):
         trail = "," if len(stride) == 1 else ""  # a 1-tuple, as Python writes it
-        parts.append("stride=(" + ", ".join(str(s) for s in stride) + trail + ")")
+        strides = ", ".join(_integer("stride", s) for s in stride)
+        parts.append("stride=(" + strides + trail + ")")
     if "min" in t:
-        parts += [f"min={t['min']}", f"max={t['max']}"]
+        parts += [f"min={_integer('min', t['min'])}", f"max={_integer('max', t.get('max'))}"]
     if "true" in t:
-        parts.append(f"true={t['true']}")
+        parts.append(f"true={_integer('true count', t['true'])}")
     return "T(" + ", ".join(parts) + ")"
 
 
 def _format_tagged(tag: str, text: str) -> str:
     if tag in _TORCH_TAGS:
-        return f"torch.{text}"
+        return f"torch.{_name(str(tag), text)}"
     if tag == "device":
-        return f"device({_quote(text)})"
+        return f"device({quote(text)})"
     if tag == "float":
+        if text not in ("nan", "inf", "-inf"):
+            raise Unwritable(f"float {text!r:.80} is not nan, inf or -inf")
         return text
-    return f"<{text}>"
-
-
-def _quote(text: str) -> str:
-    escaped = (
-        text.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n").replace("\r", "\\r")
-    )
-    return f"'{escaped}'"
+    return f"<{_name('opaque value', text, _OPAQUE)}>"
 
 
 def format_call(args: list[Any], kwargs: dict[str, Any]) -> str:
@@ -137,8 +194,23 @@ def format_call(args: list[Any], kwargs: dict[str, Any]) -> str:
     text = ", ".join(format_value(a) for a in args)
     if len(args) == 1:
         text += ","
-    kw = ", ".join(f"{_quote(str(k))}: {format_value(v)}" for k, v in kwargs.items())
+    kw = ", ".join(f"{quote(str(k))}: {format_value(v)}" for k, v in kwargs.items())
     return f"(({text}), {{{kw}}})"
+
+
+def inert_calls(ops_and_calls: Iterable[tuple[str, str, list[Any], dict[str, Any]]]
+                ) -> tuple[dict[str, str], list[tuple[str, str]]]:
+    """(key, op, args, kwargs) -> ({key: the call's text}, [(key, why not)]) for the calls a
+    log can hold and those it cannot (checked once, so a writer never meets them)."""
+    texts: dict[str, str] = {}
+    refused: list[tuple[str, str]] = []
+    for key, op, args, kwargs in ops_and_calls:
+        try:
+            check_op_name(op)
+            texts[key] = format_call(args, kwargs)
+        except Unwritable as exc:
+            refused.append((key, str(exc)))
+    return texts, refused
 
 
 def format_entry(entry: Entry) -> str:
@@ -153,7 +225,7 @@ def format_lines(blocks: list[tuple[str, list[str]]]) -> str:
     """A log from already formatted ``cnt`` lines (a corpus formats each call once)."""
     lines = []
     for op, entries in blocks:
-        lines.append(OPERATOR + op)
+        lines.append(OPERATOR + check_op_name(op))
         lines.extend(entries)
     return "".join(line + "\n" for line in lines)
 
@@ -252,7 +324,7 @@ class _Parser:
             return self.sequence("[", "]")
         if c == "{":
             return self.mapping()
-        if c == "'":
+        if c in "'\"":
             return self.string()
         if c == "<":
             end = self.text.find(">", self.pos)
@@ -338,24 +410,38 @@ class _Parser:
         return out
 
     def string(self) -> str:
-        self.expect("'")
+        end = self.text[self.pos : self.pos + 1]
+        if end not in ("'", '"'):
+            self.fail("expected a string")
+        self.pos += 1
         out: list[str] = []
         while True:
             if self.pos >= len(self.text):
                 self.fail("unterminated string")
             c = self.text[self.pos]
-            if c == "'":
+            if c == end:
                 self.pos += 1
                 return "".join(out)
             if c == "\\":
-                nxt = self.text[self.pos + 1 : self.pos + 2]
-                if nxt not in _ESCAPES:
-                    self.fail(f"unknown escape \\{nxt}")
-                out.append(_ESCAPES[nxt])
-                self.pos += 2
+                out.append(self.escape())
                 continue
             out.append(c)
             self.pos += 1
+
+    def escape(self) -> str:
+        nxt = self.text[self.pos + 1 : self.pos + 2]
+        if nxt in _ESCAPES:
+            self.pos += 2
+            return _ESCAPES[nxt]
+        digits = _HEX_DIGITS.get(nxt)
+        code = self.text[self.pos + 2 : self.pos + 2 + digits] if digits else ""
+        if not digits or len(code) != digits or not all(c in _HEX for c in code):
+            self.fail(f"unknown escape \\{nxt}")
+        self.pos += 2 + len(code)
+        try:
+            return chr(int(code, 16))
+        except ValueError:  # past U+10FFFF
+            return self.fail(f"escape \\{nxt}{code} is not a character")
 
     def tensor(self) -> dict[str, Any]:
         self.expect("T(")
@@ -380,7 +466,9 @@ class _Parser:
 
 
 _CONSTANTS: dict[str, Any] = {"None": None, "True": True, "False": False}
-_ESCAPES = {"\\": "\\", "'": "'", "n": "\n", "r": "\r"}
+_ESCAPES = {"\\": "\\", "'": "'", '"': '"', "n": "\n", "r": "\r"}
+_HEX_DIGITS = {"x": 2, "u": 4, "U": 8}
+_HEX = frozenset("0123456789abcdefABCDEF")
 
 
 def _is_int(token: str) -> bool:

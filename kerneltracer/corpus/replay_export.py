@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from kerneltracer.corpus.operator_inp import Entry, format_entry
+from kerneltracer.corpus.operator_inp import Entry, Unwritable, format_entry
 from kerneltracer.corpus.replay import ReplayOptions, ReplayResult
 from kerneltracer.errors import InputFileError, UsageError
 from kerneltracer.inputguard import read_input
@@ -40,7 +40,10 @@ COLUMNS = (
 
 
 def signature_text(r: ReplayResult) -> str:
-    return format_entry(Entry(r.sig.calls, r.sig.inputs, r.sig.kwargs)).split(", ", 1)[1]
+    try:
+        return format_entry(Entry(r.sig.calls, r.sig.inputs, r.sig.kwargs)).split(", ", 1)[1]
+    except Unwritable as exc:
+        return f"(not written: {exc})"
 
 
 def model_shares(results: list[ReplayResult]) -> dict[str, list[dict[str, Any]]]:

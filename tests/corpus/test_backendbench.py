@@ -360,6 +360,23 @@ def test_hostile_run_dir_makes_a_file_backendbench_reads_as_recorded(
         args, kw = deserialize_args(text)
         if op == "aten.gelu.default":
             assert args[1] == kw["approximate"]
+    # The operator_inp log of the same corpus, read as BackendBench's .txt loader does
+    # (op by op, each cnt line's text through deserialize_args): the same strings come back,
+    # the op names and the dtype that cannot be written inertly are left out and said so.
+    log = (out / "operator_inp.txt").read_text()
+    ops = [line.removeprefix("Operator: ") for line in log.splitlines()
+           if line.startswith("Operator: ")]  # fmt: skip
+    assert set(ops) <= {"aten.gelu.default", "aten.mm.default", "aten.add.Tensor",
+                        "aten.no_such_op.default", "aten.add.overloads",
+                        "custom_ns.my_op.default", "aten.__class__.__name__"}  # fmt: skip
+    strings = []
+    for line in log.splitlines():
+        if line.startswith("cnt: "):
+            args, kw = deserialize_args(line.split(", ", 1)[1])
+            strings += [kw["approximate"]] if "approximate" in kw else []
+    assert sorted(strings) == sorted(HOSTILE_STRINGS)
+    assert "left out" in proc.stderr + proc.stdout and "is not a plain name" in (
+        proc.stderr + proc.stdout)
     assert not (tmp_path / SENTINEL).exists()
 
 

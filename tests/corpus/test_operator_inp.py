@@ -118,3 +118,65 @@ def test_malformed_lines_are_counted_by_kind() -> None:
 def test_bad_entries_raise_parse_errors(line: str) -> None:
     with pytest.raises(ParseError):
         parse_entry(line)
+
+
+# ---------------------------------------------------------------- hostile input (issue 38)
+# operator_inp logs are read with eval (PyTorch's operator_inp_utils, BackendBench's
+# deserialize_args after its text edits): built from a hostile run dir, they must stay data.
+
+
+def test_hostile_strings_round_trip_through_our_parser_and_backendbench_unrun(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.corpus.bb_reader import deserialize_args, expected
+    from tests.corpus.test_backendbench import HOSTILE_STRINGS, SENTINEL
+
+    monkeypatch.chdir(tmp_path)
+    tensor = {"shape": [2], "dtype": "float16"}
+    for text in HOSTILE_STRINGS:
+        for after in HOSTILE_STRINGS:  # what a broken quote would run
+            entry = Entry(1, [tensor, text, after, [text, {"k": after}]], {text: after})
+            line = format_entry(entry)
+            assert parse_entry(line) == entry
+            assert format_entry(parse_entry(line)) == line  # canonical
+            args, kwargs = deserialize_args(line.split(", ", 1)[1])
+            assert (list(args), kwargs) == (expected(entry.args), expected(entry.kwargs))
+    assert not (tmp_path / SENTINEL).exists()
+
+
+TOUCH = "__import__('os').system('touch pwned')"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"shape": [2], "dtype": f"float16), {TOUCH}, (f16"},
+        {"shape": [2, 2], "dtype": "float16", "stride": [1, f"2), {TOUCH}, ("]},
+        {"shape": [2], "dtype": "int64", "min": f"0, {TOUCH}", "max": 3},
+        {"shape": [2], "dtype": "int64", "min": 0},
+        {"shape": [2], "dtype": "bool", "true": 1.5},
+        {"shape": f"[2], {TOUCH}", "dtype": "float16"},
+        {"__kt": "dtype", "v": f"float16, {TOUCH}"},
+        {"__kt": "opaque", "v": f"x>, {TOUCH}, <y"},
+        {"__kt": "float", "v": TOUCH},
+    ],
+    ids=range(9),
+)
+def test_values_that_cannot_stay_inert_are_refused(value: dict[str, object]) -> None:
+    from kerneltracer.corpus.model import TAG
+    from kerneltracer.corpus.operator_inp import Unwritable, format_call
+
+    value = {TAG if k == "__kt" else k: v for k, v in value.items()}
+    with pytest.raises(Unwritable):
+        format_call([value], {})
+
+
+def test_an_op_name_that_is_not_namespace_op_overload_is_refused() -> None:
+    from kerneltracer.corpus.operator_inp import Unwritable
+    from tests.corpus.test_backendbench import HOSTILE_OPS
+
+    syntactic = [op for op in HOSTILE_OPS if op.count(".") != 2 or "(" in op or "\n" in op]
+    assert len(syntactic) >= 4
+    for op in syntactic:
+        with pytest.raises(Unwritable):
+            format_log([(op, [Entry(1, [1], {})])])
