@@ -108,7 +108,7 @@ def test_kernels_go_to_the_innermost_op_with_module_step_and_launch_figures(
     addmm, linear = _row(table, "aten::addmm"), _row(table, "aten::linear")
     assert (addmm.gpu_time_us, addmm.gpu_time_incl_us, addmm.calls) == (2000, 2000, 1)
     assert (linear.gpu_time_us, linear.gpu_time_incl_us, linear.calls) == (0, 2000, 1)
-    assert addmm.module == "Block_*" and addmm.queue_delay_us == 5
+    assert addmm.module == "Block_*" and addmm.record()["mean_queue_delay_us"] == 5
     assert sum(r.gpu_time_us for r in table.rows) == 2300
     kernels = {(k.op, k.kernel): (k.count, k.total_us) for k in table.kernels}
     assert kernels[("aten::addmm", MM)] == (1, 2000)
