@@ -272,13 +272,14 @@ def _check_gzip_through(path: Path, limits: InputLimits, what: str) -> None:
     from isal import igzip  # imported here: most commands never need it
     from isal.igzip_lib import IsalError
 
+    bad_data = cast("type[Exception]", IsalError)  # the stub declares an instance, not a class
     count = 0
     with igzip.IGzipFile(path, mode="rb") as reader, _gzip_errors(path):
         try:
             while chunk := reader.read(_BLOCK):
                 count += len(chunk)
                 limits.check_bytes(path, count, what)
-        except IsalError as exc:  # ISA-L's bad-data error, zlib's for the message below
+        except bad_data as exc:  # ISA-L's bad-data error, zlib's for the message below
             raise zlib.error(str(exc)) from None
 
 

@@ -97,7 +97,7 @@ def test_corrupt_and_truncated_gzip_are_one_line_errors(tmp_path: Path) -> None:
         read_input(cut)
     flipped = tmp_path / "flip.json.gz"
     flipped.write_bytes(data[:20] + bytes(b ^ 0xFF for b in data[20:40]) + data[40:])
-    with pytest.raises(InputFileError, match="flip.json.gz: corrupt gzip data"):
+    with pytest.raises(InputFileError, match=r"flip\.json\.gz: corrupt gzip data"):
         read_input(flipped)
     bad_crc = tmp_path / "crc.json.gz"
     bad_crc.write_bytes(data[:-8] + bytes(4) + data[-4:])
@@ -132,7 +132,7 @@ def test_truncated_gzip_is_not_reported_as_too_large(tmp_path: Path) -> None:
     data = gzip.compress(b'{"a": 1}' * 1000)
     flipped = tmp_path / "flip.json.gz"
     flipped.write_bytes(data[:20] + bytes(b ^ 0xFF for b in data[20:40]) + data[40:])
-    with pytest.raises(InputFileError, match="flip.json.gz: corrupt gzip data"):
+    with pytest.raises(InputFileError, match=r"flip\.json\.gz: corrupt gzip data"):
         open_input(flipped, SMALL)
 
 
