@@ -3,7 +3,8 @@
 Inputs, built in a temp dir:
 
 - ``bomb-events``: a gzip of ~11 MB whose events expand to 3 GiB (valid JSON all along:
-  refused by the gzip trailer's declared size against --max-input-size);
+  its trailer declares more than --max-input-size, so it is decompressed, not parsed, up
+  to the limit and refused there);
 - ``bomb-zeros``: a gzip of NUL bytes expanding to 3 GiB (refused by its first bytes);
 - ``bomb-spaces``: ``{"traceEvents": [`` and 1.5 GiB of spaces, under the size limit
   (refused when 32 MiB of text hold no event end);

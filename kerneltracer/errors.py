@@ -82,6 +82,10 @@ class InputTooLargeError(InputFileError):
     """A user file above the input limits (decompressed size, events); names the flag."""
 
 
+class TruncatedInputError(InputFileError):
+    """A compressed user file cut short (an interrupted copy or download): no limit to raise."""
+
+
 class UnsupportedError(KernelTracerError):
     """The tracer or the model does not apply; the job ends ``unsupported``, not ``failed``."""
 

@@ -5,8 +5,13 @@ ends. Every reader opens such files through :func:`open_input` / :func:`read_inp
 
 - refuse at once what is not a regular file (directory, device, FIFO) and a plain file
   whose size is already above the limit;
-- refuse at once a gzip whose trailer declares a decompressed size above the limit (the
-  ISIZE field: exact for members below 4 GiB, and counting catches the rest);
+- refuse a gzip whose trailer declares a decompressed size above the limit (the ISIZE
+  field: exact for members below 4 GiB, and counting catches the rest) before parsing
+  anything. The trailer is checked first: a truncated file ends in compressed bytes, which
+  read as a random size, so the file is decompressed (ISA-L, output dropped) up to the
+  limit and refused there, or said to be truncated or corrupt;
+- say a gzip is truncated (its stream ends before its trailer) or corrupt (bad data, CRC),
+  each in its own line: never "too large" for a file that is cut short;
 - count the decompressed bytes as they are read and stop at the limit;
 - for JSON readers (``json=True``), refuse at once a file whose first bytes cannot start a
   JSON document (NUL bytes, binary, text that is no JSON), before anything is buffered;
@@ -27,12 +32,13 @@ import os
 import re
 import stat
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, cast
 
-from kerneltracer.errors import InputFileError, InputTooLargeError
+from kerneltracer.errors import InputFileError, InputTooLargeError, TruncatedInputError
 
 DEFAULT_MAX_BYTES = 2 << 30
 DEFAULT_MAX_EVENTS = 20_000_000
@@ -158,11 +164,14 @@ def open_input(
     except OSError as exc:
         raise InputFileError(f"{what} {path}: {exc.strerror or exc}") from None
     try:
-        stream = _stream(path, raw, st.st_size, limits, gzip=gzip, what=what)
+        stream, declared = _stream(path, raw, st.st_size, limits, gzip=gzip, what=what)
         if json:
             check_json_start(path, stream.peek(_SNIFF))
         if text:
             check_text_start(path, stream.peek(_SNIFF), what)
+        # After the first-bytes checks, which refuse most bombs (NUL bytes) at once.
+        if limits.max_bytes is not None and declared > limits.max_bytes:
+            _check_gzip_through(path, limits, what)
     except BaseException:
         raw.close()
         raise
@@ -231,17 +240,19 @@ def binary_without_lines(data: bytes) -> bool:
 
 def _stream(
     path: Path, raw: IO[bytes], size: int, limits: InputLimits, *, gzip: bool, what: str
-) -> io.BufferedReader:
+) -> tuple[io.BufferedReader, int]:
+    """The counted stream, and the decompressed size a gzip's trailer declares (0: none)."""
     head = raw.read(2)
     raw.seek(0)
+    declared = 0
     if gzip and head == _GZIP_MAGIC:
-        limits.check_bytes(path, _gzip_isize(raw, size), what)
+        declared = _gzip_isize(raw, size)
         source: IO[bytes] = cast(IO[bytes], gzip_module.GzipFile(fileobj=raw, mode="rb"))
     else:
         limits.check_bytes(path, size, what)
         source = raw
     counted = _Counted(path, source, raw, limits, what)
-    return io.BufferedReader(counted, buffer_size=_BLOCK)
+    return io.BufferedReader(counted, buffer_size=_BLOCK), declared
 
 
 def _gzip_isize(raw: IO[bytes], size: int) -> int:
@@ -252,6 +263,38 @@ def _gzip_isize(raw: IO[bytes], size: int) -> int:
     isize = int.from_bytes(raw.read(4), "little")
     raw.seek(0)
     return isize
+
+
+def _check_gzip_through(path: Path, limits: InputLimits, what: str) -> None:
+    """Decompress ``path`` and drop the output until the limit (too large), the end of the
+    file before the end of the stream (truncated), bad data (corrupt) or a sound end (the
+    trailer lied: a second member); ISA-L does a GiB in about half a second."""
+    from isal import igzip  # imported here: most commands never need it
+    from isal.igzip_lib import IsalError
+
+    bad_data = cast("type[Exception]", IsalError)  # the stub declares an instance, not a class
+    count = 0
+    with igzip.IGzipFile(path, mode="rb") as reader, _gzip_errors(path):
+        try:
+            while chunk := reader.read(_BLOCK):
+                count += len(chunk)
+                limits.check_bytes(path, count, what)
+        except bad_data as exc:  # ISA-L's bad-data error, zlib's for the message below
+            raise zlib.error(str(exc)) from None
+
+
+@contextmanager
+def _gzip_errors(path: Path) -> Iterator[None]:
+    """Decompression errors as one line each: truncated (no limit to raise) or corrupt."""
+    try:
+        yield
+    except EOFError:  # the compressed stream or its trailer ends with the file
+        raise TruncatedInputError(
+            f"{path}: truncated gzip file (it ends before its compressed stream does: "
+            "an interrupted copy or download?)"
+        ) from None
+    except (zlib.error, gzip_module.BadGzipFile) as exc:
+        raise InputFileError(f"{path}: corrupt gzip data ({exc})") from None
 
 
 class _Counted(io.RawIOBase):
@@ -275,10 +318,8 @@ class _Counted(io.RawIOBase):
         return True
 
     def readinto(self, buf: memoryview) -> int:  # type: ignore[override]
-        try:
+        with _gzip_errors(self._path):
             data = self._source.read(len(buf))
-        except (EOFError, zlib.error, gzip_module.BadGzipFile) as exc:
-            raise InputFileError(f"{self._path}: corrupt or truncated gzip data ({exc})") from None
         n = len(data)
         buf[:n] = data
         self.count += n

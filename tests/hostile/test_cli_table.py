@@ -20,6 +20,7 @@ import pytest
 from tests.conftest import REPO_ROOT
 from tests.helpers import KT
 from tests.report.runs import make_run, status
+from tests.timeline.traces import kernel, write_trace, x
 
 KEY = "tiny/torch_dispatch"
 NOT_REGULAR = r"is not a regular file \(a device, FIFO or socket\)"
@@ -46,7 +47,30 @@ TABLE: dict[str, tuple[str, int, str]] = {
     "timeline-truncated-gzip": (
         "timeline {t}/cut.json.gz -o {t}/o",
         1,
-        r"corrupt or truncated gzip data",
+        r"cut.json.gz: truncated gzip file \(it ends before its compressed stream does",
+    ),
+    # issue 38: its last bytes read as a trailer declaring more than the 2 GiB limit
+    "timeline-truncated-gzip-huge-tail": (
+        "timeline {t}/cut-tail.json.gz -o {t}/o",
+        1,
+        r"cut-tail.json.gz: truncated gzip file",
+    ),
+    "timeline-capture-truncated-gzip": (
+        "timeline {t}/trace.json --capture-trace {t}/cut-tail.json.gz -o {t}/o",
+        1,
+        r"cut-tail.json.gz: truncated gzip file",
+    ),
+    "timeline-corrupt-gzip": ("timeline {t}/crc.json.gz -o {t}/o", 1, r"corrupt gzip data \(CRC"),
+    # attribution: launches sharing correlation ids (linked by time: test_attribution.py)
+    "timeline-repeated-correlation-ids": (
+        "timeline {t}/trace.json -o {t}/o",
+        0,
+        r"^wrote \d+ files",
+    ),
+    "timeline-absurd-times": (
+        "timeline {t}/absurd.json -o {t}/o",
+        0,
+        r"^wrote \d+ files",
     ),
     "timeline-no-events": ("timeline {t}/noevents.json -o {t}/o", 1, r"no traceEvents array"),
     "timeline-bad-limit": (
@@ -165,6 +189,19 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
             fh.truncate(1 << 30)
     data = gzip.compress(b'{"traceEvents": [' + b'{"ph": "X"}, ' * 5000 + b"]}")
     (t / "cut.json.gz").write_bytes(data[: len(data) // 2])
+    (t / "crc.json.gz").write_bytes(data[:-8] + bytes(4) + data[-4:])
+    body = b"".join(b'{"ph": "X", "ts": %d, "name": "k%d"},' % (i * 7919, i) for i in range(9000))
+    data = gzip.compress(b'{"traceEvents": [' + body + b"{}]}")
+    end = next(e for e in range(len(data) // 2, len(data)) if data[e - 1] > 0x80)
+    (t / "cut-tail.json.gz").write_bytes(data[:end])
+    events = [x("aten::mm", "cpu_op", 0, 10), x("cudaLaunchKernel", "cuda_runtime", 2, 1)]
+    events += [x("aten::add", "cpu_op", 20, 10), x("cudaLaunchKernel", "cuda_runtime", 22, 1)]
+    for e in events[1::2]:
+        e["args"] = {"correlation": 5}
+    events += [kernel("k1", 30, 5, corr=5), kernel("k2", 40, 5, corr=5)]
+    write_trace(t / "trace.json", events)
+    absurd = [*events, x("aten::a", "cpu_op", 1e300, 1), x("aten::b", "cpu_op", 1, 1e308)]
+    write_trace(t / "absurd.json", absurd)
     (t / "noevents.json").write_text('{"schemaVersion": 1}')
     (t / "bad.yaml").write_bytes(b"ops:\n  - aten.add\xff\n")
     (t / "wide.csv").write_text("op\n" + "a" * 200_000 + "\n")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kerneltracer.errors import InputFileError, InputTooLargeError
+from kerneltracer.errors import InputFileError, InputTooLargeError, TruncatedInputError
 from kerneltracer.inputguard import (
     DEFAULT_MAX_BYTES,
     InputLimits,
@@ -93,12 +93,47 @@ def test_corrupt_and_truncated_gzip_are_one_line_errors(tmp_path: Path) -> None:
     data = gzip.compress(b'{"a": 1}' * 1000)
     cut = tmp_path / "cut.json.gz"
     cut.write_bytes(data[: len(data) // 2])
-    with pytest.raises(InputFileError, match="corrupt or truncated gzip"):
+    with pytest.raises(TruncatedInputError, match=r"cut.json.gz: truncated gzip file \(it ends"):
         read_input(cut)
     flipped = tmp_path / "flip.json.gz"
     flipped.write_bytes(data[:20] + bytes(b ^ 0xFF for b in data[20:40]) + data[40:])
-    with pytest.raises(InputFileError, match="corrupt or truncated gzip"):
+    with pytest.raises(InputFileError, match=r"flip\.json\.gz: corrupt gzip data"):
         read_input(flipped)
+    bad_crc = tmp_path / "crc.json.gz"
+    bad_crc.write_bytes(data[:-8] + bytes(4) + data[-4:])
+    with pytest.raises(InputFileError, match=r"crc.json.gz: corrupt gzip data \(CRC check failed"):
+        read_input(bad_crc)
+
+
+def _cut_with_huge_tail(data: bytes, limit: int) -> bytes:
+    """``data`` cut where its last four bytes, read as the gzip trailer's size, exceed
+    ``limit``: what an interrupted copy of a trace looks like to a trailer check."""
+    for end in range(len(data) // 2, len(data) - 8):
+        if int.from_bytes(data[end - 4 : end], "little") > limit:
+            return data[:end]
+    raise AssertionError("no such cut")
+
+
+def test_truncated_gzip_is_not_reported_as_too_large(tmp_path: Path) -> None:
+    """Issue 38: a cut .json.gz was refused as "more than 2 GiB once decompressed" (its
+    last compressed bytes read as the trailer's size) and the user told to raise the limit."""
+    body = b"".join(b'{"ts": %d, "name": "k%d"},' % (i * 7919, i * 104729) for i in range(20000))
+    data = gzip.compress(b"[" + body + b"{}]")
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(_cut_with_huge_tail(data, DEFAULT_MAX_BYTES))
+    with pytest.raises(TruncatedInputError, match="truncated gzip file") as err:
+        read_input(cut)
+    assert "max-input-size" not in str(err.value)
+    # A real trailer above the limit is still refused before anything is parsed.
+    bomb = _gzip_bomb(tmp_path / "big.json.gz", 4 << 20)
+    with pytest.raises(InputTooLargeError, match="more than 1000 bytes once decompressed"):
+        open_input(bomb, SMALL)
+    # Bad data behind a trailer above the limit: corrupt, not too large.
+    data = gzip.compress(b'{"a": 1}' * 1000)
+    flipped = tmp_path / "flip.json.gz"
+    flipped.write_bytes(data[:20] + bytes(b ^ 0xFF for b in data[20:40]) + data[40:])
+    with pytest.raises(InputFileError, match=r"flip\.json\.gz: corrupt gzip data"):
+        open_input(flipped, SMALL)
 
 
 def test_invalid_utf8_names_line_and_column(tmp_path: Path) -> None:

@@ -6,10 +6,13 @@ import gzip
 import json
 import zlib
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from kerneltracer.analysis.timeline.loader import load_chrome_trace
 from tests.helpers import kt
-from tests.timeline.traces import write_trace, x
+from tests.timeline.traces import kernel, write_trace, x
 
 
 def _timeline(*args: str) -> tuple[int, str]:
@@ -97,3 +100,81 @@ def test_folder_and_device_are_usage_errors_naming_what_they_are(tmp_path: Path)
         2,
         "error: trace file /dev/zero is not a regular file (a device, FIFO or socket)",
     )
+
+
+def _gpu_events(n: int = 30) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    for i in range(n):
+        t = i * 100
+        events += [x(f"aten::op{i}", "cpu_op", t, 50)]
+        events += [x("cudaLaunchKernel", "cuda_runtime", t + 10, 5, correlation=i)]
+        events += [kernel(f"k{i}", t + 30, 40, corr=i)]
+    return events
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "kind"),
+    [
+        ("ts", 1e300, "timestamp_out_of_range"),
+        ("ts", -1e300, "timestamp_out_of_range"),
+        ("ts", 10**30, "timestamp_out_of_range"),
+        ("dur", 1e308, "duration_out_of_range"),
+        ("dur", 10**400, "duration_out_of_range"),
+        ("dur", 2.0**53, "duration_out_of_range"),
+    ],
+)
+def test_absurd_times_are_bad_events_and_the_outputs_complete(
+    tmp_path: Path, field: str, value: float, kind: str
+) -> None:
+    """Issue 38: ``ts: 1e300`` gave "1e300 ms traced"; ``dur: 1e308`` lost the ops files,
+    leaked numpy's RuntimeWarning and exited 0. Times no clock gives (beyond 2^53 µs, where
+    a double no longer holds a microsecond) are malformed events, counted by kind."""
+    events = _gpu_events()
+    for e in events[-3:]:  # the last op, its launch and its kernel
+        e[field] = value
+    path = tmp_path / "absurd.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    done = kt("timeline", str(path), "-o", str(tmp_path / "out"), timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "Warning" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert f"3 malformed events (3 {kind}) dropped" in done.stderr
+    out = tmp_path / "out" / "absurd"
+    report = json.loads((out / "report.json").read_text())
+    assert report["source"]["bad_events"] == {kind: 3}
+    assert report["analysis"]["summary"]["end_to_end_latency_us"] == 2870
+    assert report["summary"].startswith("absurd.json (rank 0): 2.87 ms traced")
+    ops = json.loads((out / "ops.json").read_text())
+    assert ops["gpu_events"] == 29 and ops["gpu_time_us"] == 29 * 40
+    assert ops["attributed_share"] == 1.0
+    for name in ("ops.csv", "ops.parquet", "kernels_by_op.csv", "ops.html", "report.html"):
+        assert (out / name).is_file(), name
+
+
+def test_times_at_the_edge_of_a_clock_are_data(tmp_path: Path) -> None:
+    """Epoch timestamps in µs (1.7e15 today) with ns fractions load as they are."""
+    base = 1_700_000_000_000_000.0
+    events = [x("aten::mm", "cpu_op", base + 0.25, 10.5), x("aten::add", "cpu_op", base + 20, 1)]
+    trace = load_chrome_trace(write_trace(tmp_path / "t.json", events))
+    assert trace.bad_events == {}
+    assert trace.ts.tolist() == [base + 0.25, base + 20]
+
+
+def test_truncated_trace_says_truncated_not_too_large(tmp_path: Path) -> None:
+    """Issue 38: the cut file's last bytes, read as the gzip trailer's size, said "more than
+    2 GiB once decompressed (raise the limit …)"."""
+    events = [x(f"op{i}", "cpu_op", i * 7919, i % 97) for i in range(40_000)]
+    data = gzip.compress(json.dumps({"traceEvents": events}).encode())
+    end = next(
+        e
+        for e in range(len(data) // 2, len(data))
+        if int.from_bytes(data[e - 4 : e], "little") > 1 << 31
+    )
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(data[:end])
+    rc, line = _timeline(str(cut), "-o", str(tmp_path / "out"))
+    assert (rc, line) == (
+        1,
+        f"error: {cut}: truncated gzip file (it ends before its compressed stream does: "
+        "an interrupted copy or download?)",
+    )
+    assert not (tmp_path / "out" / "cut").exists()

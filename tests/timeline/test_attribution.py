@@ -17,6 +17,7 @@ from kerneltracer.analysis.timeline.attribution import (
     GRAPH_CAPTURE,
     GRAPH_REPLAY,
     NO_LAUNCH,
+    REPEATED_CORRELATION,
     Attribution,
     attribute,
 )
@@ -107,7 +108,7 @@ def test_kernels_go_to_the_innermost_op_with_module_step_and_launch_figures(
     addmm, linear = _row(table, "aten::addmm"), _row(table, "aten::linear")
     assert (addmm.gpu_time_us, addmm.gpu_time_incl_us, addmm.calls) == (2000, 2000, 1)
     assert (linear.gpu_time_us, linear.gpu_time_incl_us, linear.calls) == (0, 2000, 1)
-    assert addmm.module == "Block_*" and addmm.queue_delay_us == 5
+    assert addmm.module == "Block_*" and addmm.record()["mean_queue_delay_us"] == 5
     assert sum(r.gpu_time_us for r in table.rows) == 2300
     kernels = {(k.op, k.kernel): (k.count, k.total_us) for k in table.kernels}
     assert kernels[("aten::addmm", MM)] == (1, 2000)
@@ -386,3 +387,50 @@ def test_ops_nested_thousands_deep(tmp_path: Path) -> None:
     assert a.instances[int(a.op[0])].name == f"aten::op{depth - 1}"
     table = op_table(a, None)
     assert _row(table, "aten::op0").gpu_time_incl_us == 7
+
+
+def _repeated_ids(queued: bool) -> list[dict[str, Any]]:
+    """Ten ops, each launching one kernel; every launch carries correlation id 7. With
+    ``queued`` the GPU runs behind: every kernel starts after the last launch."""
+    events: list[dict[str, Any]] = []
+    for i in range(10):
+        t = i * 100
+        events += [op(f"aten::op{i}", t, 50), launch(t + 10, corr=7)]
+        events.append(kernel(f"k{i}", 5000 + i * 20 if queued else t + 30, 10, corr=7))
+    return events
+
+
+@pytest.mark.parametrize("queued", [False, True])
+def test_repeated_correlation_ids_are_linked_by_time_and_counted(
+    tmp_path: Path, queued: bool
+) -> None:
+    """Issue 38: ten launches sharing one correlation id gave all ten kernels to the first
+    op and said "100.0% attributed". Now each kernel goes to the op of its own launch
+    (launch order), the link is marked, and the summary says how much was linked so."""
+    from kerneltracer.analysis.timeline.ops_files import OpsResult
+
+    a = _attr(tmp_path / "t.json", _repeated_ids(queued))
+    names = [a.instances[i].name for i in a.op.tolist()]
+    kernels = [a.trace.names[int(a.trace.name[r])] for r in a.rows.tolist()]
+    assert {k[1:]: n[len("aten::op") :] for k, n in zip(kernels, names, strict=True)} == {
+        str(i): str(i) for i in range(10)
+    }
+    assert set(a.method.tolist()) == {REPEATED_CORRELATION}
+    assert a.repeated_correlation() == {"gpu_events": 10, "gpu_time_us": 100.0, "ids": 1}
+    result = OpsResult(attribution=a, table=op_table(a, None))
+    assert result.share_text() == (
+        "100.0% of GPU time attributed to ops (100.0% linked by launch order and time, not by "
+        "correlation id: 10 GPU events share an id with other launch calls)"
+    )
+    summary = result.summary()
+    assert summary["links"] == {"repeated_correlation": 10}
+    assert summary["repeated_correlation"] == {"gpu_events": 10, "gpu_time_us": 100.0, "ids": 1}
+
+
+def test_a_kernel_before_every_launch_of_its_repeated_id_has_no_launch(tmp_path: Path) -> None:
+    events = [op("aten::a", 100, 50), launch(110, corr=7), op("aten::b", 200, 50)]
+    events += [launch(210, corr=7), kernel("early", 20, 5, corr=7), kernel("k", 230, 5, corr=7)]
+    a = _attr(tmp_path / "t.json", events)
+    by_kernel = {a.trace.names[int(a.trace.name[r])]: q for q, r in enumerate(a.rows.tolist())}
+    assert a.status[by_kernel["early"]] == NO_LAUNCH
+    assert a.instances[int(a.op[by_kernel["k"]])].name == "aten::b"

@@ -19,10 +19,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kerneltracer.analysis.timeline.attribution import REPEATED_CORRELATION, attribute
+from kerneltracer.analysis.timeline.gpu_breakdown import (
+    kernel_breakdown,
+    select_gpu_work,
+    temporal_breakdown,
+)
 from kerneltracer.analysis.timeline.loader import load_chrome_trace
+from kerneltracer.analysis.timeline.op_table import op_table
 from kerneltracer.errors import TraceLoadError
 from tests.helpers import kt
-from tests.timeline.traces import hta_path
+from tests.timeline.traces import hta_path, kernel, write_trace, x
 
 _SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -33,6 +40,8 @@ _BREAKS: dict[str, Any] = {
     "duration_not_a_number": lambda e: e.update(dur=[1]),
     "missing_duration": lambda e: e.pop("dur"),
     "negative_duration": lambda e: e.update(dur=-5),
+    "timestamp_out_of_range": lambda e: e.update(ts=1e300),
+    "duration_out_of_range": lambda e: e.update(dur=1e308),
     "missing_name": lambda e: e.update(name=None),
     "name_not_a_string": lambda e: e.update(name={"a": 1}),
     "unknown_phase": lambda e: e.update(ph="Q"),
@@ -162,3 +171,77 @@ def test_tiny_trace_earns_no_confidence_and_no_zero_gain_advice(tmp_path: Path) 
     assert any("too little to be sure" in e for e in verdict["evidence"])
     assert all(r["impact"] != "Estimated improvement: up to 0%" for r in report["recommendations"])
     assert "up to 0%" not in report["summary"]
+
+
+# A launch: (op start, op length, launch offset in the op, correlation id, kernel start after
+# the launch, kernel length, memset?). Few ids, so several launches share one; ns fractions
+# and sub-µs kernels, as on an H100 trace.
+_launches = st.lists(
+    st.tuples(
+        st.floats(0, 5000),
+        st.floats(1, 100),
+        st.floats(0, 0.9),
+        st.integers(0, 6),
+        st.floats(-5, 500),
+        st.floats(0, 40) | st.floats(0.1, 0.9),
+        st.booleans(),
+    ),
+    min_size=1,
+    max_size=25,
+)
+_ABSURD = st.sampled_from([("ts", 1e300), ("ts", -1e300), ("ts", 10**30), ("dur", 1e308)])
+
+
+@_SETTINGS
+@given(launches=_launches, absurd=st.lists(_ABSURD, max_size=3), steps=st.booleans())
+def test_attribution_and_gpu_times_on_random_traces(
+    launches: list[tuple[float, float, float, int, float, float, bool]],
+    absurd: list[tuple[str, float]],
+    steps: bool,
+) -> None:
+    """Issue 38's cases at random: repeated correlation ids, sub-µs events on ns timestamps,
+    absurd times. Every GPU event lands in one ops row, a repeated id is counted and never
+    linked to a launch after its kernel, absurd events are counted, no time is negative."""
+    events: list[dict[str, Any]] = []
+    if steps:
+        events += [x("ProfilerStep#1", "user_annotation", 0, 2500)]
+        events += [x("ProfilerStep#2", "user_annotation", 2500, 2600)]
+    for op_ts, op_dur, at, corr, wait, dur, memset in launches:
+        launch_ts = op_ts + at * op_dur
+        events.append(x("aten::op", "cpu_op", op_ts, op_dur))
+        events.append(x("cudaLaunchKernel", "cuda_runtime", launch_ts, 0.25, correlation=corr))
+        gpu = kernel("Memset (Device)" if memset else "gemm", launch_ts + wait, dur, corr=corr)
+        events.append(gpu | {"cat": "gpu_memset"} if memset else gpu)
+    for field, value in absurd:
+        events.append(x("aten::bad", "cpu_op", 1.5, 1) | {field: value})
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = load_chrome_trace(write_trace(Path(tmp) / "t.json", events), op_args=True)
+    kinds = {"ts": "timestamp_out_of_range", "dur": "duration_out_of_range"}
+    expected_bad: dict[str, int] = {}
+    for field, _ in absurd:
+        expected_bad[kinds[field]] = expected_bad.get(kinds[field], 0) + 1
+    assert trace.bad_events == expected_bad
+
+    a = attribute(trace)
+    table = op_table(a, None)
+    assert sum(r.gpu_events for r in table.rows) == a.rows.size == len(launches)
+    assert sum(r.gpu_time_us for r in table.rows) == pytest.approx(a.total_us)
+    shared = {c for c in {lc[3] for lc in launches} if sum(lc[3] == c for lc in launches) > 1}
+    expected = sum(lc[3] in shared for lc in launches)
+    assert a.repeated_correlation()["gpu_events"] == expected
+    by_time = a.method == REPEATED_CORRELATION
+    assert (trace.ts[a.launch[by_time]] <= trace.ts[a.rows[by_time]]).all()
+    for r in table.rows:
+        q = r.record()["mean_queue_delay_us"]
+        assert q is None or q >= 0
+
+    work = select_gpu_work(trace)
+    tb = temporal_breakdown(work)
+    assert tb is not None
+    for value in (tb.idle_us, tb.compute_us, tb.non_compute_us, tb.busy_us, tb.kernel_time_us):
+        assert value >= 0
+    assert tb.idle_us + tb.busy_us == pytest.approx(tb.kernel_time_us)
+    kb = kernel_breakdown(work, trace.names)
+    assert all(row["sum_us"] >= 0 for row in kb.by_type)
+    for stats in kb.top_kernels.values():
+        assert all(st_.min_us >= 0 and st_.sum_us >= 0 for st_ in stats)

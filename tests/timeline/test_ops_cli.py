@@ -14,7 +14,7 @@ from kerneltracer.analysis.base import AnalysisJob
 from kerneltracer.analysis.timeline.job import TimelineAnalysis
 from kerneltracer.analysis.timeline.ops_csv import OPS_COLUMNS, read_ops_csv
 from tests.timeline.test_attribution import eager_events, replay_events
-from tests.timeline.traces import hta_path, timeline_cli, write_trace
+from tests.timeline.traces import hta_path, kernel, timeline_cli, write_trace, x
 
 
 def test_graph_replay_time_is_reported_on_a_real_trace(testdata_dir: Path, tmp_path: Path) -> None:
@@ -92,3 +92,26 @@ def test_the_analyze_job_writes_the_ops_files_for_a_gpu_trace(tmp_path: Path) ->
         assert out / "trace" / name in written
     rows = read_ops_csv(out / "trace" / "ops.csv")
     assert {r["op"] for r in rows if r["gpu_time_us"]} == {"aten::addmm", "aten::add", "aten::relu"}
+
+
+def test_queue_delay_is_a_labelled_mean_per_gpu_event_in_every_output(tmp_path: Path) -> None:
+    """Issue 38: the ``queue µs`` column summed the delays of every GPU event (132 ms in a
+    50 ms trace). It is the mean per GPU event with a launch call, and every output names it
+    so. Here one op launches three kernels that wait 5, 10 and 45 µs after their launches."""
+    events = [x("aten::mm", "cpu_op", 0, 40)]
+    for i, wait in enumerate((5, 10, 45)):
+        events.append(x("cudaLaunchKernel", "cuda_runtime", 10 * i, 5, correlation=i))
+        events.append(kernel(f"k{i}", 10 * i + 5 + wait, 2, corr=i))
+    trace = write_trace(tmp_path / "q.json", events)
+    done = timeline_cli("--no-inferscope", str(trace), "-o", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    out = tmp_path / "out" / "q"
+    rows = list(csv.DictReader((out / "ops.csv").open()))
+    assert "queue_delay_us" not in rows[0]
+    assert float(rows[0]["mean_queue_delay_us"]) == 20.0
+    table = pq.read_table(out / "ops.parquet").to_pylist()
+    assert table[0]["mean_queue_delay_us"] == 20.0
+    assert json.loads((out / "ops.json").read_text())["top_ops"][0]["mean_queue_delay_us"] == 20
+    html = (out / "ops.html").read_text()
+    assert ">mean queue µs per GPU event</th>" in html and ">queue µs</th>" not in html
+    assert ">launch µs (total)</th>" in html

@@ -2,7 +2,13 @@
 
 Each GPU event is tied to the runtime call that launched it, trying in turn:
 
-1. ``correlation``: the runtime / driver call with the GPU event's correlation id;
+1. ``correlation``: the runtime / driver call with the GPU event's correlation id. When
+   several launch calls carry that id (merged or rewritten traces, a wrapped counter), the
+   id does not say which: ``repeated_correlation`` links by time instead — the id's GPU
+   events, in start order, to its launch calls in launch order when there are as many and
+   none would start before its launch, else each to the last of them that started before
+   it. Those events are counted (:meth:`Attribution.repeated_correlation`) and the summary
+   says how much GPU time was linked so;
 2. ``flow``: the ac2g flow that ends where the GPU event starts (same GPU thread and
    timestamp), back to the runtime call enclosing the flow's start on its host thread;
 3. ``external_id``: no launch call in the trace, but a host op with the GPU event's
@@ -32,8 +38,8 @@ from kerneltracer.analysis.timeline.categories import CUDA_API, GPU_ACTIVITY
 from kerneltracer.analysis.timeline.loader import PH_COMPLETE, ChromeTrace
 from kerneltracer.analysis.timeline.nesting import Nesting, thread_keys
 
-METHODS = ("correlation", "flow", "external_id", "graph_capture")
-CORRELATION, FLOW, EXTERNAL_ID, GRAPH_CAPTURE = range(4)
+METHODS = ("correlation", "flow", "external_id", "graph_capture", "repeated_correlation")
+CORRELATION, FLOW, EXTERNAL_ID, GRAPH_CAPTURE, REPEATED_CORRELATION = range(5)
 # Why a GPU event has no op (index into STATUSES; ATTRIBUTED = it has one).
 STATUSES = ("attributed", "graph_replay", "no_launch", "outside_ops")
 ATTRIBUTED, GRAPH_REPLAY, NO_LAUNCH, OUTSIDE_OPS = range(4)
@@ -74,6 +80,8 @@ class Attribution:
     status: np.ndarray  # index into STATUSES
     graph_launch: np.ndarray  # trace row of the graph launch that replayed it, -1 if none
     step: np.ndarray  # ProfilerStep number, -1 when outside every step
+    # True where the GPU event's correlation id is carried by several launch calls
+    repeated: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     instances: list[OpInstance] = field(default_factory=list)
     make_instance: Callable[[int], int] | None = field(default=None, repr=False)
 
@@ -100,6 +108,22 @@ class Attribution:
         """Fraction of GPU time attributed to ops; None without GPU events."""
         total = self.total_us
         return self.attributed_us / total if total > 0 else None
+
+    def repeated_correlation(self) -> dict[str, Any]:
+        """GPU events whose correlation id several launch calls carry: how many, their GPU
+        time and how many such ids (linked by time, or not at all)."""
+        rep = self.repeated if self.repeated.size else np.zeros(self.rows.size, dtype=bool)
+        ids = np.unique(self.trace.correlation[self.rows[rep]])
+        return {
+            "gpu_events": int(rep.sum()),
+            "gpu_time_us": round(float(self.dur[rep].sum()), 3),
+            "ids": int(ids.size),
+        }
+
+    def linked_by_time(self) -> tuple[int, float]:
+        """(GPU events, GPU µs) attributed through a repeated correlation id."""
+        sel = (self.method == REPEATED_CORRELATION) & (self.status == ATTRIBUTED)
+        return int(sel.sum()), float(self.dur[sel].sum())
 
     def unattributed_us(self) -> dict[str, float]:
         return {
@@ -134,7 +158,7 @@ def attribute(trace: ChromeTrace) -> Attribution:
     launch = np.full(rows.size, -1, dtype=np.int64)
     method = np.full(rows.size, -1, dtype=np.int8)
     runtime = np.flatnonzero(complete & trace.category_mask(CUDA_API))
-    _by_correlation(trace, rows, runtime, launch, method)
+    repeated = _by_correlation(trace, rows, runtime, launch, method)
     _by_flow(trace, rows, runtime, thread, launch, method)
     op_rows = np.flatnonzero(complete & trace.category_mask({"cpu_op"}))
     ops = Nesting(op_rows, trace.ts, trace.end, thread)
@@ -169,6 +193,7 @@ def attribute(trace: ChromeTrace) -> Attribution:
         status=status,
         graph_launch=graph_launch,
         step=steps.at(when),
+        repeated=repeated,
         instances=instances.items,
         make_instance=instances.of,
     )
@@ -186,17 +211,57 @@ def _annotations(trace: ChromeTrace, thread: np.ndarray) -> Nesting:
 
 def _by_correlation(
     trace: ChromeTrace, rows: np.ndarray, runtime: np.ndarray, launch: np.ndarray, method: Any
-) -> None:
+) -> np.ndarray:
+    """Link by correlation id; returns the mask of GPU events whose id is repeated (carried
+    by several launch calls), which are linked by time instead."""
+    repeated = np.zeros(rows.size, dtype=bool)
     rt = runtime[trace.correlation[runtime] >= 0]
     if not rt.size or not rows.size:
-        return
+        return repeated
     order = np.argsort(trace.correlation[rt], kind="stable")
-    keys = trace.correlation[rt][order]
+    calls = rt[order]
+    keys = trace.correlation[calls]
     corr = trace.correlation[rows]
-    pos = np.clip(np.searchsorted(keys, corr), 0, keys.size - 1)
-    hit = (keys[pos] == corr) & (corr >= 0)
-    launch[hit] = rt[order][pos[hit]]
+    first = np.searchsorted(keys, corr, side="left")
+    count = np.searchsorted(keys, corr, side="right") - first
+    hit = (count == 1) & (corr >= 0)
+    launch[hit] = calls[first[hit]]
     method[hit] = CORRELATION
+    repeated = (count > 1) & (corr >= 0)
+    if repeated.any():
+        _by_launch_order(trace, rows, calls, first, count, repeated, launch, method)
+    return repeated
+
+
+def _by_launch_order(
+    trace: ChromeTrace,
+    rows: np.ndarray,
+    calls: np.ndarray,
+    first: np.ndarray,
+    count: np.ndarray,
+    repeated: np.ndarray,
+    launch: np.ndarray,
+    method: Any,
+) -> None:
+    """GPU events of a repeated correlation id, linked to that id's launch calls by time
+    (see the module docstring): a kernel never starts before the call that launched it."""
+    todo = np.flatnonzero(repeated)
+    todo = todo[np.lexsort((trace.ts[rows[todo]], trace.correlation[rows[todo]]))]
+    ids = trace.correlation[rows[todo]]
+    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+    for group in np.split(todo, starts[1:]):
+        q0 = int(group[0])
+        cands = calls[first[q0] : first[q0] + count[q0]]
+        cands = cands[np.argsort(trace.ts[cands], kind="stable")]
+        gpu_ts, call_ts = trace.ts[rows[group]], trace.ts[cands]
+        if group.size == cands.size and bool((gpu_ts >= call_ts).all()):
+            picked = cands
+        else:
+            before = np.searchsorted(call_ts, gpu_ts, side="right") - 1
+            picked = np.where(before >= 0, cands[np.maximum(before, 0)], -1)
+        ok = picked >= 0
+        launch[group[ok]] = picked[ok]
+        method[group[ok]] = REPEATED_CORRELATION
 
 
 def _by_flow(
@@ -217,9 +282,13 @@ def _by_flow(
         (int(k), float(t)): int(i)
         for k, t, i in zip(fthread[~start], flows["ts"][~start], fid[~start], strict=True)
     }
+    # A flow id that starts twice does not say which start a GPU event's flow came from.
+    ids, times = np.unique(fid[start], return_counts=True)
+    once = set(ids[times == 1].tolist())
     begins = {
         int(i): (int(k), float(t))
         for k, t, i in zip(fthread[start], flows["ts"][start], fid[start], strict=True)
+        if int(i) in once
     }
     found: list[tuple[int, int, float]] = []
     for q in todo.tolist():

@@ -13,10 +13,16 @@ is malformed: a missing or non-numeric timestamp, a negative duration, an unknow
 and ``skipped`` (a valid chrome-trace event the analyses do not use: flows, counters).
 Only ``bad`` counts make ``--strict`` fail.
 
-orjson and msgspec refuse ``NaN``, ``Infinity`` and numbers beyond a double (``1e400``),
-which Python's json (and so many trace writers) produce; a batch that fails on one of those
-is decoded again by the standard library, so the event is counted (``timestamp_not_finite``)
-instead of the whole trace being rejected.
+orjson and msgspec refuse ``NaN``, ``Infinity``, numbers beyond a double (``1e400``) and
+integers beyond 64 bits, which Python's json (and so many trace writers) produce; a batch
+that fails on one of those is decoded again by the standard library, so the event is counted
+(``timestamp_not_finite``, ``duration_out_of_range``…) instead of the whole trace being
+rejected.
+
+Times are µs, and no clock gives one beyond ``MAX_TIME_US`` (2^53 µs, 285 years from its
+epoch; past it a double cannot even hold a whole microsecond): an event that starts or ends
+there (``ts: 1e300``, ``dur: 1e308``) is malformed (``timestamp_out_of_range``,
+``duration_out_of_range``), not a span every figure of the report would be measured against.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from kerneltracer.analysis.timeline.categories import GPU_ACTIVITY, normalize_ca
 
 PH_COMPLETE = 0
 PH_INSTANT = 1
+MAX_TIME_US = float(2**53)
 # Valid chrome-trace phases the analyses do not use (flows, counters, async, objects…).
 _UNUSED_PHASES = frozenset("sftCbneNODPRVvc")
 # pid / tid values that can label a thread (Kineto uses ints and strings).
@@ -92,8 +99,9 @@ class _Ids(msgspec.Struct, gc=False):
     device: Any = -1
 
 
-# A literal orjson refuses but the standard json reads as a float: NaN, ±Infinity, 1e400.
-_NON_FINITE = re.compile(rb"NaN|Infinity|[0-9][eE][+]?[0-9]{3}")
+# A literal orjson refuses but the standard json reads: NaN, ±Infinity, 1e400, and an
+# integer beyond 64 bits (20 digits or more).
+_NON_FINITE = re.compile(rb"NaN|Infinity|[0-9][eE][+]?[0-9]{3}|[0-9]{20}")
 
 _BATCH = msgspec.json.Decoder(list[_Event])
 _IDS = msgspec.json.Decoder(_Ids)
@@ -217,8 +225,13 @@ class Builder:
             return False
         if min(dur) < 0:  # the per-event path counts them
             return False
-        floats = float in set(map(type, ts)) or float in set(map(type, dur))
-        if floats and not (np.isfinite(ts).all() and np.isfinite(dur).all()):
+        try:
+            ts_col = np.array(ts, dtype=np.float64)
+            dur_col = np.array(dur, dtype=np.float64)
+        except OverflowError:  # an integer beyond a double
+            return False
+        # NaN fails both comparisons and ±inf the bound: the per-event path counts them.
+        if not (np.abs(ts_col).max() <= MAX_TIME_US and (ts_col + dur_col).max() <= MAX_TIME_US):
             return False
         pids = [e.pid for e in rows]
         tids = [e.tid for e in rows]
@@ -255,8 +268,8 @@ class Builder:
                 ),
                 "cat": np.array(cat_ids, dtype=np.int32),
                 "name": np.array([self.names[n] for n in names], dtype=np.int32),
-                "ts": np.array(ts, dtype=np.float64),
-                "dur": np.array(dur, dtype=np.float64),
+                "ts": ts_col,
+                "dur": dur_col,
                 "pid": np.array([self.threads[p] for p in pids], dtype=np.int32),
                 "tid": np.array([self.threads[t] for t in tids], dtype=np.int32),
                 "stream": _int_column([x.stream for x in ids]),
@@ -320,6 +333,9 @@ class Builder:
         elif t is not int:
             self._bad("missing_timestamp" if ts is None else "timestamp_not_a_number")
             return
+        if not -MAX_TIME_US <= ts <= MAX_TIME_US:
+            self._bad("timestamp_out_of_range")
+            return
         t = type(dur)
         if t is not int and t is not float:
             self._bad("missing_duration" if dur is None else "duration_not_a_number")
@@ -329,6 +345,9 @@ class Builder:
             return
         if t is float and not math.isfinite(dur):
             self._bad("duration_not_finite")
+            return
+        if ts + dur > MAX_TIME_US:
+            self._bad("duration_out_of_range")
             return
         if type(name) is not str:
             if type(name) is not int and type(name) is not float:  # numbers read as labels
@@ -406,6 +425,8 @@ class Builder:
         if type(e.cat) is not str or e.cat not in FLOW_CATEGORIES:
             return
         if type(e.ts) not in (int, float) or type(e.pid) not in _ID_TYPES:
+            return
+        if not -MAX_TIME_US <= e.ts <= MAX_TIME_US:  # NaN too: no flow ends there
             return
         if type(e.tid) not in _ID_TYPES:
             return

@@ -4,12 +4,18 @@ Definitions (HolisticTraceAnalysis 0.5.0, unchanged in traceinsight 0.6.1, so th
 can be compared):
 
 * GPU work = kernel, memcpy, memset and cuda_sync events on a stream (sync waits occupy
-  the stream and count as non-compute). Timestamps of traces written
-  with fractional (ns) resolution are rounded inwards (start up, end down) first.
+  the stream and count as non-compute). Timestamps of traces written with fractional (ns)
+  resolution are rounded inwards (start up, end down) for the unions: an interval becomes
+  the whole microseconds inside it. An event that holds none (0.5 µs inside one µs, the
+  memsets of an H100 trace) is empty there; HTA makes it a −1 µs interval, which its sums
+  add and its unions subtract (issue 38: a memset total of −18 µs, non-compute −0.03%).
+* Per-kernel statistics (count, sum, mean, min, max, std) are the events' own durations,
+  not their rounded intervals.
 * With two or more ``ProfilerStep#N`` annotations, the last step is excluded: only GPU work
   whose correlation id belongs to a host event that started before the last step counts.
-* kernel time = last GPU end - first GPU start; idle = kernel time - union of all GPU work;
-  compute = union of COMPUTATION kernels; non-compute = kernel time - compute - idle.
+* kernel time (HTA's name; "GPU span" on our pages) = last GPU end - first GPU start;
+  busy = union of all GPU work; idle = span - busy; compute = union of COMPUTATION
+  kernels; non-compute = busy - compute (compute is within busy: never negative).
 * Kernel-type time is computed on interval unions per type; overlapping types are reported
   as ``A overlapping B`` segments, so the rows add up to the union of all GPU work.
 
@@ -43,21 +49,25 @@ _WORK_CATEGORIES = GPU_ACTIVITY | {"cuda_sync"}
 class GpuWork:
     """The GPU events one rank's breakdowns are computed on (already filtered and rounded)."""
 
-    ts: np.ndarray
+    ts: np.ndarray  # rounded inwards on ns traces (see the module docstring)
     end: np.ndarray
+    dur: np.ndarray  # the events' own durations
     name: np.ndarray  # indices into the trace's names
     ktype: np.ndarray  # int8 codes, index into _ALL_TYPES
     device: np.ndarray
     last_step_excluded: bool
+    rounded: bool = False  # ns timestamps rounded to whole µs
 
     def subset(self, mask: np.ndarray) -> GpuWork:
         return GpuWork(
             self.ts[mask],
             self.end[mask],
+            self.dur[mask],
             self.name[mask],
             self.ktype[mask],
             self.device[mask],
             self.last_step_excluded,
+            self.rounded,
         )
 
 
@@ -66,10 +76,12 @@ class TemporalBreakdown:
     idle_us: float
     compute_us: float
     non_compute_us: float
-    kernel_time_us: float
+    kernel_time_us: float  # the GPU span: first GPU start to last GPU end
     idle_pct: float
     compute_pct: float
     non_compute_pct: float
+    busy_us: float = 0.0  # union of all GPU work: compute + non-compute
+    last_step_excluded: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -112,7 +124,16 @@ def select_gpu_work(trace: ChromeTrace, include_last_step: bool = False) -> GpuW
     codes = np.array([_CODE[kernel_type(trace.names[n])] for n in uniq.tolist()], dtype=np.int8)
     ktype = codes[inv] if idx.size else np.empty(0, dtype=np.int8)
     excluded = keep is not None and not include_last_step
-    return GpuWork(ts[idx], end[idx], trace.name[idx], ktype, trace.device[idx], excluded)
+    return GpuWork(
+        ts[idx],
+        end[idx],
+        trace.dur[idx],
+        trace.name[idx],
+        ktype,
+        trace.device[idx],
+        excluded,
+        trace.float_timestamps,
+    )
 
 
 def launched_before_last_step(trace: ChromeTrace) -> np.ndarray | None:
@@ -127,7 +148,9 @@ def _rounded(trace: ChromeTrace) -> tuple[np.ndarray, np.ndarray]:
     if not trace.float_timestamps:
         return trace.ts, end
     # ns-resolution traces: HTA rounds inwards so that back-to-back kernels do not overlap.
-    return np.ceil(trace.ts), np.floor(end)
+    # The whole µs inside an event that holds none are none: empty, not a negative interval.
+    start = np.ceil(trace.ts)
+    return start, np.maximum(np.floor(end), start)
 
 
 def _launched_in_steps(
@@ -157,10 +180,11 @@ def temporal_breakdown(work: GpuWork) -> TemporalBreakdown | None:
         return None
     ms, me = merge(work.ts, work.end)
     kernel_time = float(me[-1] - ms[0])
-    idle = kernel_time - float(np.sum(me - ms))
+    busy = float(np.sum(me - ms))
+    idle = kernel_time - busy
     comp = work.ktype == _CODE[KernelType.COMPUTATION]
     compute = union_length(work.ts[comp], work.end[comp])
-    non_compute = kernel_time - compute - idle
+    non_compute = busy - compute
 
     def pct(x: float) -> float:
         return round(100.0 * x / kernel_time, 2) if kernel_time > 0 else 0.0
@@ -173,6 +197,8 @@ def temporal_breakdown(work: GpuWork) -> TemporalBreakdown | None:
         idle_pct=pct(idle),
         compute_pct=pct(compute),
         non_compute_pct=pct(non_compute),
+        busy_us=busy,
+        last_step_excluded=work.last_step_excluded,
     )
 
 
@@ -230,7 +256,7 @@ def _top_kernels(work: GpuWork, kt: KernelType, names: list[str], top_n: int) ->
     sel = work.ktype == _CODE[kt]
     if not sel.any():
         return []
-    dur = (work.end - work.ts)[sel]
+    dur = work.dur[sel]
     uniq, inv = np.unique(work.name[sel], return_inverse=True)
     count = np.bincount(inv)
     total = np.bincount(inv, weights=dur)

@@ -18,6 +18,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
     a = doc["analysis"]
     lines = [f"# {_cell(doc['title'], 200)}", "", doc["summary"], ""]
     lines += _summary(a["summary"])
+    lines += _gpu_time(doc.get("gpu_time") or [])
     lines += _breakdown("Timeline breakdown (whole trace)", a["timeline_breakdown"])
     bn = a["bottleneck"]
     lines += [
@@ -41,7 +42,7 @@ def _summary(s: dict[str, Any]) -> list[str]:
     rows = [
         ("End-to-end latency", s["end_to_end_latency_us"]),
         ("CPU busy (union)", s["total_cpu_time_us"]),
-        ("GPU kernels (union)", s["total_gpu_time_us"]),
+        ("GPU kernels busy (union)", s["total_gpu_time_us"]),
         ("H2D copies (union)", s["total_h2d_us"]),
         ("D2H copies (union)", s["total_d2h_us"]),
         ("GPU idle", s["gpu_idle_us"]),
@@ -50,6 +51,21 @@ def _summary(s: dict[str, Any]) -> list[str]:
     ]
     out = ["## Summary", "", "| metric | µs |", "|---|---:|"]
     out += [f"| {k} | {_us(v)} |" for k, v in rows]
+    return [*out, ""]
+
+
+def _gpu_time(figures: list[dict[str, Any]]) -> list[str]:
+    if not figures:
+        return []
+    out = [
+        "## GPU time: one figure per definition",
+        "",
+        "| figure | µs | window | definition |",
+        "|---|---:|---|---|",
+    ]
+    out += [
+        f"| {f['figure']} | {f['us']:,.1f} | {f['window']} | {f['definition']} |" for f in figures
+    ]
     return [*out, ""]
 
 
@@ -83,19 +99,18 @@ def _rank(r: dict[str, Any]) -> list[str]:
     if t is None:
         return [*out, r.get("note") or "No GPU activity.", ""]
     out += [
-        "| idle % | compute % | non-compute % | kernel time µs |",
+        "| idle % | compute % | non-compute % | GPU span µs |",
         "|---:|---:|---:|---:|",
         f"| {t['idle_pct']:.2f} | {t['compute_pct']:.2f} | {t['non_compute_pct']:.2f} | "
         f"{_us(t['kernel_time_us'])} |",
         "",
-        "| kernel type | µs | % |",
+        "| kernel type | µs (union) | % |",
         "|---|---:|---:|",
     ]
-    out += [
-        f"| {k['kernel_type']} | {_us(k['sum_us'])} | {k['percentage']:.2f} |"
-        for k in r["kernel_breakdown"]["by_type"]
-    ]
-    out.append("")
+    by_type = r["kernel_breakdown"]["by_type"]
+    out += [f"| {k['kernel_type']} | {_us(k['sum_us'])} | {k['percentage']:.2f} |" for k in by_type]
+    total = sum(k["sum_us"] for k in by_type)
+    out += [f"| **kernels, memcpys, memsets (union)** | {_us(total)} | |", ""]
     per_device = r.get("temporal_breakdown_per_device") or []
     if per_device:
         out += ["| GPU | idle % | compute % | non-compute % |", "|---:|---:|---:|---:|"]
@@ -109,7 +124,7 @@ def _rank(r: dict[str, Any]) -> list[str]:
         out += [
             f"### Top {ktype.lower()} kernels",
             "",
-            "| kernel | count | sum µs | mean µs | % of type |",
+            "| kernel | count | sum of durations µs | mean µs | % of type |",
             "|---|---:|---:|---:|---:|",
         ]
         out += [

@@ -2,8 +2,9 @@
 
 One row per (op, input shapes, input dtypes, module group): calls, GPU time launched by the
 op itself (``gpu_time_us``, "direct") and by it and every op it called
-(``gpu_time_incl_us``), its GPU events, launch overhead (CPU time in its launch calls) and
-queue delay (GPU start minus launch end, clipped at 0). Unattributed GPU time gets one row
+(``gpu_time_incl_us``), its GPU events, launch overhead (CPU time in its launch calls, summed)
+and mean queue delay per GPU event (GPU start minus launch end, clipped at 0; a sum would
+add up waits that overlap, and exceed the trace). Unattributed GPU time gets one row
 per reason (``kind`` ``unattributed``), so ``gpu_time_us`` sums to the trace's GPU time.
 
 FLOPs and bytes per call come from the shared cost model (:mod:`kerneltracer.costmodel`)
@@ -54,7 +55,8 @@ class OpRow:
     gpu_time_us: float = 0.0
     gpu_time_incl_us: float = 0.0
     launch_overhead_us: float = 0.0
-    queue_delay_us: float = 0.0
+    queue_delay_sum_us: float = 0.0  # over the GPU events with a launch call
+    queued_events: int = 0
     python_frame: str = ""
     steps: set[int] = field(default_factory=set)
     est_flops: int | None = None
@@ -81,7 +83,9 @@ class OpRow:
             "gpu_time_incl_us": round(self.gpu_time_incl_us, 3),
             "mean_gpu_time_us": round(self.gpu_time_us / self.calls, 3) if self.calls else None,
             "launch_overhead_us": round(self.launch_overhead_us, 3),
-            "queue_delay_us": round(self.queue_delay_us, 3),
+            "mean_queue_delay_us": round(self.queue_delay_sum_us / self.queued_events, 3)
+            if self.queued_events
+            else None,
             "steps": len({s for s in self.steps if s >= 0}),
             "python_frame": self.python_frame,
             "est_flops": self.est_flops,
@@ -162,7 +166,8 @@ def op_table(a: Attribution, device: Device | None) -> OpTable:
         row.gpu_time_us += float(dur[q])
         row.steps.add(int(a.step[q]))
         if not math.isnan(delay[q]):
-            row.queue_delay_us += float(delay[q])
+            row.queue_delay_sum_us += float(delay[q])
+            row.queued_events += 1
             launch = int(a.launch[q])
             if launch not in seen_launch:  # a launch can start several GPU events
                 seen_launch.add(launch)

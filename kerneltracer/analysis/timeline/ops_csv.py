@@ -28,7 +28,7 @@ OPS_COLUMNS = (
     "gpu_time_incl_us",
     "mean_gpu_time_us",
     "launch_overhead_us",
-    "queue_delay_us",
+    "mean_queue_delay_us",
     "steps",
     "python_frame",
     "est_flops",

@@ -42,6 +42,13 @@ class OpsResult:
         if total <= 0:
             return "no GPU time in this trace: nothing to attribute"
         parts = [f"{100 * a.attributed_us / total:.1f}% of GPU time attributed to ops"]
+        by_time, by_time_us = a.linked_by_time()
+        if by_time:
+            parts[0] += (
+                f" ({100 * by_time_us / total:.1f}% linked by launch order and time, not by "
+                f"correlation id: {by_time} GPU event{'s' if by_time != 1 else ''} share an id "
+                "with other launch calls)"
+            )
         for status, us in sorted(a.unattributed_us().items(), key=lambda kv: -kv[1]):
             parts.append(f"{100 * us / total:.1f}% {STATUS_TEXT[status]}")
         return "; ".join(parts)
@@ -77,6 +84,7 @@ class OpsResult:
             "unattributed_us": {k: round(v, 3) for k, v in a.unattributed_us().items()},
             "text": self.share_text(),
             "links": methods,
+            "repeated_correlation": a.repeated_correlation(),
             "shapes_recorded": any(i.dims is not None for i in a.instances),
             "device": t.device,
             "unknown_ops": t.unknown_ops,

@@ -151,6 +151,7 @@ def report_document(a: TraceAnalysis, outputs: dict[str, str] | None = None) -> 
             "float_timestamps": a.trace.float_timestamps,
         },
         "summary": summary_text(a),
+        "gpu_time": gpu_time_figures(a),
         "analysis": b.model_dump(mode="json"),
         "steps": [st.model_dump(mode="json") for st in a.steps],
         "ranks": [
@@ -186,6 +187,56 @@ def report_document(a: TraceAnalysis, outputs: dict[str, str] | None = None) -> 
     }
 
 
+def gpu_time_figures(a: TraceAnalysis) -> list[dict[str, Any]]:
+    """Every GPU time total the report shows, each with its one definition and window: they
+    differ by design (a span holds idle gaps, a union counts overlaps once, a sum counts
+    each stream), so the page names each instead of showing four unlabelled totals."""
+    t = a.temporal
+    if t is None:
+        return []
+    hta_window = "last ProfilerStep excluded" if t.last_step_excluded else "whole trace"
+    rounded = (
+        "; ns timestamps rounded inwards to whole µs, as HTA does"
+        if a.trace.float_timestamps
+        else ""
+    )
+    out = [
+        {
+            "figure": "GPU span",
+            "us": round(t.kernel_time_us, 3),
+            "window": hta_window,
+            "definition": "first GPU start to last GPU end, idle gaps included (HTA's kernel "
+            f"time): idle + compute + non-compute{rounded}",
+        },
+        {
+            "figure": "GPU busy (union)",
+            "us": round(t.busy_us, 3),
+            "window": hta_window,
+            "definition": "time any kernel, memcpy, memset or stream sync runs, overlaps "
+            "counted once: compute + non-compute; the kernel-type rows add up to it less the "
+            f"syncs{rounded}",
+        },
+        {
+            "figure": "GPU kernels busy (union)",
+            "us": round(a.bottleneck.summary.total_gpu_time_us, 3),
+            "window": "whole trace",
+            "definition": "time any compute or communication kernel runs, overlaps counted "
+            "once; no memcpy, memset or sync",
+        },
+    ]
+    if a.ops is not None and a.ops.attribution.rows.size:
+        out.append(
+            {
+                "figure": "GPU time summed",
+                "us": round(a.ops.attribution.total_us, 3),
+                "window": "whole trace",
+                "definition": "every kernel, memcpy and memset's duration added: overlapping "
+                "streams count on each; the per-op rows (ops.csv) add up to it",
+            }
+        )
+    return out
+
+
 def summary_text(a: TraceAnalysis) -> str:
     b = a.bottleneck
     s = b.summary
@@ -199,7 +250,8 @@ def summary_text(a: TraceAnalysis) -> str:
         t = a.temporal
         text += (
             f" GPU: {t.compute_pct:.1f}% compute, {t.non_compute_pct:.1f}% non-compute, "
-            f"{t.idle_pct:.1f}% idle over {t.kernel_time_us / 1000:.2f} ms of kernel time."
+            f"{t.idle_pct:.1f}% idle over a {t.kernel_time_us / 1000:.2f} ms GPU span"
+            f"{' (last ProfilerStep excluded)' if t.last_step_excluded else ''}."
         )
     else:
         text += " No GPU activity was recorded."

@@ -147,7 +147,7 @@ def _gpu_kernels(
         _make(
             "Optimise the hottest kernels first (lower precision / tensor cores, fused or "
             "better-tuned implementations, torch.compile max-autotune)",
-            f"The top kernel alone is {share:.1f}% of kernel time",
+            f"The top kernel alone is {share:.1f}% of the compute kernels' summed time",
             pct["gpu_compute"] * share / 100.0 * 0.3,
             [f"GPU compute {pct['gpu_compute']:.1f}% of the timeline", f"Top kernel: {name[:120]}"],
         )
