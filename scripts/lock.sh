@@ -26,7 +26,7 @@ uv=("$TOOLS/bin/uv" pip compile --quiet --generate-hashes --custom-compile-comma
 for p in ${UPGRADE_PACKAGE:-}; do uv+=(--upgrade-package "$p"); done
 
 # dev first: the runtime lock takes its pins from it, so `make demo` and `make test` agree.
-"${uv[@]}" pyproject.toml requirements/build.in --extra dev --extra peers \
+"${uv[@]}" pyproject.toml requirements/build.in --extra dev --extra peers --extra docs \
   -c constraints.txt -o requirements/dev.txt
 "${uv[@]}" pyproject.toml requirements/build.in -c constraints.txt -c requirements/dev.txt \
   -o requirements/run.txt

@@ -8,16 +8,12 @@ from pathlib import Path
 
 import click
 
+from kerneltracer.analysis.defaults import (
+    AUTO_PARALLEL_MIN_BYTES,
+    DEFAULT_TIMEOUT_S,
+    default_max_memory,
+)
 from kerneltracer.cli.options import MemorySize, input_limit_options
-
-AUTO_PARALLEL_MIN_BYTES = 64 << 20
-DEFAULT_TIMEOUT_S = 600.0
-DEFAULT_MEMORY_FRACTION = 0.5
-
-
-def default_max_memory() -> int:
-    """Half the machine's RAM: room for a big trace, none for a runaway analysis."""
-    return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") * DEFAULT_MEMORY_FRACTION)
 
 
 @click.command()

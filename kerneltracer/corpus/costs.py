@@ -106,6 +106,21 @@ def _csv(rows: list[list[Any]]) -> str:
 
 def write_costs(b: CostBreakdown, out_dir: Path) -> list[Path]:
     out_dir = Path(out_dir)
+    files = {
+        BY_OP_CSV: (tables := cost_tables(b))["op"],
+        BY_MODULE_CSV: tables["module"],
+        BY_MODEL_CSV: tables["model"],
+        UNKNOWN_CSV: tables["unknown"],
+    }
+    for name, rows in files.items():
+        atomic_write_text(out_dir / name, _csv(rows))
+    return [out_dir / name for name in files]
+
+
+def cost_tables(b: CostBreakdown) -> dict[str, list[list[Any]]]:
+    """The rows (header first; "" = no figure) of costs_by_{op,module,model}.csv and
+    unknown_ops.csv, by "op", "module", "model", "unknown": the files and the Python API's
+    ``Run.costs()`` are the same rows."""
     head = list(TOTAL_COLUMNS)
     by_op: list[list[Any]] = [["model", "op", *head, "est_share", "device"]]
     by_op += [[m, op, *_totals(t), _share(b, m, t), b.device] for m, op, t in b.ranked(b.by_op)]
@@ -144,11 +159,7 @@ def write_costs(b: CostBreakdown, out_dir: Path) -> list[Path]:
         ]
         for u in b.unknown
     ]
-    files = {BY_OP_CSV: by_op, BY_MODULE_CSV: by_module, BY_MODEL_CSV: by_model}
-    files[UNKNOWN_CSV] = unknown
-    for name, rows in files.items():
-        atomic_write_text(out_dir / name, _csv(rows))
-    return [out_dir / name for name in files]
+    return {"op": by_op, "module": by_module, "model": by_model, "unknown": unknown}
 
 
 def cost_summary(b: CostBreakdown, top: int = 20) -> dict[str, Any]:

@@ -14,14 +14,17 @@ from __future__ import annotations
 import hashlib
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kerneltracer.corpus.costs import corpus_breakdown, cost_summary, signature_costs, write_costs
 from kerneltracer.corpus.model import Corpus, Signature
 from kerneltracer.corpus.operator_inp import COUNT, LOG_NAME, format_lines
 from kerneltracer.corpus.schema import PARQUET, to_table
-from kerneltracer.costmodel import DEFAULT_DEVICE, CostBreakdown, Device, load_devices
+from kerneltracer.costmodel import DEFAULT_DEVICE, CostBreakdown, Device, OpCost, load_devices
 from kerneltracer.jsonio import atomic_write_json, atomic_write_text, atomic_writer
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 ALL_LOG = LOG_NAME
 MODEL_LOGS = "operator_inp"
@@ -45,6 +48,19 @@ def _log(sigs: list[Signature], calls: dict[str, str], model: str | None) -> str
     return format_lines(list(blocks.items()))
 
 
+def corpus_table(corpus: Corpus, costs: list[OpCost | None] | None = None) -> pa.Table:
+    """The Arrow table of ``corpus.parquet`` (the Python API's ``Run.corpus()`` too);
+    ``costs``: each signature's estimate, computed here when not given."""
+    calls = corpus.log_calls
+    # The text column: empty where the signature cannot be written inertly.
+    lines = [
+        f"{COUNT}{s.calls}, {calls[s.sig_id]}" if s.sig_id in calls else ""
+        for s in corpus.signatures
+    ]
+    costs = signature_costs(corpus.signatures) if costs is None else costs
+    return to_table(corpus.signatures, lines, costs)
+
+
 def write_corpus(corpus: Corpus, out_dir: Path, device: Device | None = None) -> list[Path]:
     """``device``: the one estimated times are for (default: the table's default)."""
     import pyarrow.parquet as pq
@@ -53,14 +69,9 @@ def write_corpus(corpus: Corpus, out_dir: Path, device: Device | None = None) ->
     out_dir.mkdir(parents=True, exist_ok=True)
     device = device if device is not None else load_devices().get(DEFAULT_DEVICE)
     calls = corpus.log_calls
-    # corpus.parquet's text column: empty where the signature cannot be written inertly.
-    lines = [
-        f"{COUNT}{s.calls}, {calls[s.sig_id]}" if s.sig_id in calls else ""
-        for s in corpus.signatures
-    ]
     costs = signature_costs(corpus.signatures)
     with atomic_writer(out_dir / PARQUET) as fh:
-        pq.write_table(to_table(corpus.signatures, lines, costs), fh, compression="zstd")
+        pq.write_table(corpus_table(corpus, costs), fh, compression="zstd")
     written = [out_dir / PARQUET]
     estimated = corpus_breakdown(corpus.signatures, costs, device)
     written += write_costs(estimated, out_dir)

@@ -168,3 +168,8 @@ _.mean_runtime_delay_us
 _.status_path
 _.analysis_dir
 _.JOB_TMP_DIR
+
+# The Python API (kerneltracer.api): read by users' notebooks, never called by the package.
+_.__dir__  # kerneltracer/__init__: dir() lists the lazily exported API names
+_.out_dirs
+_.parse_failures
