@@ -27,7 +27,7 @@ VLLM_STAMP := $(VLLM_VENV)/.installed
 PYTEST_ARGS ?=
 
 .PHONY: help install install-dev vllm demo demo-vllm test test-latest test-oldest lint bench \
-	models lock clean
+	models lock clean dist smoke docs
 
 help:
 	@echo "make demo    set up, build tiny models, trace them, print the run dir"
@@ -39,6 +39,9 @@ help:
 	@echo "make test-oldest  framework tests on the oldest supported transformers"
 	@echo "make lock    regenerate requirements/*.txt (UPGRADE=1 for newer releases)"
 	@echo "make bench   benchmarks (ratios against peer tools)"
+	@echo "make dist    sdist + wheel into dist/"
+	@echo "make smoke   the wheel installed into a clean venv: CLI, demo steps, Python API"
+	@echo "make docs    the documentation site (mkdocs --strict) into site/"
 
 $(STAMP): pyproject.toml $(RUN_LOCK)
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required")'
@@ -120,5 +123,11 @@ demo-vllm: models vllm
 bench: models install-dev
 	$(PY) bench/bench_spine.py
 
+dist: install
+	PYTHON=$(PY) bash scripts/build-dist.sh dist
+
+smoke: install
+	PYTHON=$(PYTHON) bash scripts/smoke-wheel.sh
+
 clean:
-	rm -rf runs $(MODELS)
+	rm -rf runs $(MODELS) dist site
