@@ -24,7 +24,10 @@ def test_notebook_is_committed_without_outputs() -> None:
 @pytest.mark.e2e
 @pytest.mark.slow
 def test_notebook_runs(
-    tiny_models: dict[str, Path], testdata_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tiny_models: dict[str, Path],
+    testdata_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from nbclient import NotebookClient
 
