@@ -34,7 +34,7 @@ RUN="$HOME_DIR/run"
 LOGS="$HOME_DIR/log"
 MUNGE="$HOME_DIR/munge"
 OWNED="$RUN/namespaces"
-T0=$SECONDS
+T0=$(date +%s%N)
 
 refuse() {
     echo "slurm-nodes-up: cannot start: $*" >&2
@@ -79,7 +79,7 @@ all_up() {
 sinfo_() { SLURM_CONF="$CONF" ip netns exec "${PREFIX}ctl" sinfo "$@"; }
 
 wait_ready() {
-    local deadline=$((T0 + TIMEOUT_S)) states
+    local deadline=$((SECONDS + TIMEOUT_S - (($(date +%s%N) - T0) / 1000000000))) states
     while :; do
         states=$(sinfo_ -h -N -o '%N %T' 2>/dev/null | sort -u || true)
         local ready=0
@@ -104,12 +104,50 @@ wait_ready() {
     done
 }
 
+elapsed() { local ms=$((($(date +%s%N) - T0) / 1000000)); printf '%d.%03d' $((ms / 1000)) $((ms % 1000)); }
 report() {
-    echo "slurm-nodes-up: kerneltracer's ${NODES}-node test cluster ready in $((SECONDS - T0))s (nodes ${node_names[*]}, namespaces ${namespaces[*]})"
+    echo "slurm-nodes-up: kerneltracer's ${NODES}-node test cluster ready in $(elapsed)s (nodes ${node_names[*]}, namespaces ${namespaces[*]})"
     echo "SLURM_CONF=$CONF"
     echo "PATH=$HOME_DIR/bin:\$PATH"
     echo "KT_SLURM_NODES_SHARED=$HOME_DIR/shared"
 }
+
+# Daemons in the foreground of their own session (-D), so the pid we keep is the daemon's:
+# nsenter, unshare and sh each exec the next. nsenter (not `ip netns exec`, which remounts
+# /sys and so hides the cgroup tree slurmd needs) joins the network namespace; the private
+# mount namespace gets the namespace's /etc/hosts and, on a node, the node's own /tmp (bind
+# mounts that exist only there and end with its last process).
+start() {  # namespace, hostname, pid file, log, node tmp ("" for none), command...
+    local ns=$1 host=$2 pidfile=$3 log=$4 tmp=$5
+    shift 5
+    setsid nsenter --net="/run/netns/$ns" unshare --uts --mount --propagation private \
+        sh -c 'hostname "$1" && mount --bind "$2" /etc/hosts \
+               && { [ -z "$3" ] || mount --bind "$3" /tmp; } && shift 3 && exec "$@"' \
+        sh "$host" "/etc/netns/$ns/hosts" "$tmp" "$@" </dev/null >>"$log" 2>&1 &
+    echo $! >"$pidfile"
+}
+start_node() {  # index
+    local n="kt-n$1"
+    mkdir -p "$HOME_DIR/nodes/$n/tmp" "$HOME_DIR/state/$n"
+    chmod 1777 "$HOME_DIR/nodes/$n/tmp"
+    start "${PREFIX}n$1" "$n" "$RUN/slurmd.$n.pid" "$LOGS/slurmd.$n.out" "$HOME_DIR/nodes/$n/tmp" \
+        /usr/sbin/slurmd -D -f "$CONF" -N "$n"
+}
+
+# A node whose slurmd is gone (a test that "lost" it) comes back alone, with an empty /tmp,
+# while the controller and the other nodes go on.
+if [ -f "$CONF" ] && ours "$MUNGE/munged.pid" "$MUNGE/munge.socket" \
+    && ours "$RUN/slurmctld.pid" "-f $CONF"; then
+    for i in $(seq 1 "$NODES"); do
+        ours "$RUN/slurmd.kt-n$i.pid" "-f $CONF" && continue
+        [ -e "/run/netns/${PREFIX}n$i" ] || continue
+        left=$(ip netns pids "${PREFIX}n$i" 2>/dev/null || true)
+        [ -z "$left" ] || kill -KILL $left 2>/dev/null || true
+        rm -rf "$HOME_DIR/nodes/kt-n$i/tmp"
+        start_node "$i"
+        echo "slurm-nodes-up: restarted node kt-n$i"
+    done
+fi
 
 if all_up && [ -f "$CONF" ]; then
     wait_ready || exit 1
@@ -231,29 +269,9 @@ WRAP
     mv "$HOME_DIR/bin/$tool.tmp" "$HOME_DIR/bin/$tool"
 done
 
-# Daemons in the foreground of their own session (-D), so the pid we keep is the daemon's:
-# nsenter, unshare and sh each exec the next. nsenter (not `ip netns exec`, which remounts
-# /sys and so hides the cgroup tree slurmd needs) joins the network namespace; the private
-# mount namespace gets the namespace's /etc/hosts and, on a node, the node's own /tmp (bind
-# mounts that exist only there and end with its last process).
-start() {  # namespace, hostname, pid file, log, node tmp ("" for none), command...
-    local ns=$1 host=$2 pidfile=$3 log=$4 tmp=$5
-    shift 5
-    setsid nsenter --net="/run/netns/$ns" unshare --uts --mount --propagation private \
-        sh -c 'hostname "$1" && mount --bind "$2" /etc/hosts \
-               && { [ -z "$3" ] || mount --bind "$3" /tmp; } && shift 3 && exec "$@"' \
-        sh "$host" "/etc/netns/$ns/hosts" "$tmp" "$@" </dev/null >>"$log" 2>&1 &
-    echo $! >"$pidfile"
-}
 start "${PREFIX}ctl" kt-ctl "$RUN/slurmctld.pid" "$LOGS/slurmctld.out" "" \
     /usr/sbin/slurmctld -D -f "$CONF"
-for i in $(seq 1 "$NODES"); do
-    n="kt-n$i"
-    mkdir -p "$HOME_DIR/nodes/$n/tmp" "$HOME_DIR/state/$n"
-    chmod 1777 "$HOME_DIR/nodes/$n/tmp"
-    start "${PREFIX}n$i" "$n" "$RUN/slurmd.$n.pid" "$LOGS/slurmd.$n.out" "$HOME_DIR/nodes/$n/tmp" \
-        /usr/sbin/slurmd -D -f "$CONF" -N "$n"
-done
+for i in $(seq 1 "$NODES"); do start_node "$i"; done
 
 wait_ready || exit 1
 report
