@@ -9,7 +9,6 @@ paths written by an older runner. Each such case becomes a visible state (``pend
 from __future__ import annotations
 
 import os
-import socket
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
@@ -28,6 +27,7 @@ from kerneltracer.core.identity import Variant, collapsed_alternatives, variant_
 from kerneltracer.core.layout import JOB
 from kerneltracer.core.manifest import RunManifest
 from kerneltracer.core.rundir import PENDING, UNREADABLE, JobRecord, RunDir
+from kerneltracer.core.runlock import orchestrator_gone
 from kerneltracer.core.status import FAILURE_STATUSES, TraceStatus
 from kerneltracer.core.tested import Untested, untested
 
@@ -244,7 +244,7 @@ def collect_run(run_dir: Path) -> RunData:
     jobs = [_read_job(record) for record in run.records(manifests=manifests)]
     first = manifests[0] if manifests else RunManifest()
     open_ = any(m.open for m in manifests)
-    abandoned = open_ and all(_orchestrator_gone(m) for m in manifests if m.open)
+    abandoned = open_ and all(orchestrator_gone(run_dir, m) for m in manifests if m.open)
     return RunData(
         run_dir=run_dir,
         started_at=_min_str(m.started_at for m in manifests),
@@ -349,24 +349,6 @@ def _rows(jobs: list[Job]) -> list[ModelRow]:
         if job.status not in (PENDING, UNREADABLE):
             row.display = job.model  # a status file knows the display id best
     return list(rows.values())
-
-
-def _orchestrator_gone(manifest: RunManifest) -> bool:
-    """True only when provably gone: same host, and no process with its pid. A pid reused
-    by another process, or another host, reads as still running."""
-    who = manifest.orchestrator
-    if who is None or who.host != socket.gethostname():
-        return False
-    pid = who.pid
-    if pid is None or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False
-    return False
 
 
 def _min_str(values: Any) -> str | None:
