@@ -131,7 +131,7 @@ BUILDERS: Mapping[str, Builder] = {
     for b in (
         Builder("pixel_values", "vision", media.pixel_values),
         Builder("image_grid_thw", "vision", grids.image_grid_thw, grids.wants_grid),
-        Builder("image_sizes", "vision", media.image_sizes, media.has_pixels),
+        Builder("image_sizes", "vision", media.image_sizes, media.wants_image_sizes),
         Builder("pixel_attention_mask", "vision", media.pixel_attention_mask, media.has_pixels),
         Builder("qformer_input_ids", "text", media.qformer_input_ids, media.has_pixels),
         Builder("qformer_attention_mask", "text", media.qformer_attention_mask,

@@ -93,6 +93,11 @@ def has_pixels(spec: InputSpec, built: dict[str, Any]) -> bool:
     return "pixel_values" in built
 
 
+def wants_image_sizes(spec: InputSpec, built: dict[str, Any]) -> bool:
+    # LLaVA's forward takes image_sizes too (for Pixtral towers): a CLIP tower must not get it.
+    return has_pixels(spec, built) and any_resolution(spec)
+
+
 def qformer_input_ids(spec: InputSpec, built: dict[str, Any]) -> Any:
     """The instruction the Q-Former reads beside the image (InstructBLIP): its own vocab."""
     vocab = int(spec.find_in("qformer_config", "vocab_size", default=0) or spec.vocab())
@@ -120,7 +125,7 @@ def input_values(spec: InputSpec, built: dict[str, Any]) -> Any:
     """Raw audio long enough that the conv feature extractor yields ``seq_len`` frames, or a
     spectrogram where the config has mel bins and a fixed length but no conv front end."""
     dims = spec.documented_shape("input_values")
-    if dims is not None and len(dims) == 3:
+    if dims is not None and len(dims) == 3 and ("channel" in dims[1] or dims[1].isdigit()):
         # Neural audio codecs (EnCodec, DAC, Mimi): (batch, channels, samples), a whole number
         # of codec frames, seq_len of them.
         channels = int(dims[1]) if dims[1].isdigit() else int(spec.find("audio_channels",
