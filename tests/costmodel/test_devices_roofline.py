@@ -166,3 +166,32 @@ def test_achieved_rates_and_efficiency() -> None:
     assert run.efficiency == pytest.approx(0.5)
     with pytest.raises(ValueError, match="positive"):
         achieved(cost, h100, time_s=0.0)
+
+
+@pytest.mark.parametrize("value", ["1.0e-310", ".inf", "true"])
+def test_bad_device_file_stops_timeline_before_any_file(
+    testdata_dir: Path, tmp_path: Path, value: str
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO_ROOT
+    from tests.helpers import KT
+
+    (trace,) = (testdata_dir / "hta" / "critical_path" / "alexnet").glob("*.json.gz")
+    devices = tmp_path / "mine.yaml"
+    devices.write_text(f"devices:\n  H100: {{memory_bandwidth_tbs: {value}}}\n")
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), *sys.path])}
+    done = subprocess.run(
+        [*KT, "timeline", str(trace), "-o", str(out), "--devices", str(devices)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "memory_bandwidth_tbs" in lines[0], lines
+    assert not out.exists()
