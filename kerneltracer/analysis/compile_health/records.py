@@ -76,7 +76,6 @@ class CompileRecord:
     autotune_metric_s: float = 0.0  # compilation_metrics' compile_time_autotune_time_us
     autotune_span_s: float = 0.0  # the chromium autotuning / benchmark spans
     has_metrics: bool = False
-    started: bool = False  # a dynamo_start: the compile began (its metrics say it ended)
     metrics_entries: int = 0
     restarts_are_breaks: bool = False  # set for every record of a log without break artifacts
 
@@ -280,10 +279,6 @@ def _on_output_code(r: CompileRecord, entry: dict[str, Any]) -> None:
     r.kernels["fallback"] += len(_FALLBACK.findall(code))
 
 
-def _on_start(r: CompileRecord, entry: dict[str, Any]) -> None:
-    r.started = True
-
-
 def _on_graph(r: CompileRecord, entry: dict[str, Any]) -> None:
     r.graphs += 1
 
@@ -301,7 +296,6 @@ def _on_guard_added(r: CompileRecord, entry: dict[str, Any]) -> None:
 
 
 _HANDLERS = {
-    "dynamo_start": _on_start,
     "compilation_metrics": _on_metrics,
     "bwd_compilation_metrics": _on_bwd_metrics,
     "aot_autograd_backward_compilation_metrics": _on_bwd_metrics,

@@ -50,19 +50,20 @@ class SourceProblem:
 
 
 def unfinished(records: list[CompileRecord]) -> list[str]:
-    """Compiles (``[0/1]``, attempts folded) that started and have no compilation_metrics
-    in any attempt: a restart ends in its next attempt, a cut log never does."""
-    started: dict[str, None] = {}
+    """Compiles (``[0/1]``, attempts folded) the log names but that have no
+    compilation_metrics in any attempt. Dynamo writes them when a frame's compile ends,
+    however it ends (failed, skipped, restarted: then in the next attempt), so only a log
+    cut short lacks them."""
+    seen: dict[str, None] = {}
     ended: set[str] = set()
     for r in records:
         if r.frame_id is None:
             continue
         ident = f"[{r.frame_id}/{r.frame_compile_id}]"
-        if r.started:
-            started[ident] = None
+        seen[ident] = None
         if r.has_metrics:
             ended.add(ident)
-    return [c for c in started if c not in ended]
+    return [c for c in seen if c not in ended]
 
 
 def read_sources(path: Path) -> tuple[list[LogHealth], list[SourceProblem]]:
