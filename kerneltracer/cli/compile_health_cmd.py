@@ -29,6 +29,7 @@ def compile_health(inputs: tuple[Path, ...], out_dir: Path | None) -> None:
     from kerneltracer.analysis.compile_health.export import write_fleet
     from kerneltracer.analysis.compile_health.fleet import logs_health, run_health
     from kerneltracer.errors import InputFileError, UsageError
+    from kerneltracer.jsonio import outputs_all_or_none
 
     run_dir = inputs[0] if len(inputs) == 1 and _is_run_dir(inputs[0]) else None
     if run_dir is not None:
@@ -39,7 +40,8 @@ def compile_health(inputs: tuple[Path, ...], out_dir: Path | None) -> None:
             raise UsageError("compile-health on logs needs --out DIR (a run dir has a default)")
         fleet = logs_health(inputs)
         out = out_dir
-    written = write_fleet(fleet, out)
+    with outputs_all_or_none(out):
+        written = write_fleet(fleet, out)
     s = fleet.summary()
     counts = ", ".join(f"{n} {k}" for k, n in s["status_counts"].items() if n)
     rate = "n/a" if s["pass_rate"] is None else f"{s['pass_rate']:.1%}"

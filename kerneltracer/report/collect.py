@@ -12,8 +12,8 @@ import math
 import os
 import socket
 from collections import Counter
-from datetime import datetime
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 

@@ -50,7 +50,7 @@ def test_cut_before_the_compile_ends_is_never_healthy(simple: bytes, data: st.Da
     cut = data.draw(st.integers(0, end))
     state, time_s, pass_rate = _health(simple[:cut])
     assert state in (*UNTRUSTED, "no_log"), (cut, state)
-    assert pass_rate is None and time_s is None or state == "no_log"
+    assert (pass_rate is None and time_s is None) or state == "no_log"
 
 
 @_SETTINGS

@@ -77,7 +77,9 @@ def test_random_bytes(data: bytes) -> None:
 @_SETTINGS
 @given(st.dictionaries(_names, _specs, max_size=3))
 def test_random_documents(devices: dict[str, Any]) -> None:
-    _check(yaml.safe_dump({"devices": devices}, allow_unicode=True).encode("utf-8", "surrogatepass"))
+    _check(
+        yaml.safe_dump({"devices": devices}, allow_unicode=True).encode("utf-8", "surrogatepass")
+    )
 
 
 @_SETTINGS

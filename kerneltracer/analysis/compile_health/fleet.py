@@ -58,9 +58,7 @@ class FleetHealth:
         jobs = self.jobs
         by_status = Counter(j.compile_status for j in jobs)
         # A log that cannot be trusted says nothing about passing, nor about time.
-        considered = [
-            j for j in jobs if j.compile_status not in (NO_LOG, NOT_RUN, *UNTRUSTED)
-        ]
+        considered = [j for j in jobs if j.compile_status not in (NO_LOG, NOT_RUN, *UNTRUSTED)]
         timed = [j for j in jobs if j.compile_status not in UNTRUSTED]
         passed = sum(1 for j in considered if j.compile_status in (OK, PARTIAL))
         times = sorted(j.times.get("total", 0.0) for j in considered)

@@ -94,7 +94,6 @@ class JobHealth:
             "options": ",".join(f"{k}={v}" for k, v in sorted(self.options.items())),
         }
 
-
     def _time(self, phase: str) -> float | None:
         # A cut log's compile times are partial sums: unknown, never 0.0 or a low figure.
         if self.compile_status in UNTRUSTED:
