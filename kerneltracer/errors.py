@@ -90,6 +90,11 @@ class UnsupportedError(KernelTracerError):
     """The tracer or the model does not apply; the job ends ``unsupported``, not ``failed``."""
 
 
+class LibraryError(KernelTracerError):
+    """An error raised inside a framework library on code that reads none of the inputs (its
+    own bug): the job still ends ``failed``, but the reason says whose it is, with the frame."""
+
+
 class ModelFilesError(KernelTracerError):
     """The model dir cannot be loaded: missing config, missing or truncated weights."""
 

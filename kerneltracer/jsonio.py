@@ -3,16 +3,25 @@
 Every status, report and manifest goes through ``atomic_write_*`` so that a reader never
 sees a half-written file: the data goes to a temp file in the same directory, is fsynced,
 then renamed over the target (rename is atomic on POSIX within one filesystem).
+
+A command that writes several files (a report, a corpus, a fleet table) writes them inside
+:func:`outputs_all_or_none`: each file is still written to its temp file at once (that is
+where a full disk shows), but the renames wait for the block to succeed, so a failure
+leaves every target as it was (all outputs or none). An OS error of a write names the
+directory written to, never a temp file or nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -47,27 +56,209 @@ def read_json(path: Path) -> Any:
     return orjson.loads(Path(path).read_bytes())
 
 
+class OutputSet:
+    """The files one command writes, made visible together (see :func:`outputs_all_or_none`).
+
+    Holds each written temp file and its target until :meth:`commit`; :meth:`rollback`
+    removes the temp files and the directories the set created.
+    """
+
+    def __init__(self, where: Path) -> None:
+        self.where = Path(where)
+        self.existed = self.where.is_dir()
+        self._pending: dict[Path, Path] = {}  # target -> its written temp file
+        self._removals: dict[Path, None] = {}
+        self._made: list[Path] = []  # directories created, outermost first
+
+    def make_dirs(self, directory: Path) -> None:
+        missing = []
+        probe = directory
+        while not probe.exists() and probe != probe.parent:
+            missing.append(probe)
+            probe = probe.parent
+        directory.mkdir(parents=True, exist_ok=True)
+        self._made += reversed(missing)
+
+    def adopt_dirs(self, made: list[Path]) -> None:
+        self._made += [d for d in made if d not in self._made]
+
+    def add(self, tmp: Path, target: Path) -> None:
+        previous = self._pending.pop(target, None)
+        if previous is not None:  # written twice: the last content wins
+            previous.unlink(missing_ok=True)
+        self._removals.pop(target, None)
+        self._pending[target] = tmp
+
+    def remove(self, target: Path) -> None:
+        if target not in self._pending:
+            self._removals[target] = None
+
+    def commit(self) -> None:
+        # Renames take no space: once every temp file is written, they go through.
+        directories = {t.parent for t in self._pending}
+        for target, tmp in list(self._pending.items()):
+            try:
+                os.replace(tmp, target)
+            except OSError as exc:
+                _name_directory(exc, target.parent, tmp)
+                self.rollback()
+                raise
+            del self._pending[target]
+        for target in self._removals:
+            target.unlink(missing_ok=True)
+        for directory in directories:
+            _fsync_dir(directory)
+
+    def rollback(self) -> None:
+        for tmp in self._pending.values():
+            tmp.unlink(missing_ok=True)
+        self._pending.clear()
+        made = [*self._made, *([] if self.existed else [self.where])]
+        for directory in sorted(set(made), key=lambda p: len(p.parts), reverse=True):
+            _remove_empty_tree(directory)
+
+
+# The OutputSet of the `outputs_all_or_none` block the caller is in, if any. Scoped to the
+# block (set on entry, reset on exit) and to the thread, so that every writer many calls
+# below a command joins its set without each taking it as a parameter.
+_OUTPUTS: ContextVar[OutputSet | None] = ContextVar("kerneltracer_outputs", default=None)
+
+
+@contextmanager
+def outputs_all_or_none(where: Path) -> Iterator[OutputSet]:
+    """Every :func:`atomic_writer` (and :func:`remove_output`) inside the block takes
+    effect together when the block succeeds; if it fails (a full disk, an error, an
+    interrupt) no target changes, and the directories the block created are removed
+    (``where`` too, if it did not exist).
+
+    An OS error of the block without a place of its own (a write's ENOSPC) names ``where``.
+    Code inside the block must not read back a file it wrote: it appears at the end.
+    """
+    outer = _OUTPUTS.get()
+    if outer is not None:  # a writer's own block inside a command's: one set, the outer
+        yield outer
+        return
+    outputs = OutputSet(where)
+    token = _OUTPUTS.set(outputs)
+    try:
+        yield outputs
+    except BaseException as exc:
+        _OUTPUTS.reset(token)
+        outputs.rollback()
+        if isinstance(exc, OSError):
+            _name_directory(exc, outputs.where)
+        raise
+    _OUTPUTS.reset(token)
+    outputs.commit()
+
+
+@dataclass(frozen=True)
+class Handover:
+    """A forked child's deferred outputs, for the parent's set (see :func:`child_outputs`)."""
+
+    files: tuple[tuple[str, str], ...] = ()  # (temp file, target)
+    made: tuple[str, ...] = ()  # directories created
+
+
+@contextmanager
+def child_outputs() -> Iterator[Callable[[], Handover]]:
+    """For a forked child of a process inside :func:`outputs_all_or_none`: the child's
+    writes are deferred into a set of its own, never committed there; the function yielded
+    gives them to send back, and :func:`adopt_outputs` in the parent joins them to its set.
+    Outside any set, writes happen at once and there is nothing to hand over."""
+    parent = _OUTPUTS.get()
+    if parent is None:
+        yield Handover
+        return
+    own = OutputSet(parent.where)
+    token = _OUTPUTS.set(own)
+    try:
+        yield lambda: Handover(
+            tuple((str(tmp), str(target)) for target, tmp in own._pending.items()),
+            tuple(str(d) for d in own._made),
+        )
+    except BaseException:
+        own.rollback()
+        raise
+    finally:
+        _OUTPUTS.reset(token)
+
+
+def adopt_outputs(handover: Handover) -> None:
+    """Join a forked child's deferred outputs to this process's set (or, outside one,
+    make them visible now)."""
+    outputs = _OUTPUTS.get()
+    for tmp, target in handover.files:
+        if outputs is None:
+            os.replace(tmp, target)
+        else:
+            outputs.add(Path(tmp), Path(target))
+    if outputs is not None:
+        outputs.adopt_dirs([Path(d) for d in handover.made])
+
+
+def remove_output(path: Path) -> None:
+    """Remove an output that is no longer produced: at once, or, inside
+    :func:`outputs_all_or_none`, when the block succeeds."""
+    outputs = _OUTPUTS.get()
+    if outputs is None:
+        Path(path).unlink(missing_ok=True)
+    else:
+        outputs.remove(Path(path))
+
+
 @contextmanager
 def atomic_writer(path: Path) -> Iterator[IO[bytes]]:
-    """A binary file handle whose content appears at ``path`` only when the block succeeds.
+    """A binary file handle whose content appears at ``path`` only when the block succeeds
+    (and, inside :func:`outputs_all_or_none`, only when that block succeeds too).
 
     For content too big to hold in memory (streamed reports); small files use the
     ``atomic_write_*`` helpers below, which go through this.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    outputs = _OUTPUTS.get()
+    tmp = None
     try:
+        if outputs is not None:
+            outputs.make_dirs(path.parent)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         os.fchmod(fd, _FILE_MODE)
         with os.fdopen(fd, "wb") as fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
+        if outputs is not None:
+            outputs.add(Path(tmp), path)
+            return
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+    except BaseException as exc:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            _name_directory(exc, path.parent, tmp)
         raise
     _fsync_dir(path.parent)
+
+
+def _name_directory(exc: OSError, directory: Path, tmp: Path | str | None = None) -> None:
+    """Make ``exc`` name ``directory`` when it names no place (ENOSPC of a write) or only
+    our temp file, whose name means nothing to a user."""
+    if exc.filename is None or (tmp is not None and str(exc.filename) == str(tmp)):
+        exc.filename = str(directory)
+
+
+def _remove_empty_tree(directory: Path) -> None:
+    """Remove ``directory`` and the directories under it, as long as they are empty."""
+    if not directory.is_dir() or directory.is_symlink():
+        return
+    for root, dirs, _files in os.walk(directory, topdown=False):
+        for name in dirs:
+            with contextlib.suppress(OSError):
+                Path(root, name).rmdir()
+    with contextlib.suppress(OSError):
+        directory.rmdir()
 
 
 def remove_orphaned_temps(directory: Path, *, skip: Iterable[Path] = ()) -> list[Path]:

@@ -23,10 +23,13 @@ def compile_health(inputs: tuple[Path, ...], out_dir: Path | None) -> None:
     INPUTS is one run dir (every job with a TORCH_TRACE log), or TORCH_TRACE logs /
     directories of logs / `kerneltracer logs` outputs (one row each). Writes
     compile_health.{csv,parquet,json,html}, compile_breaks.csv, compile_recompiles.csv.
+    A log cut short (truncated) or not readable as one (unusable) is a state of its own:
+    the files are written, then the command exits 1 naming each.
     """
     from kerneltracer.analysis.compile_health.export import write_fleet
     from kerneltracer.analysis.compile_health.fleet import logs_health, run_health
-    from kerneltracer.errors import UsageError
+    from kerneltracer.errors import InputFileError, UsageError
+    from kerneltracer.jsonio import outputs_all_or_none
 
     run_dir = inputs[0] if len(inputs) == 1 and _is_run_dir(inputs[0]) else None
     if run_dir is not None:
@@ -37,7 +40,8 @@ def compile_health(inputs: tuple[Path, ...], out_dir: Path | None) -> None:
             raise UsageError("compile-health on logs needs --out DIR (a run dir has a default)")
         fleet = logs_health(inputs)
         out = out_dir
-    written = write_fleet(fleet, out)
+    with outputs_all_or_none(out):
+        written = write_fleet(fleet, out)
     s = fleet.summary()
     counts = ", ".join(f"{n} {k}" for k, n in s["status_counts"].items() if n)
     rate = "n/a" if s["pass_rate"] is None else f"{s['pass_rate']:.1%}"
@@ -50,6 +54,14 @@ def compile_health(inputs: tuple[Path, ...], out_dir: Path | None) -> None:
     for p in s["problems"]:
         click.echo(f"unreadable: {p}", err=True)
     click.echo(f"wrote {written[-1]}")
+    untrusted = s["untrusted"]
+    if untrusted:
+        # The table says it too; the exit code keeps a script from reading it as healthy.
+        shown = "; ".join(f"{u['job']}: {u['status']} ({u['reason']})" for u in untrusted[:3])
+        more = f"; +{len(untrusted) - 3} more" if len(untrusted) > 3 else ""
+        raise InputFileError(
+            f"{len(untrusted)} of {s['jobs']} compile log(s) cannot be trusted: {shown}{more}"
+        )
 
 
 def _is_run_dir(path: Path) -> bool:

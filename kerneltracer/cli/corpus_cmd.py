@@ -46,7 +46,7 @@ def corpus(
     from kerneltracer.corpus.build import build_corpus
     from kerneltracer.corpus.export import SUMMARY, write_corpus
     from kerneltracer.errors import KernelTracerError, RunDirError
-    from kerneltracer.jsonio import read_json
+    from kerneltracer.jsonio import outputs_all_or_none, read_json
 
     device = resolve_device(device_name, devices_file)  # a bad name fails before any work
     if not run_dir.is_dir():
@@ -56,8 +56,9 @@ def corpus(
     echo_problems([f"{p.path}: {p.reason}" for p in built.problems])
     if strict and built.problems:
         raise KernelTracerError(f"{len(built.problems)} unreadable input(s) and --strict")
-    written = write_corpus(built, out, device)
-    bb = write_backendbench(built.signatures, out)
+    with outputs_all_or_none(out):
+        written = write_corpus(built, out, device)
+        bb = write_backendbench(built.signatures, out)
     written.append(bb.path)
     calls = sum(s.calls for s in built.signatures)
     variants = len(built.models)

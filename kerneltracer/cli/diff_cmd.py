@@ -11,6 +11,7 @@ import click
 from kerneltracer.cli.options import echo_problems, out_option
 
 if TYPE_CHECKING:
+    from kerneltracer.analysis.compile_health.diff import CompileDiff
     from kerneltracer.coverage.diff_schema import DiffReport
 
 
@@ -87,36 +88,50 @@ def diff(
     or 1 with --fail-on-change when anything differs; unreadable inputs are listed but
     are not changes.
     """
+    from kerneltracer.analysis.compile_health.diff import write_compile_diff
     from kerneltracer.coverage.diff import diff_runs
     from kerneltracer.coverage.diff_html import write_diff
     from kerneltracer.errors import RunDirError
+    from kerneltracer.jsonio import outputs_all_or_none
 
     for run in (run_a, run_b):
         if not run.is_dir():
             raise RunDirError(f"run dir {run} does not exist")
     report = diff_runs(run_a, run_b, min_time_change=min_time_change, min_time_us=min_time_us)
+    compile_diff = _compile_diff(run_a, run_b, compile_time_change)
     out = out_dir if out_dir is not None else default_out_dir(run_a, run_b)
-    written = write_diff(report, out)
+    # Both levels' files, or none of them (a full disk leaves no half of a diff).
+    with outputs_all_or_none(out):
+        written = write_diff(report, out)
+        compile_written = (
+            write_compile_diff(compile_diff, out, str(run_a), str(run_b))
+            if compile_diff is not None
+            else []
+        )
     _print_summary(report, max_lines)
     click.echo(f"wrote {written[0]} and {written[1]}")
-    compile_changed = _compile_level(run_a, run_b, out, compile_time_change, max_lines)
+    if compile_diff is not None:
+        _print_compile_level(compile_diff, compile_written, compile_time_change, max_lines)
+    compile_changed = compile_diff is not None and compile_diff.has_changes
     if fail_on_change and (report.has_changes or compile_changed):
         sys.exit(1)
 
 
-def _compile_level(run_a: Path, run_b: Path, out: Path, threshold: float, max_lines: int) -> bool:
-    from kerneltracer.analysis.compile_health.diff import (
-        diff_fleets,
-        summary_lines,
-        write_compile_diff,
-    )
+def _compile_diff(run_a: Path, run_b: Path, threshold: float) -> CompileDiff | None:
+    from kerneltracer.analysis.compile_health.diff import diff_fleets
     from kerneltracer.analysis.compile_health.fleet import run_health
 
     a, b = run_health(run_a), run_health(run_b)
     if not a.jobs and not b.jobs:
-        return False
-    diff = diff_fleets(a, b, threshold=threshold)
-    written = write_compile_diff(diff, out, str(run_a), str(run_b))
+        return None
+    return diff_fleets(a, b, threshold=threshold)
+
+
+def _print_compile_level(
+    diff: CompileDiff, written: list[Path], threshold: float, max_lines: int
+) -> None:
+    from kerneltracer.analysis.compile_health.diff import summary_lines
+
     click.echo(
         f"compile: {diff.jobs_compared} job(s) compared, {len(diff.jobs)} changed "
         f"(time threshold {threshold:.0%})"
@@ -127,7 +142,6 @@ def _compile_level(run_a: Path, run_b: Path, out: Path, threshold: float, max_li
     if len(lines) > max_lines:
         click.echo(f"  ... {len(lines) - max_lines} more in {written[0].name}")
     click.echo(f"wrote {written[0]}")
-    return diff.has_changes
 
 
 def _print_summary(report: DiffReport, max_lines: int) -> None:

@@ -64,6 +64,7 @@ def readiness(
     from kerneltracer.corpus.replay_export import read_times
     from kerneltracer.corpus.support import support_from_dispatch_key, support_from_file
     from kerneltracer.errors import RunDirError, UsageError
+    from kerneltracer.jsonio import outputs_all_or_none
 
     if (support_file is None) == (dispatch_key is None):
         raise UsageError("give exactly one of --support FILE or --dispatch-key KEY")
@@ -82,7 +83,8 @@ def readiness(
         times, weight, note = est_time_us(sigs, device), ESTIMATE, est_time_note(device)
     result = assess(sigs, support, models, times, weight, note)
     out = out_dir if out_dir is not None else RunPaths(run_dir).report.readiness
-    written = write_readiness(result, out)
+    with outputs_all_or_none(out):
+        written = write_readiness(result, out)
     blocked = {m: bs for m, bs in result.blockers.items() if bs}
     click.echo(
         f"{distinct} model(s)"

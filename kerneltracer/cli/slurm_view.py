@@ -24,6 +24,9 @@ def json_row(r: ShardReport) -> dict[str, Any]:
         "jobs": r.jobs,
         "statuses": dict(r.statuses),
         "incomplete": r.incomplete,
+        "node": r.node or None,
+        "lost": r.lost,
+        "lost_reason": r.lost_reason or None,
         "live": r.live,
         "stuck": r.stuck or None,
         "problem": r.problem or None,
@@ -38,7 +41,7 @@ def print_json(reports: list[ShardReport]) -> None:
 
 
 def print_table(reports: list[ShardReport]) -> None:
-    table = Table("shard", "slurm job", "state", "jobs", "status", "incomplete")
+    table = Table("shard", "slurm job", "state", "node", "jobs", "status", "incomplete")
     for r in reports:
         statuses = ", ".join(f"{k} {v}" for k, v in sorted(r.statuses.items()))
         state = f"{r.state} ({r.reason})" if r.reason and r.reason != "None" else r.state
@@ -47,6 +50,7 @@ def print_table(reports: list[ShardReport]) -> None:
             str(r.shard),
             r.task,
             f"[{style}]{escape(state)}[/]" if style else escape(state),
+            escape(r.node or "-"),
             str(r.jobs),
             statuses,
             escape(", ".join(r.incomplete) or "-"),
@@ -63,6 +67,13 @@ def print_problems(reports: list[ShardReport], logs_hint: str) -> None:
     problems = [r for r in reports if r.problem]
     for r in problems:
         click.echo(f"error: {problem_line(r)}", err=True)
+    for r in reports:
+        if r.lost and not r.problem:  # requeued: its task redoes them
+            click.echo(
+                f"note: shard {r.shard}: {len(r.lost)} job(s) lost ({r.lost_reason}), "
+                f"its task runs them again: {', '.join(r.lost)}",
+                err=True,
+            )
     if any(not r.stuck for r in problems):
         click.echo(f"  task logs: {logs_hint}", err=True)
 

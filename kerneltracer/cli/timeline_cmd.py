@@ -75,6 +75,7 @@ def timeline(
     from kerneltracer.analysis.timeline.loader import count_text
     from kerneltracer.analysis.timeline.pipeline import OpsOptions, TraceAnalysis
     from kerneltracer.analysis.timeline.writer import run_timeline
+    from kerneltracer.jsonio import outputs_all_or_none
 
     ops = None if no_ops else OpsOptions(capture_trace, device, devices_file)
     if ops is not None and (device or devices_file):
@@ -103,15 +104,16 @@ def timeline(
         if a.ops is not None and a.ops.attribution.rows.size:
             click.echo(f"  {a.ops.share_text()}", err=True)
 
-    written = run_timeline(
-        list(traces),
-        out_dir,
-        convert=not no_inferscope,
-        include_last_step=include_last_step,
-        strict=strict,
-        on_trace=progress,
-        on_analysed=counts,
-        ops=ops,
-    )
+    with outputs_all_or_none(out_dir):
+        written = run_timeline(
+            list(traces),
+            out_dir,
+            convert=not no_inferscope,
+            include_last_step=include_last_step,
+            strict=strict,
+            on_trace=progress,
+            on_analysed=counts,
+            ops=ops,
+        )
     summary = out_dir / "summary.md"
     click.echo(f"wrote {len(written)} files to {out_dir} (start with {summary})")

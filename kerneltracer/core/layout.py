@@ -240,6 +240,11 @@ def is_manifest_name(name: str) -> bool:
     return name == _Name.RUN_MANIFEST or (name.startswith("run.") and name.endswith(".json"))
 
 
+def shard_tag(index: int, count: int) -> str:
+    """A shard's file-name-safe label: ``shard-2-of-3`` (its manifest's and lock's names)."""
+    return f"shard-{index}-of-{count}"
+
+
 def lock_name(shard_tag: str | None = None) -> str:
     return _Name.LOCK.value if shard_tag is None else f".kerneltracer.{shard_tag}.lock"
 

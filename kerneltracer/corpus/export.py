@@ -21,7 +21,7 @@ from kerneltracer.corpus.model import Corpus, Signature
 from kerneltracer.corpus.operator_inp import COUNT, LOG_NAME, format_lines
 from kerneltracer.corpus.schema import PARQUET, to_table
 from kerneltracer.costmodel import DEFAULT_DEVICE, CostBreakdown, Device, OpCost, load_devices
-from kerneltracer.jsonio import atomic_write_json, atomic_write_text, atomic_writer
+from kerneltracer.jsonio import atomic_write_json, atomic_write_text, atomic_writer, remove_output
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -89,7 +89,7 @@ def write_corpus(corpus: Corpus, out_dir: Path, device: Device | None = None) ->
         written.append(logs / name)
     for stale in logs.glob("*.txt"):  # a model no longer in the run
         if stale.name not in keep:
-            stale.unlink(missing_ok=True)
+            remove_output(stale)
     atomic_write_json(out_dir / SUMMARY, summary(corpus, estimated))
     written.append(out_dir / SUMMARY)
     return written

@@ -7,15 +7,19 @@ device (every required field), a known name overrides only the fields it gives.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictStr, ValidationError
+from pydantic_core import PydanticCustomError
 
-from kerneltracer.errors import ConfigError, UsageError, choices
+from kerneltracer.errors import ConfigError, InputFileError, UsageError, choices
+from kerneltracer.inputguard import SMALL_FILE, read_input_text
 
 DEFAULT_DEVICE = "H100"
 DTYPE_KEYS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8")
@@ -50,18 +54,64 @@ _WIDER = {
 }
 
 
+# Plausible ranges, wide enough for a laptop CPU and a whole rack taken as one device:
+# a value outside them is a typo or a unit mix-up (1e-310 TB/s made every time overflow,
+# .inf made every op compute-bound), never a device.
+BANDWIDTH_RANGE_TBS = (1e-3, 1e4)
+RATE_RANGE_TFLOPS = (1e-3, 1e6)
+
+
+def _in_range(low: float, high: float, unit: str) -> Callable[[Any], float]:
+    """A strict number check: a finite int or float within ``[low, high]``; YAML's
+    ``true`` or a quoted ``"3.0"`` is no number, whatever Python would coerce it to."""
+    valid = f"a number from {low:g} to {high:g} {unit}"
+
+    def check(value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            shown = str(value).lower() if isinstance(value, bool) else repr(value)[:40]
+            hint = ""
+            if isinstance(value, str) and _is_float(value):
+                hint = "; write numbers unquoted, exponents as 1.0e+5"
+            raise PydanticCustomError(
+                "device_number_type",
+                "{value} is not a number (valid: {valid}{hint})",
+                {"value": shown, "valid": valid, "hint": hint},
+            )
+        if not math.isfinite(value) or not low <= value <= high:
+            raise PydanticCustomError(
+                "device_number_range",
+                "{value} is out of range (valid: {valid})",
+                {"value": repr(value)[:40], "valid": valid},
+            )
+        return float(value)
+
+    return check
+
+
+def _is_float(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+Bandwidth = Annotated[float, BeforeValidator(_in_range(*BANDWIDTH_RANGE_TBS, "TB/s"))]
+Rate = Annotated[float, BeforeValidator(_in_range(*RATE_RANGE_TFLOPS, "TFLOP/s"))]
+
+
 class DeviceSpec(BaseModel):
     """One device entry of a devices YAML."""
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(description="Full product name.")
-    aliases: list[str] = Field(default_factory=list)
-    memory_bandwidth_tbs: PositiveFloat = Field(description="Memory bandwidth, TB/s.")
-    peak_tflops: dict[DTypeKey, PositiveFloat] = Field(
+    name: StrictStr = Field(description="Full product name.")
+    aliases: list[StrictStr] = Field(default_factory=list)
+    memory_bandwidth_tbs: Bandwidth = Field(description="Memory bandwidth, TB/s.")
+    peak_tflops: dict[DTypeKey, Rate] = Field(
         description="Dense peak of matrix ops per dtype, TFLOP/s; fp32 is required."
     )
-    vector_tflops: dict[DTypeKey, PositiveFloat] = Field(
+    vector_tflops: dict[DTypeKey, Rate] = Field(
         default_factory=dict, description="Peak of non-matrix ops per dtype, TFLOP/s."
     )
 
@@ -115,8 +165,11 @@ def _read(path: Path | None) -> dict[str, Any]:
         if path is None:
             text = resources.files("kerneltracer.costmodel").joinpath("devices.yaml").read_text()
         else:
-            text = Path(path).read_text()
+            # The input guard: a FIFO, /dev/zero or a binary file is refused, not read.
+            text = read_input_text(Path(path), SMALL_FILE, what="devices file")
         raw = yaml.safe_load(text)
+    except InputFileError as exc:
+        raise ConfigError(str(exc)) from None
     except OSError as exc:
         raise ConfigError(f"cannot read devices file ({exc.strerror or exc})", where) from None
     except yaml.YAMLError as exc:

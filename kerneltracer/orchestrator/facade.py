@@ -90,6 +90,7 @@ class RunSession:
             preload_off=frozenset(
                 str(name) for name, fw in self.config.frameworks.items() if not fw.preload
             ),
+            log_tag=self.request.shard.tag if self.request.shard else None,
         )
         # The plan first, then each early failure: every counted line knows the total.
         observer.planned(len(self.jobs), len(self.plan.to_run) + len(unresolved))

@@ -1,7 +1,11 @@
 """An exclusive lock on a run dir, so two orchestrators never write the same jobs.
 
-``flock`` is released by the kernel when the holder dies, even by SIGKILL, so a stale lock
-file never blocks a rerun; the pid/host written inside only serve the error message.
+``flock`` is released by the kernel when the holder dies, even by SIGKILL (on a shared
+file system, by the lock server when the holder's node is gone), so a stale lock file never
+blocks a rerun; the pid/host written inside only serve the error message. The lock is also
+how a reader on any host tells a running orchestrator from a killed one
+(:func:`kerneltracer.core.runlock.lock_held`): such a probe holds a shared lock for an
+instant, so taking the lock retries for a moment before it calls the run dir busy.
 """
 
 from __future__ import annotations
@@ -9,11 +13,14 @@ from __future__ import annotations
 import fcntl
 import os
 import socket
+import time
 from pathlib import Path
 from types import TracebackType
 
 from kerneltracer.core.layout import lock_name
 from kerneltracer.errors import RunDirLockedError
+
+_PROBE_RETRIES = 20  # x 50 ms: far longer than a reader's probe holds its shared lock
 
 
 class RunDirLock:
@@ -24,9 +31,7 @@ class RunDirLock:
     def acquire(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if not _lock_now(fd):
             holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "unknown process"
             os.close(fd)
             raise RunDirLockedError(
@@ -51,3 +56,14 @@ class RunDirLock:
         self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.release()
+
+
+def _lock_now(fd: int) -> bool:
+    for attempt in range(_PROBE_RETRIES):
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if attempt + 1 < _PROBE_RETRIES:
+                time.sleep(0.05)
+    return False

@@ -9,11 +9,17 @@ A model that is not ready fails all its jobs with the reason; the other models g
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
+import socket
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from kerneltracer.config import DownloadSettings
 from kerneltracer.core.jobspec import JobSpec, ModelRef
-from kerneltracer.jsonio import atomic_write_json
+from kerneltracer.jsonio import atomic_write_json, read_json
 from kerneltracer.orchestrator.download import (
     DownloadObserver,
     ModelDownload,
@@ -22,6 +28,7 @@ from kerneltracer.orchestrator.download import (
 from kerneltracer.orchestrator.snapshot import cached_commit, hub_cache_dir
 
 RESULTS_FILE = "results.json"
+_RESULTS_LOCK = ".results.lock"
 
 
 def resolve_models(
@@ -43,9 +50,7 @@ def resolve_models(
         list(refs.values()), settings, log_dir=log_dir, observer=observer
     )
     if log_dir is not None and results:
-        atomic_write_json(
-            log_dir / RESULTS_FILE, [r.model_dump(mode="json") for r in results.values()]
-        )
+        merge_results(log_dir, results.values())
     resolved: dict[str, ModelRef] = {}
     failures: dict[str, str] = {}
     for slug, result in results.items():
@@ -86,3 +91,32 @@ def _resolved(ref: ModelRef, result: ModelDownload) -> ModelRef:
     return ref.model_copy(
         update={"local_dir": result.local_dir, "resolved_revision": result.resolved_revision}
     )
+
+
+def merge_results(log_dir: Path, results: Iterable[ModelDownload]) -> None:
+    """Fold ``results`` into ``results.json`` by model, each entry with the host it was
+    resolved on: the download job and every shard (on any node) write the same file, and
+    each knows only its own models, so a plain write would keep only the last shard's."""
+    path = log_dir / RESULTS_FILE
+    log_dir.mkdir(parents=True, exist_ok=True)
+    host = socket.gethostname()
+    fd = os.open(log_dir / _RESULTS_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # held for one read and one write: never long
+        merged = {entry["slug"]: entry for entry in _entries(path)}
+        for result in results:
+            merged[result.slug] = {**result.model_dump(mode="json"), "host": host}
+        atomic_write_json(path, list(merged.values()))
+    finally:
+        os.close(fd)
+
+
+def _entries(path: Path) -> list[dict[str, Any]]:
+    """The entries already there; none when the file is missing or unreadable (it is a log:
+    the next write replaces what cannot be read)."""
+    data: Any = None
+    with contextlib.suppress(OSError, ValueError):
+        data = read_json(path)
+    if not isinstance(data, list):
+        return []
+    return [e for e in data if isinstance(e, dict) and isinstance(e.get("slug"), str)]

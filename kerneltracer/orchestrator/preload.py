@@ -47,10 +47,16 @@ class Preloader:
     interpreters: Mapping[str, str]
     base_env: dict[str, str]
     off: frozenset[str] = frozenset()  # frameworks whose workers are always spawned
+    # A shard's tag: shards on several hosts share the run dir's logs/, each its own logs.
+    log_tag: str | None = None
     servers: dict[str, ForkServer] = field(default_factory=dict)
     given_up: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)
     hints: dict[str, list[str]] = field(default_factory=dict)
+
+    def _log_name(self, framework: str) -> str:
+        tag = f".{self.log_tag}" if self.log_tag else ""
+        return f"worker-server.{framework}{tag}.log"
 
     def plan(self, jobs: Iterable[JobSpec]) -> None:
         """Note the model types each framework's server should import."""
@@ -97,7 +103,7 @@ class Preloader:
                 # torch.cuda.is_available() through NVML, so an import that asks does
                 # not initialise the CUDA driver in the server (a fork could not use it).
                 {**self.base_env, "PYTORCH_NVML_BASED_CUDA_CHECK": "1"},
-                log_dir / f"worker-server.{framework}.log",
+                log_dir / self._log_name(framework),
                 label=str(self.run_dir),
             )
         except (ServerGone, OSError) as exc:

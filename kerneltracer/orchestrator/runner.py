@@ -53,6 +53,7 @@ class RunOptions:
     share_gpus: bool = False
     preload: bool = True  # fork light jobs from a preloaded server (orchestrator.preload)
     preload_off: frozenset[str] = frozenset()  # frameworks whose config turns it off
+    log_tag: str | None = None  # a shard's tag: its own names for the run's shared logs/
 
 
 @dataclass
@@ -169,7 +170,9 @@ def _preloader(plan: RunPlan, options: RunOptions, threads: int) -> Preloader | 
     if not options.preload:
         return None
     base = envmod.common_env(os.environ, threads)
-    preloader = Preloader(plan.run_dir, options.interpreters, base, options.preload_off)
+    preloader = Preloader(
+        plan.run_dir, options.interpreters, base, options.preload_off, log_tag=options.log_tag
+    )
     preloader.plan(p.job for p in plan.to_run)
     return preloader
 

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from kerneltracer.core import layout
 from kerneltracer.core.jobspec import JobSpec
 from kerneltracer.errors import UsageError
 
@@ -39,7 +40,7 @@ class Shard:
     @property
     def tag(self) -> str:
         """A file-name-safe label: ``shard-2-of-3``."""
-        return f"shard-{self.index}-of-{self.count}"
+        return layout.shard_tag(self.index, self.count)
 
 
 def parse_shard(text: str) -> Shard:

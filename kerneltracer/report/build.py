@@ -7,7 +7,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kerneltracer.core.layout import REPORT, RunPaths
-from kerneltracer.jsonio import atomic_write_json, atomic_write_text
+from kerneltracer.core.oserrors import stops_run
+from kerneltracer.jsonio import (
+    atomic_write_json,
+    atomic_write_text,
+    outputs_all_or_none,
+    remove_output,
+)
 from kerneltracer.report.collect import RunData, collect_run
 from kerneltracer.report.coverage_view import CoverageView, build_coverage_view, unavailable
 from kerneltracer.report.exports import jobs_csv, run_summary
@@ -42,9 +48,15 @@ class ReportResult:
 
 
 def build_report(run_dir: Path, out_dir: Path | None = None) -> ReportResult:
+    """Every page and data file of the report, all or none (a full disk changes nothing)."""
     run = collect_run(run_dir)
     paths = RunPaths(run_dir)
     out_dir = out_dir if out_dir is not None else paths.report.dir
+    with outputs_all_or_none(out_dir):
+        return _build(run, run_dir, paths, out_dir)
+
+
+def _build(run: RunData, run_dir: Path, paths: RunPaths, out_dir: Path) -> ReportResult:
     models_dir = out_dir / MODELS_DIR
     models_dir.mkdir(parents=True, exist_ok=True)
     # Links are relative to each page, so the run dir can be copied or served anywhere.
@@ -82,6 +94,8 @@ def _coverage(run_dir: Path, out_dir: Path, result: ReportResult) -> CoverageVie
     try:
         return build_coverage_view(run_dir, out_dir)
     except Exception as exc:  # one broken input must not cost the whole report
+        if isinstance(exc, OSError) and stops_run(exc):  # the report's own disk: it stops
+            raise
         why = f"coverage could not be built: {type(exc).__name__}: {exc}"
         result.warnings.append(why)
         return unavailable(why)
@@ -98,6 +112,8 @@ def _compile_health(run: RunData, run_dir: Path, out_dir: Path, result: ReportRe
         if fleet.jobs:
             result.data_files += write_fleet(fleet, out_dir / REPORT.compile_health)[:-1]
     except Exception as exc:  # one broken input must not cost the whole report
+        if isinstance(exc, OSError) and stops_run(exc):  # the report's own disk: it stops
+            raise
         result.warnings.append(f"compile health could not be built: {type(exc).__name__}: {exc}")
         fleet = FleetHealth(str(run_dir), problems=[str(exc)])
     body = render_body(fleet, data_prefix=f"{REPORT.compile_health}/")
@@ -118,4 +134,4 @@ def _remove_stale_pages(models_dir: Path, keep: set[str]) -> None:
     # Pages of models no longer in the run would link to job dirs that may be gone.
     for page in models_dir.glob("*.html"):
         if page.name not in keep:
-            page.unlink(missing_ok=True)
+            remove_output(page)

@@ -8,10 +8,11 @@ paths written by an older runner. Each such case becomes a visible state (``pend
 
 from __future__ import annotations
 
+import math
 import os
-import socket
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
@@ -28,6 +29,7 @@ from kerneltracer.core.identity import Variant, collapsed_alternatives, variant_
 from kerneltracer.core.layout import JOB
 from kerneltracer.core.manifest import RunManifest
 from kerneltracer.core.rundir import PENDING, UNREADABLE, JobRecord, RunDir
+from kerneltracer.core.runlock import orchestrator_gone
 from kerneltracer.core.status import FAILURE_STATUSES, TraceStatus
 from kerneltracer.core.tested import Untested, untested
 
@@ -185,12 +187,23 @@ class ModelRow:
         return "ok" if "ok" in states else (min(states) if states else PENDING)
 
 
+@dataclass(frozen=True)
+class JobTimes:
+    """What the jobs' own status files say about time. run.json holds the last
+    invocation only: a rerun that bypassed every job records its own ~0 s there, while
+    the results it reports took the time recorded here."""
+
+    span_s: float | None = None  # the first job's start to the last job's end
+    duration_s: float | None = None  # the jobs' durations summed
+    earlier: int = 0  # jobs that ended before the last invocation started (bypassed)
+
+
 @dataclass
 class RunData:
     run_dir: Path
     started_at: str | None
     finished_at: str | None
-    wall_s: float | None
+    wall_s: float | None  # of the last invocation (run.json)
     interrupted: bool | None
     in_progress: bool
     # Not finished, and the orchestrator that wrote it (on this host) no longer runs.
@@ -203,6 +216,7 @@ class RunData:
     # Skipped exclusive-group alternatives (job key -> the winner's key): shown in the
     # winner's grid cell, not as columns of their own.
     folded: dict[str, str] = field(default_factory=dict)
+    job_times: JobTimes = field(default_factory=JobTimes)
 
     @property
     def tracers(self) -> list[str]:
@@ -244,10 +258,11 @@ def collect_run(run_dir: Path) -> RunData:
     jobs = [_read_job(record) for record in run.records(manifests=manifests)]
     first = manifests[0] if manifests else RunManifest()
     open_ = any(m.open for m in manifests)
-    abandoned = open_ and all(_orchestrator_gone(m) for m in manifests if m.open)
+    abandoned = open_ and all(orchestrator_gone(run_dir, m) for m in manifests if m.open)
+    started_at = _min_str(m.started_at for m in manifests)
     return RunData(
         run_dir=run_dir,
-        started_at=_min_str(m.started_at for m in manifests),
+        started_at=started_at,
         finished_at=None if open_ else _max_str(m.finished_at for m in manifests),
         wall_s=max((m.wall_s for m in manifests if m.wall_s is not None), default=None),
         interrupted=any(bool(m.interrupted) for m in manifests) if manifests else None,
@@ -259,7 +274,35 @@ def collect_run(run_dir: Path) -> RunData:
         models=_rows(jobs),
         jobs=jobs,
         folded=collapsed_alternatives({j.key: (j.status, j.reason) for j in jobs}),
+        job_times=_job_times(jobs, started_at),
     )
+
+
+def _job_times(jobs: list[Job], run_started: str | None) -> JobTimes:
+    starts, ends, durations, earlier = [], [], [], 0
+    began = _timestamp(run_started)
+    for job in jobs:
+        if job.duration_s is None or not math.isfinite(job.duration_s) or job.duration_s < 0:
+            continue  # never ran (skipped alternatives have no duration), or nonsense
+        start, end = _timestamp(job.started_at), _timestamp(job.finished_at)
+        if start is None or end is None or end < start:
+            continue
+        starts.append(start)
+        ends.append(end)
+        durations.append(job.duration_s)
+        earlier += began is not None and end < began
+    if not durations:
+        return JobTimes()
+    return JobTimes(round(max(ends) - min(starts), 3), round(sum(durations), 3), earlier)
+
+
+def _timestamp(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        return datetime.fromisoformat(value).timestamp()
+    except (TypeError, ValueError):
+        return None
 
 
 def _read_job(record: JobRecord) -> Job:
@@ -349,24 +392,6 @@ def _rows(jobs: list[Job]) -> list[ModelRow]:
         if job.status not in (PENDING, UNREADABLE):
             row.display = job.model  # a status file knows the display id best
     return list(rows.values())
-
-
-def _orchestrator_gone(manifest: RunManifest) -> bool:
-    """True only when provably gone: same host, and no process with its pid. A pid reused
-    by another process, or another host, reads as still running."""
-    who = manifest.orchestrator
-    if who is None or who.host != socket.gethostname():
-        return False
-    pid = who.pid
-    if pid is None or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False
-    return False
 
 
 def _min_str(values: Any) -> str | None:

@@ -43,7 +43,11 @@ def run_summary(run: RunData, coverage_note: str | None) -> dict[str, Any]:
         "in_progress": run.in_progress,
         "abandoned": run.abandoned,
         "interrupted": run.interrupted,
-        "wall_s": run.wall_s,
+        "wall_s": run.wall_s,  # the last invocation's (a no-op rerun's is ~0)
+        # What the jobs' own status files recorded, whatever invocation ran them.
+        "jobs_span_s": run.job_times.span_s,
+        "jobs_duration_s": run.job_times.duration_s,
+        "jobs_from_earlier_invocations": run.job_times.earlier,
         "kerneltracer_version": run.kerneltracer_version,
         "models": len(run.models),  # distinct models
         "model_variants": run.variants,  # (model, mode, phase)

@@ -19,6 +19,8 @@ from kerneltracer.errors import SlurmError
 
 _KV = re.compile(r"(\w+)=(\S*)")
 QUERY_TIMEOUT_S = 30
+# Ends that take the task's node with them: Slurm requeues the task (by default) or ends it.
+ENDED_BY_NODE = frozenset({"NODE_FAIL", "BOOT_FAIL"})
 
 
 @dataclass
@@ -29,6 +31,14 @@ class TaskState:
     reason: str = ""
     exit_code: str = ""
     source: str = ""
+    node: str = ""  # the host the task runs or ran on ("" while pending)
+    # How an earlier run of this same task ended when Slurm requeued it ("NODE_FAIL on
+    # kt-n2"): what a pending or running task alone no longer says.
+    previous: str = ""
+
+    @property
+    def ended_on(self) -> str:
+        return f"{self.state} on {self.node}" if self.node else self.state
 
 
 def run_slurm(
@@ -52,31 +62,34 @@ def sbatch(script: Path, args: Iterable[str] = ()) -> str:
 
 
 def _squeue(job_id: str) -> list[TaskState]:
-    # %F/%K are the array job and task ids (%a would be the account).
-    proc = run_slurm(["squeue", "-h", "-r", "-j", job_id, "-o", "%F|%K|%T|%r"])
+    # %F/%K are the array job and task ids (%a would be the account); %B the batch host.
+    proc = run_slurm(["squeue", "-h", "-r", "-j", job_id, "-o", "%F|%K|%T|%B|%r"])
     if proc.returncode != 0:
         return []  # squeue refuses ids it no longer knows
     out = []
     for line in proc.stdout.splitlines():
-        parts = line.strip().split("|", 3)
-        if len(parts) == 4 and parts[1].isdigit():
-            out.append(TaskState(job_id, int(parts[1]), parts[2], parts[3], "", "squeue"))
+        parts = line.strip().split("|", 4)
+        if len(parts) == 5 and parts[1].isdigit():
+            node = _node(parts[3])
+            out.append(TaskState(job_id, int(parts[1]), parts[2], parts[4], "", "squeue", node))
     return out
 
 
 def _sacct(job_id: str) -> list[TaskState]:
-    proc = run_slurm(["sacct", "-n", "-P", "-X", "-j", job_id, "-o", "JobID,State,ExitCode"])
+    proc = run_slurm(
+        ["sacct", "-n", "-P", "-X", "-j", job_id, "-o", "JobID,State,ExitCode,NodeList"]
+    )
     if proc.returncode != 0:
         return []  # accounting disabled
     out = []
     for line in proc.stdout.splitlines():
         parts = line.strip().split("|")
-        if len(parts) != 3:
+        if len(parts) != 4:
             continue
         array_id, _, task = parts[0].partition("_")
         if array_id == job_id and task.isdigit():
             state = parts[1].split()[0] if parts[1] else ""
-            out.append(TaskState(job_id, int(task), state, "", parts[2], "sacct"))
+            out.append(TaskState(job_id, int(task), state, "", parts[2], "sacct", _node(parts[3])))
     return out
 
 
@@ -90,7 +103,15 @@ def _from_fields(job_id: str, fields: dict[str, str], source: str) -> TaskState 
         fields.get("Reason", ""),
         fields.get("ExitCode", ""),
         source,
+        _node(fields.get("BatchHost", "") or fields.get("NodeList", "")),
     )
+
+
+def _node(text: str) -> str:
+    """A host from Slurm's node fields; they say "(null)", "None assigned" or nothing
+    while a task has no node."""
+    text = text.strip()
+    return "" if not text or text.startswith("(") or " " in text else text
 
 
 def _scontrol(job_id: str) -> list[TaskState]:
@@ -140,7 +161,14 @@ def task_states(job_ids: list[str]) -> dict[tuple[str, int], TaskState]:
         found += _sacct(job_id)
         found += _squeue(job_id)
     for state in found:
-        states[(state.job_id, state.task)] = state
+        key = (state.job_id, state.task)
+        earlier = states.get(key)
+        if earlier is not None:
+            state.node = state.node or (earlier.node if earlier.state == state.state else "")
+            state.previous = state.previous or earlier.previous
+            if earlier.state in ENDED_BY_NODE and state.state != earlier.state:
+                state.previous = earlier.ended_on  # requeued: that end is still news
+        states[key] = state
     return states
 
 

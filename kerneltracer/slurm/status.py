@@ -11,6 +11,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kerneltracer.core import layout
+from kerneltracer.core.layout import RunPaths
+from kerneltracer.core.manifest import read_manifest
+from kerneltracer.core.rundir import JobRecord, StatusProblem
+from kerneltracer.core.runlock import orchestrator_gone
 from kerneltracer.core.status import now_iso
 from kerneltracer.slurm import cluster, partition
 from kerneltracer.slurm.reasons import judge, needs_user_check
@@ -44,6 +49,11 @@ class ShardReport:
     statuses: Counter[str] = field(default_factory=Counter)  # "missing" for no status file
     incomplete: list[str] = field(default_factory=list)  # job keys
     stuck: str = ""  # why a pending task will never start by itself; empty if it may
+    node: str = ""  # the host its task runs or last ran on
+    # Jobs a run of this shard started and never finished because that run is gone (its
+    # node lost, or the task killed without a chance to stop them), and why.
+    lost: list[str] = field(default_factory=list)
+    lost_reason: str = ""
 
     @property
     def task(self) -> str:
@@ -62,11 +72,16 @@ class ShardReport:
             return f"{self.state} ({self.reason}) never starts by itself: {self.stuck}"
         if self.live or not self.incomplete:
             return ""
-        names = ", ".join(self.incomplete[:3]) + (", ..." if len(self.incomplete) > 3 else "")
-        jobs = f"{len(self.incomplete)} of {self.jobs} job(s) incomplete: {names}"
+        jobs = f"{len(self.incomplete)} of {self.jobs} job(s) incomplete: {_names(self.incomplete)}"
+        if self.lost:
+            jobs += f"; {len(self.lost)} lost ({self.lost_reason}): {_names(self.lost)}"
         if self.state in FAILED_STATES:
             return f"{self.state} ({self.reason or 'no exit code'}), {jobs}"
         return f"{self.state}, {jobs}"
+
+
+def _names(keys: list[str]) -> str:
+    return ", ".join(keys[:3]) + (", ..." if len(keys) > 3 else "")
 
 
 def _owner(record: SubmissionRecord) -> dict[int, ArraySubmission]:
@@ -87,19 +102,48 @@ def shard_reports(run_dir: Path, record: SubmissionRecord | None = None) -> list
         state = states.get((array.job_id, shard)) if array else None
         records = job_records(run_dir, jobs)
         counts = Counter(r.status_value or "missing" for r in records.values())
-        reports.append(
-            ShardReport(
-                shard=shard,
-                job_id=array.job_id if array else None,
-                state=state.state if state else ("UNKNOWN" if array else "NOT_SUBMITTED"),
-                reason=(state.reason or state.exit_code) if state else "",
-                jobs=len(jobs),
-                statuses=counts,
-                incomplete=[j.key for j in incomplete_jobs(run_dir, jobs, records)],
-            )
+        incomplete = [j.key for j in incomplete_jobs(run_dir, jobs, records)]
+        report = ShardReport(
+            shard=shard,
+            job_id=array.job_id if array else None,
+            state=state.state if state else ("UNKNOWN" if array else "NOT_SUBMITTED"),
+            reason=(state.reason or state.exit_code) if state else "",
+            jobs=len(jobs),
+            statuses=counts,
+            incomplete=incomplete,
+            node=state.node if state else "",
         )
+        _find_lost(run_dir, record.shards, report, records, state)
+        reports.append(report)
     _judge_pending(reports, record.download_job)
     return reports
+
+
+def _find_lost(
+    run_dir: Path,
+    shards: int,
+    report: ShardReport,
+    records: dict[str, JobRecord],
+    state: cluster.TaskState | None,
+) -> None:
+    """The shard's jobs that a run started (JOB.json written) and never sealed, when that
+    run's orchestrator is provably gone: its lock is free, whichever host it ran on."""
+    manifest = read_manifest(RunPaths(run_dir).manifest(layout.shard_tag(report.shard, shards)))
+    if manifest is None or not manifest.open or not orchestrator_gone(run_dir, manifest):
+        return
+    report.lost = [
+        key
+        for key in report.incomplete
+        if records[key].problem is StatusProblem.MISSING and records[key].paths.job_file.is_file()
+    ]
+    who = manifest.orchestrator
+    host = (who.host if who else None) or "an unknown host"
+    if state is not None and state.previous:
+        report.lost_reason = f"requeued by Slurm after {state.previous}"
+    elif state is not None and state.state in FAILED_STATES:
+        report.lost_reason = state.ended_on if state.node else f"{state.state} on {host}"
+    else:
+        report.lost_reason = f"its kerneltracer on {host} is gone without finishing them"
 
 
 def _judge_pending(reports: list[ShardReport], download_job: str | None = None) -> None:

@@ -10,7 +10,7 @@ import psutil
 from kerneltracer.core.oserrors import os_error_status, os_error_text
 from kerneltracer.core.rootcause import exception_line, innermost, links, location, message
 from kerneltracer.core.status import ErrorInfo, JobStatus
-from kerneltracer.errors import UnsupportedError
+from kerneltracer.errors import LibraryError, UnsupportedError
 from kerneltracer.worker.dependencies import missing_dependency
 
 # Allocator failures that surface as RuntimeError rather than MemoryError.
@@ -69,11 +69,15 @@ def classify_exception(
             location=location(root) or location(exc),
             phase=phase,
         )
+    library = next((e for e in chain if isinstance(e, LibraryError)), None)
     if ours is not None:
         status = JobStatus.UNSUPPORTED
         # Our own refusal is written for people; the library error it wraps (a pydantic
         # ValidationError listing 400 architectures) stays in the message and the log.
         root = ours
+    elif library is not None:
+        # Still a failure, but the reason says whose: the library's, at its frame.
+        status, root = JobStatus.FAILED, library
     elif any(
         isinstance(e, MemoryError)
         or type(e).__name__ == "OutOfMemoryError"
@@ -83,11 +87,13 @@ def classify_exception(
         status = JobStatus.OOM
     else:
         status = JobStatus.FAILED
+    # The library's error is located where it was raised (the frame its reason names).
+    where = chain[-1] if library is not None and ours is None else root
     info = ErrorInfo(
         type=type(exc).__name__,
         message=message(exc),
         root_cause=exception_line(root),
-        location=location(root) or location(exc),
+        location=location(where) or location(exc),
         phase=phase,
     )
     return status, info

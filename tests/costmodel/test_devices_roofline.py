@@ -77,7 +77,8 @@ def test_user_yaml_adds_devices_and_overrides_fields(tmp_path: Path) -> None:
         ),
         (
             "devices:\n  H100: {memory_bandwidth_tbs: -1}\n",
-            r"mine.yaml: devices.H100.memory_bandwidth_tbs: Input should be greater than 0",
+            r"mine.yaml: devices.H100.memory_bandwidth_tbs: -1 is out of range \(valid: a number "
+            r"from 0.001 to 10000 TB/s\)",
         ),
         ("gpus: {}\n", r"mine.yaml: expected a mapping with a 'devices:'"),
         ("devices: [\n", r"mine.yaml:2: not valid YAML"),
@@ -88,6 +89,52 @@ def test_bad_user_yaml_names_file_and_field(tmp_path: Path, text: str, message: 
     extra.write_text(text)
     with pytest.raises(ConfigError, match=message):
         load_devices(extra)
+
+
+BANDWIDTH_RANGE = r"\(valid: a number from 0.001 to 10000 TB/s"
+RATE_RANGE = r"\(valid: a number from 0.001 to 1e\+06 TFLOP/s"
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        # Issue 38: a subnormal bandwidth overflowed every time, .inf made every op
+        # compute-bound, and YAML's true was taken for 1 TB/s.
+        ("memory_bandwidth_tbs", "1.0e-310", rf"1e-310 is out of range {BANDWIDTH_RANGE}"),
+        ("memory_bandwidth_tbs", ".inf", rf"inf is out of range {BANDWIDTH_RANGE}"),
+        ("memory_bandwidth_tbs", "-.inf", rf"-inf is out of range {BANDWIDTH_RANGE}"),
+        ("memory_bandwidth_tbs", ".nan", rf"nan is out of range {BANDWIDTH_RANGE}"),
+        ("memory_bandwidth_tbs", "0", rf"0 is out of range {BANDWIDTH_RANGE}"),
+        ("memory_bandwidth_tbs", "1.0e+30", rf"1e\+30 is out of range {BANDWIDTH_RANGE}"),
+        ("memory_bandwidth_tbs", "true", rf"true is not a number {BANDWIDTH_RANGE}"),
+        ("memory_bandwidth_tbs", "'3.35'", rf"'3.35' is not a number {BANDWIDTH_RANGE}"),
+        ("memory_bandwidth_tbs", "1e5", r"'1e5' is not a number .*exponents as 1.0e\+5\)"),
+        ("memory_bandwidth_tbs", "[3]", rf"\[3\] is not a number {BANDWIDTH_RANGE}"),
+        ("peak_tflops", "{fp32: .inf}", rf"inf is out of range {RATE_RANGE}"),
+        ("peak_tflops", "{fp32: false}", rf"false is not a number {RATE_RANGE}"),
+        ("vector_tflops", "{fp32: 1.0e-9}", r"1e-09 is out of range"),
+        ("name", "12", r"Input should be a valid string"),
+        ("aliases", "[true]", r"Input should be a valid string"),
+    ],
+)
+def test_device_numbers_are_finite_plausible_and_strictly_typed(
+    tmp_path: Path, field: str, value: str, message: str
+) -> None:
+    extra = tmp_path / "mine.yaml"
+    extra.write_text(f"devices:\n  H100: {{{field}: {value}}}\n")
+    with pytest.raises(ConfigError, match=rf"mine.yaml: devices.H100.{field}\S*: {message}"):
+        load_devices(extra)
+
+
+def test_device_numbers_at_the_range_ends_are_kept(tmp_path: Path) -> None:
+    extra = tmp_path / "mine.yaml"
+    extra.write_text(
+        "devices:\n  edge: {name: Edge, memory_bandwidth_tbs: 0.001,"
+        " peak_tflops: {fp32: 1000000, bf16: 2}}\n"
+    )
+    edge = load_devices(extra).get("edge")
+    assert edge.bandwidth == pytest.approx(1e9)
+    assert edge.peak["fp32"] == pytest.approx(1e18)
 
 
 def test_roofline_bound_and_time_lower_bound() -> None:
@@ -119,3 +166,32 @@ def test_achieved_rates_and_efficiency() -> None:
     assert run.efficiency == pytest.approx(0.5)
     with pytest.raises(ValueError, match="positive"):
         achieved(cost, h100, time_s=0.0)
+
+
+@pytest.mark.parametrize("value", ["1.0e-310", ".inf", "true"])
+def test_bad_device_file_stops_timeline_before_any_file(
+    testdata_dir: Path, tmp_path: Path, value: str
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO_ROOT
+    from tests.helpers import KT
+
+    (trace,) = (testdata_dir / "hta" / "critical_path" / "alexnet").glob("*.json.gz")
+    devices = tmp_path / "mine.yaml"
+    devices.write_text(f"devices:\n  H100: {{memory_bandwidth_tbs: {value}}}\n")
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), *sys.path])}
+    done = subprocess.run(
+        [*KT, "timeline", str(trace), "-o", str(out), "--devices", str(devices)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "memory_bandwidth_tbs" in lines[0], lines
+    assert not out.exists()

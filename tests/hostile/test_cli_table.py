@@ -17,12 +17,14 @@ from pathlib import Path
 
 import pytest
 
+from kerneltracer.analysis.structured_logs.records import MAX_LINE_BYTES
 from tests.conftest import REPO_ROOT
 from tests.helpers import KT
 from tests.report.runs import make_run, status
 from tests.timeline.traces import kernel, write_trace, x
 
 KEY = "tiny/torch_dispatch"
+GLOG = b"V1206 15:18:20.254000 1500233 torch/_dynamo/convert_frame.py:961] "
 NOT_REGULAR = r"is not a regular file \(a device, FIFO or socket\)"
 NOT_RUN_DIR = r"is not a (kerneltracer )?run dir"
 
@@ -88,6 +90,50 @@ TABLE: dict[str, tuple[str, int, str]] = {
     ),
     "logs-binary": ("logs {t}/binary -o {t}/o", 1, r"binary data with no line break"),
     "logs-empty": ("logs {t}/empty -o {t}/o", 1, r"no TORCH_TRACE records \(0 lines read"),
+    "logs-long-line": ("logs {t}/long.log -o {t}/o", 1, r"line 1 is longer than 64 MiB"),
+    # compile-health: logs that cannot be trusted are states, then exit 1 naming them
+    **{
+        f"compile-health-{case}": (
+            f"compile-health {path} -o {{t}}/health-{case}",
+            1,
+            rf"1 of 1 compile log\(s\) cannot be trusted: .*{name}: {state} \(.*{why}",
+        )
+        for case, path, name, state, why in (
+            ("binary", "{t}/binary", "binary", "unusable", "binary data with no line break"),
+            ("sparse", "{t}/sparse", "sparse", "unusable", "binary data with no line break"),
+            ("fifo", "{t}/fifo", "fifo", "unusable", NOT_REGULAR),
+            ("device", "/dev/zero", "zero", "unusable", NOT_REGULAR),
+            ("long-line", "{t}/long.log", "long.log", "unusable", "longer than 64 MiB"),
+            ("truncated", "{t}/cut.log", "cut.log", "truncated", r"\[0/0\] started and never"),
+        )
+    },
+    "compile-health-logs-without-out": (
+        "compile-health {t}/cut.log",
+        2,
+        r"compile-health on logs needs --out DIR",
+    ),
+    # device files (--devices): strict, finite, plausible numbers, refused before any work
+    "timeline-devices-subnormal": (
+        "timeline {t}/noevents.json -o {t}/o --devices {t}/subnormal.yaml",
+        2,
+        r"memory_bandwidth_tbs: 1e-310 is out of range \(valid: a number from 0.001 to 10000",
+    ),
+    "corpus-devices-inf": (
+        "corpus {t}/damaged --devices {t}/inf.yaml",
+        2,
+        r"peak_tflops.fp32: inf is out of range \(valid: a number from 0.001 to 1e\+06 TFLOP/s",
+    ),
+    "coverage-devices-bool": (
+        "coverage {t}/damaged --devices {t}/bool.yaml",
+        2,
+        r"memory_bandwidth_tbs: true is not a number",
+    ),
+    "corpus-devices-fifo": ("corpus {t}/damaged --devices {t}/fifo.yaml", 2, NOT_REGULAR),
+    "corpus-devices-binary": (
+        "corpus {t}/damaged --devices {t}/binary",
+        2,
+        r"binary:1: not UTF-8 text",
+    ),
     "records-missing": ("records {t}/nope -o {t}/o", 2, r"record log .*nope does not exist"),
     "records-folder": ("records {t}/folder -o {t}/o", 2, r"record log .*folder is a directory"),
     "records-fifo": ("records {t}/fifo -o {t}/o", 2, NOT_REGULAR),
@@ -205,6 +251,13 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (t / "noevents.json").write_text('{"schemaVersion": 1}')
     (t / "bad.yaml").write_bytes(b"ops:\n  - aten.add\xff\n")
     (t / "wide.csv").write_text("op\n" + "a" * 200_000 + "\n")
+    with open(t / "long.log", "wb") as fh:  # one line just over the limit, then more
+        fh.write(b"V" * (MAX_LINE_BYTES + 1) + b"\n")
+    start = b'{"dynamo_start": {"stack": []}, "frame_id": 0, "frame_compile_id": 0, "attempt": 0}'
+    (t / "cut.log").write_bytes(GLOG + start + b"\n")  # a compile that never ends
+    (t / "subnormal.yaml").write_text("devices:\n  H100: {memory_bandwidth_tbs: 1.0e-310}\n")
+    (t / "inf.yaml").write_text("devices:\n  H100: {peak_tflops: {fp32: .inf}}\n")
+    (t / "bool.yaml").write_text("devices:\n  H100: {memory_bandwidth_tbs: true}\n")
     (t / "folder").mkdir()
     (t / "foreign").mkdir()
     (t / "foreign" / "notes.txt").write_text("not a run")

@@ -200,3 +200,24 @@ def test_torch_compile_generates_the_code_of_a_fake_model_without_running_it(
     fresh = [f for f in traced["code_files"] if f.startswith(str(tmp_path / "inductor"))]
     assert len(fresh) >= 2
     assert all("cpp_fused" in Path(f).read_text() for f in fresh)
+
+
+def test_module_to_on_fake_parameters_swaps() -> None:
+    """A router that calls ``self.classifier.to(self.dtype)`` in its forward (Switch
+    Transformers, NLLB-MoE): Module.to() swaps each fake parameter, which torch refuses for a
+    tensor something holds a weakref to ("Cannot swap t1 because it has weakref")."""
+    import torch
+
+    from kerneltracer.worker.frameworks.huggingface import fake
+
+    class Router:
+        @staticmethod
+        def _from_config(config: Any, dtype: Any) -> Any:
+            return torch.nn.Linear(4, 2)
+
+    with fake.fake_session() as mode:
+        model = fake.build_fake_model(Router, None, torch.float32, "cpu", mode, False)
+        weight = model.weight
+        moved = model.to(torch.float32)
+        assert moved.weight is weight  # swapped in place, as with real parameters
+        assert model(torch.ones(3, 4)).shape == (3, 2)

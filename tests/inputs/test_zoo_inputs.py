@@ -21,9 +21,10 @@ from tests.inputs.zooset import TESTED
 SEQ = 12
 # Families whose models generate text: decode and generate must work for them.
 GENERATING = {"decoder", "encoder-decoder", "moe", "state-space", "hybrid", "recurrent"}
-GENERATING_EXTRA = {"whisper", "llava", "qwen2-vl"}
+GENERATING_EXTRA = {"whisper", "llava", "qwen2-vl", "llava-next", "instructblip", "idefics3"}
 # Models that generate but return no cache to decode from: decode is refused, naming it.
-NO_CACHE = {"xlm"}
+# InstructBLIP keeps its language model's cache inside language_model_outputs.
+NO_CACHE = {"xlm", "instructblip"}
 
 
 def _load(zoo_dir: Path, entry: ZooEntry) -> tuple[Any, Any]:

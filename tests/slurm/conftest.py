@@ -12,6 +12,7 @@ import pytest
 
 from tests.conftest import require
 from tests.slurm.choice import choose, probe
+from tests.slurm.nodes import NODES, NodeCluster, cluster_home
 
 
 @pytest.fixture(scope="session")
@@ -34,3 +35,21 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str
         yield submitted
         if submitted:
             subprocess.run(["scancel", *submitted], capture_output=True, timeout=30)
+
+
+@pytest.fixture(scope="session")
+def slurm_nodes() -> NodeCluster:
+    """The multi-node cluster of scripts/slurm-nodes-up.sh (.ci/run starts it), with all its
+    nodes up; required under CI=true."""
+    cluster = NodeCluster(cluster_home())
+    require(
+        cluster.conf.is_file() and (cluster.bin / "sbatch").is_file(),
+        f"the multi-node test cluster ({cluster.conf}; run scripts/slurm-nodes-up.sh as root)",
+    )
+    states = cluster.node_states()
+    ready = [n for n in NODES if states.get(n) in ("idle", "mixed", "allocated")]
+    require(
+        len(ready) == len(NODES),
+        f"the multi-node test cluster with nodes {', '.join(NODES)} up (sinfo: {states})",
+    )
+    return cluster

@@ -163,6 +163,9 @@ _.fingerprint  # analysis/records: digest showing readers leave ProfilingData un
 _.kernel_sequences  # timeline: per-op kernel sequences, HTA's view (parity-tested)
 _.launched_before_last_step
 _.mean_runtime_delay_us
+_.last_record_line  # structured_logs: manifest "tail" fields, written via asdict()
+_.line_ended
+_.last_line_cut
 
 # Run-dir paths about to move into core/'s typed paths with the rest of the layout names.
 _.status_path

@@ -237,6 +237,9 @@ def test_attribution_and_gpu_times_on_random_traces(
 
     work = select_gpu_work(trace)
     tb = temporal_breakdown(work)
+    if work.ts.size == 0:  # every launch in the last ProfilerStep, which HTA's selection drops
+        assert steps and tb is None
+        return
     assert tb is not None
     for value in (tb.idle_us, tb.compute_us, tb.non_compute_us, tb.busy_us, tb.kernel_time_us):
         assert value >= 0

@@ -229,3 +229,30 @@ def test_streamed_file_without_wall_clock_and_with_violations(tmp_path: Path) ->
     assert all(e.get("wall_clock_start", None) is None for e in written["events"])
     assert report.to_dict() == validate(doc).to_dict()
     assert report.counts["zero_duration"] == 1 and report.counts["stream_overlap"] == 1
+
+
+@pytest.mark.timeout(60)
+def test_full_disk_at_the_gzips_last_flush_is_an_error_not_a_hang() -> None:
+    # A small file is compressed in memory and first written at the gzip's close, after
+    # the writer took the end mark: it used to wait for a second end mark forever.
+    import errno
+    import io
+
+    from kerneltracer.analysis.timeline.inferscope_file import _background_gzip
+
+    class FullDisk(io.RawIOBase):
+        """Takes the gzip header, then is full."""
+
+        taken = 0
+
+        def writable(self) -> bool:
+            return True
+
+        def write(self, data: Any) -> int:
+            if self.taken + len(data) > 16:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            self.taken += len(data)
+            return len(data)
+
+    with pytest.raises(OSError, match="No space left"), _background_gzip(FullDisk()) as put:
+        put(b"{}" * 100)

@@ -101,7 +101,8 @@ def arrow_schema() -> Any:
     return pa.schema(
         [pa.field(c, pa.string()) for c in _STRING_COLUMNS]
         + [pa.field(c, pa.int64(), nullable=False) for c in COUNT_COLUMNS]
-        + [pa.field(c, pa.float64(), nullable=False) for c in _FLOAT_COLUMNS]
+        # null: a truncated or unusable log's times are unknown
+        + [pa.field(c, pa.float64()) for c in _FLOAT_COLUMNS]
         + [pa.field(c, pa.string(), nullable=False) for c in _TAIL_COLUMNS]
     )
 

@@ -18,11 +18,12 @@ from typing import Any
 import orjson
 
 from kerneltracer.analysis.compile_health.health import (
-    FAILED,
     NO_LOG,
     NOT_RUN,
     OK,
     PARTIAL,
+    STATES,
+    UNTRUSTED,
     BreakRow,
     JobHealth,
     job_health,
@@ -56,20 +57,25 @@ class FleetHealth:
     def summary(self) -> dict[str, Any]:
         jobs = self.jobs
         by_status = Counter(j.compile_status for j in jobs)
-        considered = [j for j in jobs if j.compile_status not in (NO_LOG, NOT_RUN)]
+        # A log that cannot be trusted says nothing about passing, nor about time.
+        considered = [j for j in jobs if j.compile_status not in (NO_LOG, NOT_RUN, *UNTRUSTED)]
+        timed = [j for j in jobs if j.compile_status not in UNTRUSTED]
         passed = sum(1 for j in considered if j.compile_status in (OK, PARTIAL))
         times = sorted(j.times.get("total", 0.0) for j in considered)
         return {
             "source": self.source,
             "jobs": len(jobs),
-            "status_counts": {
-                s: by_status.get(s, 0) for s in (OK, PARTIAL, FAILED, NO_LOG, NOT_RUN)
-            },
+            "status_counts": {s: by_status.get(s, 0) for s in STATES},
             "pass_rate": round(passed / len(considered), 4) if considered else None,
+            "untrusted": [
+                {"job": j.job, "status": j.compile_status, "reason": j.fail_reason}
+                for j in jobs
+                if j.compile_status in UNTRUSTED
+            ],
             "models_with_breaks": sum(1 for j in jobs if j.breaks),
             "models_recompiling": sum(1 for j in jobs if j.recompiles),
             "compile_time_s": _distribution(times),
-            "phase_time_s": {p: round(sum(j.times.get(p, 0.0) for j in jobs), 6) for p in PHASES},
+            "phase_time_s": {p: round(sum(j.times.get(p, 0.0) for j in timed), 6) for p in PHASES},
             "fail_types": dict(Counter(j.fail_type for j in jobs if j.fail_type).most_common()),
             "top_breaks": [vars(b) for b in self.top_breaks()],
             "top_recompile_reasons": self.top_recompiles(),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kerneltracer.analysis.compile_health.breaks import (
@@ -23,6 +24,11 @@ from kerneltracer.analysis.compile_health.records import (
 from kerneltracer.analysis.compile_health.sources import LogHealth, SourceProblem
 
 OK, PARTIAL, FAILED, NO_LOG, NOT_RUN = "ok", "partial", "failed", "no_log", "not_run"
+# A log that cannot be trusted: cut short, or not readable as a TORCH_TRACE log. Its
+# counts are what could be read; it is left out of the pass rate and the compile time.
+TRUNCATED, UNUSABLE = "truncated", "unusable"
+UNTRUSTED = frozenset({TRUNCATED, UNUSABLE})
+STATES = (OK, PARTIAL, FAILED, TRUNCATED, UNUSABLE, NO_LOG, NOT_RUN)
 # Job statuses that say the job did not try (not applicable, bypassed, stopped from outside).
 _NOT_TRIED = frozenset({"unsupported", "skipped", "interrupted"})
 _MAX_REASON = 500
@@ -82,11 +88,17 @@ class JobHealth:
             "fail_reason": self.fail_reason,
             "weights": self.weights,
             **{k: self.counts.get(k, 0) for k in COUNT_COLUMNS},
-            "compile_time_s": round(self.times.get("total", 0.0), 6),
-            **{f"{p}_s": round(self.times.get(p, 0.0), 6) for p in PHASES},
+            "compile_time_s": self._time("total"),
+            **{f"{p}_s": self._time(p) for p in PHASES},
             "break_keys": ";".join(sorted({b.key for b in self.breaks})),
             "options": ",".join(f"{k}={v}" for k, v in sorted(self.options.items())),
         }
+
+    def _time(self, phase: str) -> float | None:
+        # A cut log's compile times are partial sums: unknown, never 0.0 or a low figure.
+        if self.compile_status in UNTRUSTED:
+            return None
+        return round(self.times.get(phase, 0.0), 6)
 
 
 COUNT_COLUMNS = (
@@ -128,7 +140,26 @@ def job_health(
     health.counts["distinct_breaks"] = len(health.breaks)
     health.recompiles = _recompiles(model, records)
     _status(health, records, job_reason)
+    if health.compile_status not in (NOT_RUN, FAILED):
+        _trust(health, logs, problems)
     return health
+
+
+def _trust(health: JobHealth, logs: list[LogHealth], problems: list[SourceProblem]) -> None:
+    """Mark a job whose logs cannot be trusted: one unusable (not readable as a log), or
+    one cut short. A job that did not end ok says more by its own end, and keeps it."""
+    unusable = [p.reason for p in problems if p.unusable]
+    cut = [
+        f"{Path(log.source).name}: {'; '.join(why)}" for log in logs if (why := log.truncation())
+    ]
+    if unusable:
+        health.compile_status, reasons = UNUSABLE, unusable
+    elif cut:
+        health.compile_status, reasons = TRUNCATED, cut
+    else:
+        return
+    health.fail_type = None
+    health.fail_reason = "; ".join(dict.fromkeys(reasons))[:_MAX_REASON]
 
 
 def _counts(logs: list[LogHealth], records: list[CompileRecord]) -> dict[str, int]:

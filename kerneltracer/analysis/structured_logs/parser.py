@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import shutil
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,20 @@ RAW_IN_MEMORY = 64 << 20
 _UNSET = object()
 
 
+@dataclass
+class Tail:
+    """How the log ends, for readers that must tell a whole log from one cut short (a
+    writer killed mid-line, a copy that stopped): whether the last record's payload failed
+    its md5 (cut short), and whether its last line, without a newline, does not parse (a
+    whole last line without its newline is common and harmless)."""
+
+    lines: int = 0
+    line_ended: bool = True
+    last_record_line: int | None = None
+    last_payload_cut: bool = False
+    last_line_cut: bool = False
+
+
 class LogParser:
     """Feeds records of one log (one rank) into the files of one intermediate directory."""
 
@@ -67,6 +82,7 @@ class LogParser:
         self.ranks_seen: set[int] = set()
         self.seq = 0
         self.chromium_count = 0
+        self.tail = Tail()
         self.files.touch(RAW_BODY)
 
     # -- the per-record path ------------------------------------------------------------
@@ -277,6 +293,7 @@ class LogParser:
             "stats": self.stats.as_dict(),
             "files": {"by_type": by_type, "by_compile_id": by_cid},
             "has_events": self.write_events,
+            "tail": asdict(self.tail),
         }
 
 
@@ -299,10 +316,21 @@ def parse_log(
         last = block[-1:]
 
     limits = InputLimits.from_env()
+    tail = Tail()
+    stats = parser.stats
+    damaged = False
     for count, rec in enumerate(iter_records(source, on_block=on_block), 1):
+        before = (stats.fail_payload_md5, stats.fail_glog + stats.fail_json)
         parser.feed(rec)
+        tail.last_record_line = rec.lineno
+        tail.last_payload_cut = stats.fail_payload_md5 > before[0]
+        damaged = tail.last_payload_cut or stats.fail_glog + stats.fail_json > before[1]
         if count & 0xFFFF == 0:
             limits.check_events(source, count, "records")
     if last != b"\n":
-        parser.stats.lines += 1  # a last line without its newline
+        stats.lines += 1  # a last line without its newline
+        tail.line_ended = False
+        tail.last_line_cut = damaged
+    tail.lines = stats.lines
+    parser.tail = tail
     return parser.finish(source, f"sha256:{digest.hexdigest()}")

@@ -14,6 +14,7 @@ from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from kerneltracer.errors import InputFileError
 from kerneltracer.inputguard import open_input
 
 # A newline that ends a record: the next line is not a tab-indented payload line.
@@ -21,6 +22,9 @@ _BOUNDARY = re.compile(rb"\n(?!\t)")
 # A newline followed by the first character of a glog line (a record's start).
 _HEAD_START = re.compile(rb"\n(?=[^\t\r\n])")
 _CHUNK = 1 << 20
+# Torch writes envelopes and payload lines far below this; a longer line is no TORCH_TRACE
+# log (a binary dump, a JSON file on one line), and reading on would hold all of it.
+MAX_LINE_BYTES = 64 << 20
 
 
 @dataclass(slots=True)
@@ -41,6 +45,7 @@ def iter_records(
     """
     lineno = 1
     pending: list[bytes] = []
+    line = _LineGuard(path)
     with open_input(path, what="TORCH_TRACE log", text=True, gzip=False) as fh:
         while True:
             block = fh.read(chunk_size)
@@ -49,6 +54,7 @@ def iter_records(
                 if data:
                     yield from _split(data, lineno, final=True)
                 return
+            line.see(block)
             if on_block is not None:
                 on_block(block)
             cut = _last_boundary(block, after_newline=bool(pending) and pending[-1][-1:] == b"\n")
@@ -59,6 +65,32 @@ def iter_records(
             pending = [block[cut:]] if cut < len(block) else []
             if data:
                 lineno = yield from _split(data, lineno, final=False)
+
+
+class _LineGuard:
+    """Refuses a line longer than :data:`MAX_LINE_BYTES`, however the blocks cut it.
+
+    Lines inside one block are shorter than a block (far below the limit): only the line
+    that runs across blocks is counted."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lines = 0  # newlines before the current line
+        self.open = 0  # bytes of the current line seen so far
+
+    def see(self, block: bytes) -> None:
+        first = block.find(b"\n")
+        length = self.open + (len(block) if first < 0 else first)
+        if length > MAX_LINE_BYTES:
+            raise InputFileError(
+                f"{self.path}: line {self.lines + 1} is longer than {MAX_LINE_BYTES >> 20} MiB: "
+                "not a TORCH_TRACE log"
+            )
+        if first < 0:
+            self.open = length
+        else:
+            self.lines += block.count(b"\n")
+            self.open = len(block) - block.rfind(b"\n") - 1
 
 
 def _last_boundary(block: bytes, *, after_newline: bool) -> int:

@@ -7,6 +7,7 @@ rename is the commit point.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -23,6 +24,12 @@ def check_target(out: Path, overwrite: bool) -> None:
         raise UsageError(f"output directory {out} is not empty; pass --overwrite to replace it")
 
 
+def _hidden(filename: str | bytes, out: Path) -> bool:
+    """Whether ``filename`` is in one of our hidden folders beside ``out``."""
+    rel = os.path.relpath(os.fsdecode(filename), out.parent)
+    return rel.startswith(".") and not rel.startswith("..")
+
+
 @contextmanager
 def staged_dir(out: Path, overwrite: bool) -> Iterator[Path]:
     out = Path(out)
@@ -31,8 +38,11 @@ def staged_dir(out: Path, overwrite: bool) -> Iterator[Path]:
     stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
     try:
         yield stage
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(stage, ignore_errors=True)
+        if isinstance(exc, OSError) and (exc.filename is None or _hidden(exc.filename, out)):
+            # A write's ENOSPC names no place; a hidden stage beside OUT, none a user knows.
+            exc.filename = str(out)
         raise
     old: Path | None = None
     if out.exists():

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from kerneltracer.errors import KernelTracerError
+from kerneltracer.jsonio import adopt_outputs, child_outputs
 
 T = TypeVar("T")
 
@@ -34,7 +35,11 @@ class ForkedCall(Generic[T]):
         if pid == 0:  # the child: never returns into the caller's code
             os.close(read)
             try:
-                _write_all(write, pickle.dumps(_call(fn)))
+                # Files the child writes inside the parent's all-or-none outputs are the
+                # parent's to make visible: the child hands their temp files over.
+                with child_outputs() as handover:
+                    outcome = _call(fn)
+                _write_all(write, pickle.dumps((outcome, handover())))
             finally:
                 os._exit(0)
         os.close(write)
@@ -56,7 +61,9 @@ class ForkedCall(Generic[T]):
         _, status = os.waitpid(self._pid, 0)
         if not chunks:
             raise KernelTracerError(f"background writer died ({_describe(status)})")
-        outcome: tuple[bool, object] = pickle.loads(b"".join(chunks))
+        outcome: tuple[bool, object]
+        outcome, handover = pickle.loads(b"".join(chunks))
+        adopt_outputs(handover)
         return outcome
 
 

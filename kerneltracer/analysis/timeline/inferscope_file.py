@@ -69,6 +69,7 @@ def _background_gzip(raw: IO[bytes]) -> Iterator[Callable[[bytes], None]]:
     """A ``put(bytes)`` whose pieces are gzipped into ``raw`` by a worker thread, in order."""
     pieces: queue.Queue[bytes | None] = queue.Queue(maxsize=_QUEUED_PIECES)
     failure: list[BaseException] = []
+    ended = threading.Event()  # the producer's end mark was taken
 
     def work() -> None:
         try:
@@ -77,9 +78,12 @@ def _background_gzip(raw: IO[bytes]) -> Iterator[Callable[[bytes], None]]:
             ) as gz:
                 while (piece := pieces.get()) is not None:
                     gz.write(piece)
+                ended.set()
         except BaseException as exc:  # handed to the producer, which re-raises it
             failure.append(exc)
-            while pieces.get() is not None:  # drain so that the producer never blocks
+            # Drain so that the producer never blocks, unless the end mark is already
+            # taken (a full disk at the gzip's last flush): waiting for it would hang.
+            while not ended.is_set() and pieces.get() is not None:
                 pass
 
     worker = threading.Thread(target=work, name="inferscope-gzip", daemon=True)

@@ -13,6 +13,7 @@ from typing import Any
 from kerneltracer.errors import UnsupportedError
 from kerneltracer.worker.inputs.builders import BUILDERS
 from kerneltracer.worker.inputs.decode import CACHE_NAMES, NOT_FOR_GENERATE, build_decode
+from kerneltracer.worker.inputs.diagnose import explain
 from kerneltracer.worker.inputs.spec import InputSpec
 from kerneltracer.worker.inputs.workload import (
     PHASES,
@@ -22,7 +23,9 @@ from kerneltracer.worker.inputs.workload import (
     check_phase,
 )
 
-__all__ = ["PHASES", "InputSpec", "Workload", "build_inputs", "build_workload", "describe"]
+__all__ = [
+    "PHASES", "InputSpec", "Workload", "build_inputs", "build_workload", "describe", "explain",
+]
 
 # Arguments that carry the model's data; a forward taking none of them cannot be fed.
 _PRIMARY = ("input_ids", "pixel_values", "input_values", "input_features", "past_values")
@@ -42,7 +45,13 @@ def build_inputs(spec: InputSpec) -> dict[str, Any]:
         if not accepted:
             continue
         if name in spec.required or builder.wanted(spec, built):
-            built[name] = builder.build(spec, built)
+            try:
+                built[name] = builder.build(spec, built)
+            except Exception as exc:  # a builder that asks the model (image token counts)
+                explained = explain(exc, spec, built)
+                if explained is None:
+                    raise
+                raise explained from exc
     missing = [n for n in spec.required if n not in built]
     if missing:
         raise UnsupportedError(
@@ -64,12 +73,22 @@ def build_workload(spec: InputSpec, phase: str, new_tokens: int) -> Workload:
     """Inputs for ``phase`` on ``spec.device``; decode runs its prefill here, untraced."""
     check_phase(phase, spec.model, spec.train)
     inputs = {k: _to(v, spec.device) for k, v in build_inputs(spec).items()}
+    workload: Workload
     if phase == "prefill":
-        return Forward(inputs)
-    if phase == "generate":
+        workload = Forward(inputs)
+    elif phase == "generate":
         prompt = {k: v for k, v in inputs.items() if k not in NOT_FOR_GENERATE}
-        return Generate(prompt, new_tokens, _pad_id(spec))
-    return build_decode(spec, inputs)
+        workload = Generate(prompt, new_tokens, _pad_id(spec))
+    else:
+        try:
+            workload = build_decode(spec, inputs)
+        except Exception as exc:  # its prefill runs the model on our inputs
+            explained = explain(exc, spec, inputs)
+            if explained is None:
+                raise
+            raise explained from exc
+    workload.spec = spec
+    return workload
 
 
 def _pad_id(spec: InputSpec) -> int | None:
@@ -107,6 +126,12 @@ def describe(workload: Workload) -> list[dict[str, Any]]:
             kind = BUILDERS[name].kind if name in BUILDERS else "step"
             rows.append({"name": name, "kind": kind, "shape": [len(value)], "dtype": "list",
                          "keys": sorted(value[0])})
+        elif isinstance(value, list) and value and all(torch.is_tensor(v) for v in value):
+            # One tensor per sample (ragged series): one row, each sample's shape listed.
+            kind = BUILDERS[name].kind if name in BUILDERS else "step"
+            rows.append({"name": name, "kind": kind, "shape": [len(value)],
+                         "dtype": str(value[0].dtype).removeprefix("torch."),
+                         "shapes": [list(v.shape) for v in value]})
         elif name in CACHE_NAMES:
             rows.append(_describe_cache(name, value))
         elif name == "encoder_outputs":

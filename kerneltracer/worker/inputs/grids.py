@@ -12,8 +12,6 @@ from typing import Any
 
 from kerneltracer.worker.inputs.spec import InputSpec
 
-# Forward arguments that describe the patch grid of dynamic-resolution pixel values.
-GRID_ARGS = ("image_grid_thw",)
 _DEFAULT_SIDE = 64
 
 

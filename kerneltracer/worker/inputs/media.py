@@ -8,6 +8,7 @@ The layout follows what the config names, never the architecture's name: a confi
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from kerneltracer.errors import UnsupportedError
@@ -35,6 +36,7 @@ def _side(value: Any) -> int:
 def pixel_values(spec: InputSpec, built: dict[str, Any]) -> Any:
     if grids.dynamic_resolution(spec):
         return grids.patches(spec)
+    # Matting models take the image and its trimap: 4 channels, said by the backbone's config.
     channels = int(spec.find_in("vision_config", "num_channels", default=3))
     side = image_side(spec)
     frames = spec.find_in("vision_config", "num_frames")
@@ -42,7 +44,76 @@ def pixel_values(spec: InputSpec, built: dict[str, Any]) -> Any:
         # Video classifiers (VideoMAE, TimeSformer, ViViT): (batch, frames, channels, H, W);
         # their position tables are sized for exactly num_frames.
         return spec.randn((spec.batch, frames, channels, side, side), salt=10)
+    if any_resolution(spec):
+        # LLaVA-NeXT style: per image its base view and the tiles of the best grid pinpoint.
+        return spec.randn((spec.batch, image_views(spec), channels, side, side), salt=10)
+    if split_images(spec):
+        # Idefics style: per sample a list of images (here one), each with its pixel mask.
+        return spec.randn((spec.batch, 1, channels, side, side), salt=10)
     return spec.randn((spec.batch, channels, side, side), salt=10)
+
+
+def any_resolution(spec: InputSpec) -> bool:
+    """The processor sends each image's size and tiles it on the config's grid pinpoints."""
+    return "image_sizes" in spec.params and bool(spec.find("image_grid_pinpoints"))
+
+
+def split_images(spec: InputSpec) -> bool:
+    """The processor splits images and sends a pixel mask with them (Idefics 2/3, SmolVLM)."""
+    return "pixel_attention_mask" in spec.params
+
+
+def image_views(spec: InputSpec) -> int:
+    """Base view + tiles for a ``side`` x ``side`` image: the pinpoint the processor picks
+    (transformers' own choice: most effective resolution, then least waste)."""
+    from transformers.image_processing_utils import select_best_resolution
+
+    side = image_side(spec)
+    pinpoints = [tuple(int(v) for v in p) for p in spec.find("image_grid_pinpoints")]
+    height, width = select_best_resolution((side, side), pinpoints)
+    return 1 + (height // side) * (width // side)
+
+
+def image_sizes(spec: InputSpec, built: dict[str, Any]) -> Any:
+    """(height, width) of each original image, as the processor reports them."""
+    import torch
+
+    side = image_side(spec)
+    return torch.tensor([[side, side]] * spec.batch, dtype=torch.long)
+
+
+def pixel_attention_mask(spec: InputSpec, built: dict[str, Any]) -> Any:
+    import torch
+
+    pixels = built["pixel_values"]
+    return torch.ones((*pixels.shape[:2], *pixels.shape[-2:]), dtype=torch.bool)
+
+
+def has_pixels(spec: InputSpec, built: dict[str, Any]) -> bool:
+    return "pixel_values" in built
+
+
+def wants_image_sizes(spec: InputSpec, built: dict[str, Any]) -> bool:
+    # LLaVA's forward takes image_sizes too (for Pixtral towers): a CLIP tower must not get it.
+    return has_pixels(spec, built) and any_resolution(spec)
+
+
+def qformer_input_ids(spec: InputSpec, built: dict[str, Any]) -> Any:
+    """The instruction the Q-Former reads beside the image (InstructBLIP): its own vocab."""
+    vocab = int(spec.find_in("qformer_config", "vocab_size", default=0) or spec.vocab())
+    limit = spec.find_in("qformer_config", "max_position_embeddings")
+    length = min(spec.seq_len, int(limit)) if isinstance(limit, int) else spec.seq_len
+    return spec.randint(vocab, (spec.batch, length), salt=14)
+
+
+def qformer_attention_mask(spec: InputSpec, built: dict[str, Any]) -> Any:
+    import torch
+
+    return torch.ones_like(built["qformer_input_ids"])
+
+
+def has_qformer_ids(spec: InputSpec, built: dict[str, Any]) -> bool:
+    return "qformer_input_ids" in built
 
 
 def image_side(spec: InputSpec) -> int:
@@ -53,6 +124,13 @@ def image_side(spec: InputSpec) -> int:
 def input_values(spec: InputSpec, built: dict[str, Any]) -> Any:
     """Raw audio long enough that the conv feature extractor yields ``seq_len`` frames, or a
     spectrogram where the config has mel bins and a fixed length but no conv front end."""
+    dims = spec.documented_shape("input_values")
+    if dims is not None and len(dims) == 3 and ("channel" in dims[1] or dims[1].isdigit()):
+        # Neural audio codecs (EnCodec, DAC, Mimi): (batch, channels, samples), a whole number
+        # of codec frames, seq_len of them.
+        channels = int(dims[1]) if dims[1].isdigit() else int(spec.find("audio_channels",
+                                                                         default=1) or 1)
+        return spec.randn((spec.batch, channels, spec.seq_len * codec_hop(spec)), salt=11)
     if spectrogram(spec):
         # Audio-spectrogram transformers: (batch, max_length, num_mel_bins); the patch grid
         # and its position table are sized for exactly max_length frames.
@@ -68,6 +146,18 @@ def input_values(spec: InputSpec, built: dict[str, Any]) -> Any:
     else:
         samples = spec.seq_len * _DEFAULT_HOP
     return spec.randn((spec.batch, samples), salt=11)
+
+
+def codec_hop(spec: InputSpec) -> int:
+    """Samples per codec frame: the config's hop, else the product of its conv strides."""
+    hop = spec.find("hop_length")
+    if isinstance(hop, int) and hop > 0:
+        return hop
+    ratios = spec.find("downsampling_ratios", "upsampling_ratios")
+    product = 1
+    for r in ratios or [_DEFAULT_HOP]:
+        product *= int(r)
+    return product
 
 
 def spectrogram(spec: InputSpec) -> bool:
@@ -119,8 +209,11 @@ def image_token_count(spec: InputSpec, built: dict[str, Any]) -> int:
             f"{spec.class_name} takes image placeholder tokens but has no get_image_features "
             "to count them"
         )
-    # Dynamic-resolution models also need the grid the patches were cut from.
-    extra = {k: built[k].to(spec.device) for k in grids.GRID_ARGS if k in built}
+    # Whatever else the processor sent with the image and the feature getter reads (the grid
+    # of dynamic-resolution patches, image sizes, the Q-Former's instruction, pixel masks).
+    accepted = inspect.signature(get).parameters
+    extra = {k: v.to(spec.device) for k, v in built.items()
+             if k != "pixel_values" and k in accepted and hasattr(v, "to")}
     with torch.no_grad():
         feats = get(pixel_values=built["pixel_values"].to(spec.device), **extra)
     count = _feature_rows(feats) // spec.batch

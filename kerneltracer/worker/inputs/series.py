@@ -32,12 +32,33 @@ def past_length(spec: InputSpec) -> int:
 
 
 def horizon(spec: InputSpec) -> int:
-    value = spec.find("prediction_length")
+    value = spec.find("prediction_length", "horizon_length")
     return int(value) if isinstance(value, int) else max(1, spec.seq_len // 4)
 
 
 def past_values(spec: InputSpec, built: Built) -> Any:
+    if spec.is_sequence("past_values"):
+        # Foundation forecasters (TimesFM) take one 1-D series per sample, of any length:
+        # whole patches, each sample a patch shorter than the one before (as real batches
+        # of series are ragged), never shorter than one patch.
+        patch = int(spec.find("patch_length", default=1) or 1)
+        longest = max(patch, past_length(spec) // patch * patch)
+        return [
+            spec.randn((max(patch, longest - i * patch),), salt=40 + i)
+            for i in range(spec.batch)
+        ]
     return spec.randn((spec.batch, past_length(spec), *_channels(spec)), salt=40)
+
+
+def frequency(spec: InputSpec, built: Built) -> Any:
+    """The frequency class of each series (TimesFM: 0 high, 1 medium, 2 low)."""
+    import torch
+
+    return torch.zeros((spec.batch,), dtype=torch.long)
+
+
+def wants_frequency(spec: InputSpec, built: Built) -> bool:
+    return has_past(spec, built) and spec.find("freq_size") is not None
 
 
 def _time_features(spec: InputSpec, length: int, salt: int) -> Any:
@@ -49,6 +70,11 @@ def past_time_features(spec: InputSpec, built: Built) -> Any:
     return _time_features(spec, past_length(spec), 41)
 
 
+def has_tensor_past(spec: InputSpec, built: Built) -> bool:
+    """A window of past values in one tensor (time features and masks go with it)."""
+    return has_past(spec, built) and not isinstance(built["past_values"], list)
+
+
 def observed_mask(spec: InputSpec, built: Built) -> Any:
     import torch
 
@@ -56,6 +82,8 @@ def observed_mask(spec: InputSpec, built: Built) -> Any:
 
 
 def future_values(spec: InputSpec, built: Built) -> Any:
+    if isinstance(built["past_values"], list):
+        return spec.randn((spec.batch, horizon(spec)), salt=42)
     return spec.randn((spec.batch, horizon(spec), *_channels(spec)), salt=42)
 
 

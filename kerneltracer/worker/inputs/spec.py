@@ -2,16 +2,23 @@
 
 Sizes come from the config first (image_size, num_mel_bins, conv strides...), searched in
 the config and its sub-configs (text_config, vision_config, audio_config, encoder,
-decoder), because multimodal and encoder-decoder models keep them there.
+decoder, qformer_config, encoder_config, backbone_config), because multimodal,
+encoder-decoder and backbone-based models keep them there. Where the config cannot say, the
+forward's own documentation can: transformers documents each tensor argument's shape
+(``input_values (`torch.Tensor` of shape `(batch_size, channels, sequence_length)`)``).
 """
 
 from __future__ import annotations
 
 import inspect
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
-_SUB_CONFIGS = ("text_config", "vision_config", "audio_config", "encoder", "decoder")
+_SUB_CONFIGS = (
+    "text_config", "vision_config", "audio_config", "encoder", "decoder", "qformer_config",
+    "encoder_config", "backbone_config",
+)
 
 
 @dataclass
@@ -74,6 +81,21 @@ class InputSpec:
             if value is not None:
                 return value
         return self.find(*names, default=default)
+
+    def documented_shape(self, name: str) -> list[str] | None:
+        """The dims the forward's docstring gives ``name`` (``["batch_size", "channels",
+        "sequence_length"]``), None where it gives none."""
+        doc = getattr(self.model.forward, "__doc__", None) or ""
+        found = re.search(rf"\b{re.escape(name)} \(`[^`]*`[^)]*?of shape `\(([^`]*)\)`", doc)
+        if found is None:
+            return None
+        return [d.strip() for d in found.group(1).split(",") if d.strip()]
+
+    def is_sequence(self, name: str) -> bool:
+        """Whether the forward annotates ``name`` as a list of tensors (one per sample)."""
+        param = self.params.get(name)
+        note = "" if param is None else str(param.annotation)
+        return note.startswith(("Sequence[", "list[", "typing.Sequence", "collections.abc.Seq"))
 
     def _configs(self) -> list[Any]:
         subs = [getattr(self.config, s, None) for s in _SUB_CONFIGS]

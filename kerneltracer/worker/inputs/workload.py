@@ -20,6 +20,9 @@ PHASES = ("prefill", "decode", "generate")
 
 class Workload(ABC):
     phase: str
+    # What the inputs were built from (set by build_workload): a failing step is explained
+    # against it (see diagnose).
+    spec: Any = None
 
     @abstractmethod
     def inputs(self) -> dict[str, Any]:

@@ -37,12 +37,21 @@ class HFContext(RunContext):
 
         An eval step is what the phase says: a forward, one decode step or ``generate``.
         """
-        if self.fake_session is not None:
-            from kerneltracer.worker.frameworks.huggingface.fake import values_unsupported
+        try:
+            if self.fake_session is not None:
+                from kerneltracer.worker.frameworks.huggingface.fake import values_unsupported
 
-            with values_unsupported():
-                return self._step(before_backward)
-        return self._step(before_backward)
+                with values_unsupported():
+                    return self._step(before_backward)
+            return self._step(before_backward)
+        except Exception as exc:
+            from kerneltracer.worker.inputs import explain
+
+            # Our inputs' gap (unsupported, naming the argument) or the library's bug.
+            explained = explain(exc, self.workload.spec, self.workload.inputs())
+            if explained is None:
+                raise
+            raise explained from exc
 
     def _step(self, before_backward: Callable[[], None] | None) -> Any:
         import torch
@@ -74,7 +83,8 @@ def loss_of(out: Any) -> Any:
     """The model's loss, else the mean of its float outputs: something to backward through."""
     loss = getattr(out, "loss", None)
     if loss is not None:
-        return loss
+        # Codecs (DAC) return one loss per sample; a backward needs one number.
+        return loss if loss.dim() == 0 else loss.mean()
     import torch
 
     tensors = [v for v in (out.values() if hasattr(out, "values") else [out]) if torch.is_tensor(v)]

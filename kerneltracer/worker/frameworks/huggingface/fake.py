@@ -227,6 +227,21 @@ def _to_fake(model: Any, mode: Any, device: str) -> None:
             if id(buf) not in memo:
                 memo[id(buf)] = mode.from_tensor(buf).to(target)
             module._buffers[name] = memo[id(buf)]
+    _forget(mode, memo)
+
+
+def _forget(mode: Any, ours: dict[int, Any]) -> None:
+    """Drop the converter's weak references to the model's tensors. Module.to() swaps a fake
+    parameter for its converted self (torch.utils.swap_tensors), which refuses a tensor
+    anything holds a weakref to: a router that calls ``self.classifier.to(self.dtype)`` in
+    its forward (Switch Transformers, NLLB-MoE) would fail "Cannot swap t1 because it has
+    weakref". Every tensor is converted once (``ours`` keeps tied ones tied), so the
+    converter's memo has nothing left to do for them."""
+    keep = {id(t) for t in ours.values()}
+    table = mode.fake_tensor_converter.tensor_memo
+    for key, value in list(table.items()):
+        if id(value) in keep:
+            del table[key]
 
 
 @contextlib.contextmanager

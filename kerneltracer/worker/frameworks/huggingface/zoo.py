@@ -255,6 +255,45 @@ ZOO: tuple[ZooEntry, ...] = (
        decoder_ffn_dim=128, max_position_embeddings=128, sibling="bart"),
     _e("beit", "vision", "BeitForImageClassification", "BeitConfig", **_VIT, sibling="vit"),
     _e("wavlm", "audio", "WavLMForCTC", "WavLMConfig", **_WAV, sibling="wav2vec2-ctc"),
+    # round three: what processors send beside the pixels (image sizes and any-resolution
+    # tiles, the Q-Former's instruction, split images with their pixel mask), neural audio
+    # codecs, foundation forecasters with ragged series, BatchNorm at batch 1 in train mode
+    _e("llava-next", "multimodal", "LlavaNextForConditionalGeneration", "LlavaNextConfig",
+       text_config={"model_type": "llama", **_DEC},
+       vision_config={"model_type": "clip_vision_model", **_VIT, "projection_dim": 32},
+       image_token_index=250, image_grid_pinpoints=[[32, 32], [32, 64], [64, 32]]),
+    _e("llava-onevision", "multimodal", "LlavaOnevisionForConditionalGeneration",
+       "LlavaOnevisionConfig", text_config={"model_type": "qwen2", **_DEC},
+       vision_config={"model_type": "siglip_vision_model", **_VIT}, image_token_index=250,
+       video_token_index=251, image_grid_pinpoints=[[32, 32], [32, 64], [64, 32]],
+       vision_feature_layer=-1, sibling="llava-next"),
+    _e("instructblip", "multimodal", "InstructBlipForConditionalGeneration",
+       "InstructBlipConfig", vision_config={**_VIT},
+       qformer_config={**_TEXT, "encoder_hidden_size": 64},
+       text_config={"model_type": "llama", **_DEC}, num_query_tokens=4, image_token_index=250),
+    _e("idefics3", "multimodal", "Idefics3ForConditionalGeneration", "Idefics3Config",
+       text_config={"model_type": "llama", **_DEC}, vision_config={**_VIT},
+       image_token_id=250, scale_factor=2),
+    _e("encodec", "audio", "EncodecModel", "EncodecConfig", hidden_size=32, num_filters=8,
+       num_residual_layers=1, upsampling_ratios=[4, 2], codebook_size=64, codebook_dim=32,
+       num_lstm_layers=1, audio_channels=1, sampling_rate=800, target_bandwidths=[1.5]),
+    _e("dac", "audio", "DacModel", "DacConfig", encoder_hidden_size=8,
+       downsampling_ratios=[2, 4], decoder_hidden_size=32, n_codebooks=2, codebook_size=64,
+       codebook_dim=8, hidden_size=32, upsampling_ratios=[4, 2], sibling="encodec"),
+    _e("timesfm", "time-series", "TimesFmModelForPrediction", "TimesFmConfig", patch_length=8,
+       context_length=32, horizon_length=8, num_hidden_layers=2, hidden_size=32,
+       intermediate_size=64, head_dim=16, num_attention_heads=2),
+    _e("timesfm2.5", "time-series", "TimesFm2_5ModelForPrediction", "TimesFm2_5Config",
+       patch_length=8, context_length=32, horizon_length=8, num_hidden_layers=2,
+       hidden_size=32, intermediate_size=64, head_dim=16, num_attention_heads=2,
+       num_key_value_heads=2, output_quantile_len=16, max_position_embeddings=64,
+       sibling="timesfm"),
+    # At 32 pixels the last feature maps are 1x1: train mode needs batch_size 2 or more.
+    _e("mobilenet-v2", "vision", "MobileNetV2ForImageClassification", "MobileNetV2Config",
+       image_size=32, depth_multiplier=0.25),
+    _e("beit-seg", "vision", "BeitForSemanticSegmentation", "BeitConfig", **{
+        **_VIT, "num_hidden_layers": 4}, out_indices=[1, 2, 3, 4], pool_scales=[1, 2],
+       num_labels=4, auxiliary_channels=16, sibling="mobilenet-v2"),
 )
 
 
