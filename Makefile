@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 KT := $(VENV)/bin/kerneltracer
 # Every install comes from a lock in requirements/ (each package pinned, with its hashes; torch
 # the CPU wheel), so an upstream release changes nothing until a commit changes a lock:
-# `make lock` regenerates them (README, "Dependencies"). kerneltracer itself goes on top,
+# `make lock` regenerates them (docs/development.md, "Dependencies"). kerneltracer itself goes on top,
 # without dependencies and without a build environment of its own (setuptools is locked too).
 PIP := pip install --disable-pip-version-check
 LOCKED := $(PIP) --require-hashes --no-deps -r
@@ -98,7 +98,7 @@ test: install-dev vllm
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The framework-sensitive tests (marker `frameworks`) in a venv of their own on another
-# transformers than the lock's; not part of `make test` (README, "Dependencies").
+# transformers than the lock's; not part of `make test` (docs/development.md, "Dependencies").
 test-latest:
 	bash scripts/test-frameworks.sh latest $(PYTEST_ARGS)
 

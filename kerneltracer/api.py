@@ -259,10 +259,10 @@ class Run:
         """Run every applicable analysis on every finished job (``kerneltracer analyze``),
         each in a worker process bounded like the CLI's; one row per analysis:
         job_key, analysis, state, detail, log."""
-        from kerneltracer.analysis.defaults import DEFAULT_TIMEOUT_S, default_max_memory
         from kerneltracer.analysis.isolation import Limits
         from kerneltracer.analysis.registry import ANALYSES
         from kerneltracer.analysis.runner import analyze_run
+        from kerneltracer.core.analysis_limits import DEFAULT_TIMEOUT_S, default_max_memory
 
         limits = Limits(timeout_s=DEFAULT_TIMEOUT_S, max_memory_bytes=default_max_memory())
         outcomes: list[AnalysisOutcome] = analyze_run(

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import click
 
-from kerneltracer.analysis.defaults import (
+from kerneltracer.cli.options import MemorySize, input_limit_options
+from kerneltracer.core.analysis_limits import (
     AUTO_PARALLEL_MIN_BYTES,
     DEFAULT_TIMEOUT_S,
     default_max_memory,
 )
-from kerneltracer.cli.options import MemorySize, input_limit_options
 
 
 @click.command()

@@ -21,7 +21,7 @@ import orjson
 # Counts are summed over jobs and written as int64: 2^48 calls of one signature in one job
 # is far beyond any trace (a day of 10^9 calls a second), and 2^15 jobs of them still fit.
 MAX_COUNT = 2**48
-# Kinds a bad line is counted under (README, "Bad input: counted, never silent").
+# Kinds a bad line is counted under (docs/commands.md, "Bad input: counted, never silent").
 KINDS = (
     "not_json",
     "not_an_object",

@@ -87,3 +87,23 @@ def test_site_builds_strict(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr[-3000:]
     assert "WARNING" not in out.stderr
     assert (tmp_path / "site" / "reference" / "cli" / "index.html").is_file()
+
+
+def test_readme_is_short_starts_with_the_two_commands_and_its_links_resolve() -> None:
+    readme = (ROOT / "README.md").read_text()
+    lines = readme.splitlines()
+    assert len(lines) <= 200
+    first_block = readme.split("```bash\n", 1)[1].split("```", 1)[0]
+    assert [ln.split()[1] for ln in first_block.splitlines()] == ["demo", "test"]
+    assert lines[0] == "# kerneltracer" and lines[2] == "```bash"
+    for target in re.findall(r"\]\(([^)#]+)(?:#([^)]+))?\)", readme):
+        path, anchor = target
+        if path.startswith("http"):
+            continue
+        assert (ROOT / path).exists(), path
+        if anchor:
+            slugs = {
+                re.sub(r"\s", "-", re.sub(r"[^\w\- ]", "", h.strip().lower()))
+                for h in re.findall(r"^#+ (.*)$", (ROOT / path).read_text(), re.MULTILINE)
+            }
+            assert anchor in slugs, f"{path}#{anchor}"

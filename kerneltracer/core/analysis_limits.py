@@ -1,5 +1,6 @@
 """The bounds an analysis runs under by default, shared by `kerneltracer analyze` and the
-Python API's ``Run.analyze()`` (one module with nothing heavy: the CLI reads it at start-up)."""
+Python API's ``Run.analyze()``. In core, with nothing heavy: the CLI reads it at start-up,
+help included."""
 
 from __future__ import annotations
 
