@@ -35,7 +35,9 @@ def iter_commands(
     command: click.Command, path: tuple[str, ...], parent: click.Context | None = None
 ) -> Iterator[tuple[tuple[str, ...], click.Command, click.Context]]:
     """Every command under ``command`` (itself first) with its full path and context."""
-    ctx = click.Context(command, info_name=path[-1], parent=parent, terminal_width=100)
+    # The command's own context settings (the root's -h / --help), as when it runs.
+    settings = {"terminal_width": 100, **command.context_settings}
+    ctx = click.Context(command, info_name=path[-1], parent=parent, **settings)
     yield path, command, ctx
     if isinstance(command, click.Group):
         for name in command.list_commands(ctx):
