@@ -270,11 +270,188 @@ def _one_para(text: str) -> str:
 # --- output formats ------------------------------------------------------------------------
 
 
+# What each column means, by name: the formats page shows it beside every column, and
+# tests/docs fails when a table gains a column this glossary does not explain.
+COLUMN_MEANINGS = {
+    # jobs, models, variants
+    "key": "the job dir under jobs/: `<model slug>/<tracer>[.<mode>][.<phase>]`",
+    "job": "the job's key (run dir) or the log's path (logs given directly)",
+    "model": (
+        "the model variant's label: display id plus a non-default mode / phase (`tiny-llama "
+        "[decode]`)"
+    ),
+    "model_id": "the model's display id (hub id or local path), the same for every variant",
+    "slug": "the model's directory name under jobs/",
+    "tracer": "the tracer that wrote the job",
+    "mode": "`eval` or `train`",
+    "phase": "`prefill`, `decode` or `generate`",
+    "weights": "`real`, or `fake` (shapes and ops at full size, nothing measured)",
+    "status": (
+        "jobs: ok, failed, oom, timeout, crashed, unsupported, skipped, interrupted (or "
+        "pending / unreadable); replay: ok, mismatch, failed, crashed or timeout"
+    ),
+    "job_status": "the job's status (as `status` in jobs.csv)",
+    "reason": (
+        "one line: a failure's root cause, why a job was skipped / unsupported, or a "
+        "recompile's reason"
+    ),
+    "duration_s": "the job's wall time, seconds",
+    "peak_rss_bytes": "peak RSS of the worker's whole process tree, bytes",
+    "load_s": "seconds loading the model (the worker's phase log)",
+    "warmup_s": "seconds in the untraced warm-up",
+    "trace_s": "seconds in the traced run",
+    "write_s": "seconds writing the outputs",
+    "shutdown_s": "seconds shutting the engine down (vLLM)",
+    "started_at": "ISO 8601 start time",
+    "finished_at": "ISO 8601 end time",
+    "device": (
+        "the device: the job's (jobs.csv) or the device-table entry estimates and rooflines use"
+    ),
+    "analyses": "the job's analyses and their states",
+    "source": (
+        "the tracer the op table comes from (`torch_dispatch`, `torch_profiler`, `vllm_profiler`)"
+    ),
+    # ops and signatures
+    "op": "the operator (`aten.mm.default`; profiler names as recorded)",
+    "name": "the profiler event's name (an op or a kernel)",
+    "kind": (
+        "ops.csv: `op`, `annotation` (a launch outside every op, under its user annotation) or "
+        "`unattributed`; op_table.csv: `op` or `kernel`"
+    ),
+    "input_shapes": "the op's input shapes as recorded",
+    "input_dtypes": "the op's input dtypes as recorded",
+    "module": "the module path that called the op (layer indices folded to `*`)",
+    "modules": "module paths that made the call",
+    "calls": "how many calls (summed over what the row aggregates)",
+    "count": "how many calls / kernel launches the row aggregates",
+    "signatures": "distinct input signatures of the op",
+    "sig_id": "the signature's id: a hash of (op, inputs, kwargs)",
+    "signature": "the call as operator_inp text",
+    "operator_inp": (
+        "the call as an operator_inp log line (empty: it cannot be written as inert text)"
+    ),
+    "inputs_json": "the inputs as JSON (tensors as shape, dtype, strides; integer ranges seen)",
+    "kwargs_json": "the keyword arguments as JSON",
+    "outputs_json": "the outputs as JSON (null: not recorded)",
+    "forward_calls": "calls made in the forward pass",
+    "backward_calls": "calls made in the backward pass",
+    "n_models": "how many models made the call",
+    "models": "the models that made the call",
+    "model_calls": "calls per model, parallel to `models`",
+    "module_calls_json": "per model, calls per module path (JSON)",
+    # times
+    "self_time_us": (
+        "self time, µs: the profiler's, or the GPU time attributed to the op when the trace had"
+        " kernels"
+    ),
+    "time_us": "replay: median measured time of one call, µs",
+    "total_us": "total time, µs (replay: time_us × the run's calls of the signature)",
+    "self_us": "self time, µs",
+    "avg_us": "mean time per call, µs",
+    "mean_us": "mean kernel time, µs",
+    "min_us": "shortest kernel, µs",
+    "max_us": "longest kernel, µs",
+    "cpu_time_total_us": "torch.profiler's CPU total, µs",
+    "self_cpu_time_total_us": "torch.profiler's CPU self time, µs",
+    "device_time_total_us": "torch.profiler's device total, µs",
+    "self_device_time_total_us": "torch.profiler's device self time, µs",
+    "cpu_memory_usage_bytes": "torch.profiler's CPU memory, bytes",
+    "self_cpu_memory_usage_bytes": "torch.profiler's CPU self memory, bytes",
+    "device_memory_usage_bytes": "torch.profiler's device memory, bytes",
+    "flops": "torch.profiler's FLOP count (where it has a formula)",
+    # attribution
+    "kernel": "the GPU kernel's name",
+    "gpu_events": "GPU events (kernels, memcpy, memset) attributed to the row",
+    "gpu_time_us": "GPU time of the kernels the op launched itself, µs",
+    "gpu_time_incl_us": "GPU time launched by the op and the ops it called, µs",
+    "mean_gpu_time_us": "gpu_time_us per call",
+    "launch_overhead_us": "CPU time in the op's launch calls, summed, µs",
+    "mean_queue_delay_us": (
+        "GPU start − launch end, the mean over the row's GPU events with a launch call, µs"
+    ),
+    "steps": "profiler steps the row appears in",
+    "python_frame": "the user Python frame that called the op",
+    "share_of_model": "the row's share of the model's GPU time",
+    # cost model
+    "est_flops": "estimated FLOPs (from shapes and dtypes; per row total)",
+    "est_bytes": "estimated bytes moved (from shapes and dtypes)",
+    "est_intensity": "est_flops / est_bytes",
+    "est_time_lb_us": "roofline time lower bound on the device, µs (estimated, never measured)",
+    "est_bound": "`compute` or `memory`: which roofline side bounds the estimate",
+    "est_compute_us": "estimated compute time, µs",
+    "est_memory_us": "estimated memory time, µs",
+    "est_share": "share of the model's estimated time",
+    "unknown_calls": "calls the cost model could not estimate",
+    "unknown_ops": "ops the cost model could not estimate",
+    "cost_category": "the cost model's category of the op (gemm, attention, elementwise, ...)",
+    "achieved_tflops": "est_flops / measured GPU time, TFLOP/s",
+    "achieved_tbs": "est_bytes / measured GPU time, TB/s",
+    "intensity": "FLOPs per byte",
+    "bound": "`compute` or `memory`: the roofline side that bounds the op",
+    "efficiency": "roofline time lower bound / measured GPU time (1.0 = at the roofline)",
+    # compile health
+    "compile_status": "ok, partial, failed, no_log or not_run",
+    "fail_type": "the failure's exception type",
+    "fail_reason": "the failure's one-line reason",
+    "logs": "TORCH_TRACE logs read",
+    "compile_ids": "compile ids seen (breaks: those the break happened in)",
+    "frames": "frames Dynamo compiled",
+    "graphs": "graphs produced",
+    "graph_breaks": "graph breaks (occurrences)",
+    "distinct_breaks": "distinct graph breaks (by registry id and user frame)",
+    "recompiles": "recompiles",
+    "restarts": "compile restarts",
+    "failed_frames": "frames whose compile failed",
+    "guards": "guards installed",
+    "shape_env_guards": "symbolic-shape guards",
+    "dynamic_symbols": "dynamic shape symbols created",
+    "specializations": "shape specializations",
+    "cache_hit": "FX / AOT cache hits",
+    "cache_miss": "FX / AOT cache misses",
+    "cache_bypass": "FX / AOT cache bypasses",
+    "kernels_cpp": "C++ kernels inductor generated",
+    "kernels_triton": "Triton kernels inductor generated",
+    "kernels_extern": "extern kernel calls in the generated code",
+    "kernels_fallback": "fallback (eager) kernel calls in the generated code",
+    "piecewise_compiles": "piecewise compiles (vLLM)",
+    "compile_time_s": "total compile time, s (empty when the log is cut short)",
+    "dynamo_s": "Dynamo time, s",
+    "aot_autograd_s": "AOTAutograd time, s",
+    "inductor_s": "inductor time, s",
+    "codegen_s": "code generation time, s",
+    "autotune_s": "autotuning time, s",
+    "break_keys": "the job's distinct break keys, `;`-separated",
+    "options": "the compile options, `k=v` comma-separated",
+    "gb_id": "the graph break's registry id (GBxxxx)",
+    "gb_type": "the graph break's type",
+    "frame": "the user frame (file:line function)",
+    "code": "the user code line",
+    "occurrences": "how many times",
+    "compile_id": "the compile id (`frame/attempt`)",
+    "function": "the recompiled function",
+    "reason_key": "the recompile reason with numbers folded (groups the same reason)",
+    # BackendBench
+    "uuid": "the row's id",
+    "op_name": "the OpOverload name",
+    "args": "the call in BackendBench's argument dialect",
+    "is_synthetic": "`count == 0` (never, for traced calls)",
+    "in_models": "the models that made the call",
+    "in_models_count": "how many",
+    "included_in_benchmark": "false only when BackendBench cannot rebuild the args",
+    "why_excluded": "why not (empty otherwise)",
+    "runtime_ms": "NaN: BackendBench measures it on its GPU",
+    "relative_runtime_to_kernel_launch": "NaN: BackendBench measures it on its GPU",
+    "runnable": "as included_in_benchmark",
+    "is_overhead_dominated_op": "false, as for any fresh trace",
+}
+
+
 def _columns_of(spec: Any) -> list[tuple[str, str]]:
     """(column, type) from an Arrow schema or a tuple of names (CSV: text)."""
     if hasattr(spec, "names") and hasattr(spec, "types"):
         return [(n, str(t)) for n, t in zip(spec.names, spec.types, strict=True)]
-    return [(str(c), "") for c in spec]
+    # (column, source) pairs name the column first (key_averages.csv)
+    return [(str(c[0] if isinstance(c, tuple) else c), "") for c in spec]
 
 
 def format_tables() -> list[tuple[str, str, Any, str]]:
@@ -368,7 +545,7 @@ def formats_reference() -> str:
         "",
         "Every table kerneltracer writes, with its columns in file order (Parquet: with their",
         "Arrow types; CSV: an empty cell is a missing value). The Python API returns the same",
-        "columns as DataFrames. What each column means is in the how-to page of its command;",
+        "columns as DataFrames. The how-to page of each command says more about its figures;",
         "the run dir's layout is in [The run dir](run-dir.md).",
         "",
     ]
@@ -379,8 +556,12 @@ def formats_reference() -> str:
             out += [doc, ""] if doc else []
         cols = _columns_of(spec)
         typed = any(t for _, t in cols)
-        out += ["| column | type |" if typed else "| column |", "|---|---|" if typed else "|---|"]
-        out += [f"| `{c}` | {t} |" if typed else f"| `{c}` |" for c, t in cols]
+        if typed:
+            out += ["| column | type | meaning |", "|---|---|---|"]
+            out += [f"| `{c}` | {t} | {_cell(COLUMN_MEANINGS.get(c, ''))} |" for c, t in cols]
+        else:
+            out += ["| column | meaning |", "|---|---|"]
+            out += [f"| `{c}` | {_cell(COLUMN_MEANINGS.get(c, ''))} |" for c, t in cols]
         out += [""]
     return "\n".join(out)
 

@@ -107,3 +107,11 @@ def test_readme_is_short_starts_with_the_two_commands_and_its_links_resolve() ->
                 for h in re.findall(r"^#+ (.*)$", (ROOT / path).read_text(), re.MULTILINE)
             }
             assert anchor in slugs, f"{path}#{anchor}"
+
+
+def test_every_output_column_has_a_meaning() -> None:
+    gen = _gen()
+    columns = {c for _, _, spec, _ in gen.format_tables() for c, _ in gen._columns_of(spec)}
+    assert len(columns) > 100
+    assert not sorted(columns - set(gen.COLUMN_MEANINGS)), "columns without a meaning"
+    assert not sorted(set(gen.COLUMN_MEANINGS) - columns), "meanings of no column"
