@@ -130,7 +130,7 @@ case "$(basename "$0")" in
   sinfo) echo "n1|8|16000|(null)|idle" ;;
   squeue)
     case "$*" in
-      *%F*) echo "4242|1|PENDING|Priority" ;;
+      *%F*) echo "4242|1|PENDING|(null)|Priority" ;;
       *) echo "PENDING|Priority" ;;
     esac ;;
 esac
