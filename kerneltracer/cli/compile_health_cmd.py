@@ -44,8 +44,11 @@ def compile_health(inputs: tuple[Path, ...], out_dir: Path | None) -> None:
         written = write_fleet(fleet, out)
     s = fleet.summary()
     counts = ", ".join(f"{n} {k}" for k, n in s["status_counts"].items() if n)
-    rate = "n/a" if s["pass_rate"] is None else f"{s['pass_rate']:.1%}"
-    click.echo(f"{s['jobs']} compile job(s): {counts or 'none'}; pass rate {rate}")
+    rates = ", ".join(
+        f"{k} {'n/a' if s[f'{k}_rate'] is None else format(s[f'{k}_rate'], '.1%')}"
+        for k in ("pass", "partial", "fail")
+    )
+    click.echo(f"{s['jobs']} compile job(s): {counts or 'none'}; rate: {rates}")
     for b in s["top_breaks"][:TOP_SHOWN]:
         where = f" at {b['example_frame']}" if b["example_frame"] else ""
         click.echo(f"  break {b['gb_id'] or '-'} {b['gb_type']}: {b['models']} model(s){where}")

@@ -97,7 +97,8 @@ def write_log(path: Path, model: SynthModel, seed: int = 0) -> Path:
                     "compilation_metrics": {
                         "co_name": "forward"
                         if frame == 0
-                        else f"torch_dynamo_resume_in_forward_at_{frame}",
+                        # the rest of forward after the previous frame's break line
+                        else f"torch_dynamo_resume_in_forward_at_{10 + 3 * (frame - 1)}",
                         "co_filename": src,
                         "co_firstlineno": 10 + 3 * frame,
                         "guard_count": 20 + frame,

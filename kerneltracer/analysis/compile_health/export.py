@@ -19,7 +19,9 @@ BREAKS_CSV = "compile_breaks.csv"
 RECOMPILES_CSV = "compile_recompiles.csv"
 SUMMARY_JSON = "compile_health.json"
 PAGE = "compile_health.html"
-SCHEMA_VERSION = 1
+# 2: each job's lists are "break_list" / "recompile_list" / "compile_list", never the
+# name of a count column of its row ("recompiles" is the count, as in the CSV).
+SCHEMA_VERSION = 2
 
 _STRING_COLUMNS = (
     "model",
@@ -31,7 +33,7 @@ _STRING_COLUMNS = (
     "fail_reason",
     "weights",
 )
-_FLOAT_COLUMNS = ("compile_time_s", *(f"{p}_s" for p in PHASES))
+_FLOAT_COLUMNS = ("compile_time_s", *(f"{p}_s" for p in PHASES), "dynamo_before_restart_s")
 _TAIL_COLUMNS = ("break_keys", "options")
 TABLE_COLUMNS = (*_STRING_COLUMNS, *COUNT_COLUMNS, *_FLOAT_COLUMNS, *_TAIL_COLUMNS)
 
@@ -68,22 +70,51 @@ def job_document(j: JobHealth) -> dict[str, Any]:
     return {
         **j.row(),
         "options": j.options,
-        "breaks": [vars(b) for b in j.breaks],
-        "recompiles": [vars(r) for r in j.recompiles],
+        "break_list": [vars(b) for b in j.breaks],
+        "recompile_list": [vars(r) for r in j.recompiles],
+        "compile_list": [vars(c) for c in j.compiles],
         "problems": j.problems,
     }
 
 
-BREAK_COLUMNS = ("model", "key", "gb_id", "gb_type", "frame", "code", "occurrences", "compile_ids")
-RECOMPILE_COLUMNS = ("model", "compile_id", "function", "frame", "reason_key", "reason")
+BREAK_COLUMNS = (
+    "model",
+    "key",
+    "gb_id",
+    "gb_type",
+    "frame",
+    "code",
+    "occurrences",
+    "compile_ids",
+    "skipped_function",
+    "explanation",
+    "hints",
+    "url",
+)
+RECOMPILE_COLUMNS = (
+    "model",
+    "compile_id",
+    "function",
+    "frame",
+    "reason_key",
+    "reason",
+    "resumes_after_line",
+    "after_breaks",
+)
 
 
 def break_rows(jobs: list[JobHealth]) -> list[dict[str, Any]]:
-    return [{**vars(b), "compile_ids": " ".join(b.compile_ids)} for j in jobs for b in j.breaks]
+    return [
+        {**vars(b), "compile_ids": " ".join(b.compile_ids), "hints": "\n".join(b.hints)}
+        for j in jobs
+        for b in j.breaks
+    ]
 
 
 def recompile_rows(jobs: list[JobHealth]) -> list[dict[str, Any]]:
-    return [vars(r) for j in jobs for r in j.recompiles]
+    return [
+        {**vars(r), "after_breaks": " ".join(r.after_breaks)} for j in jobs for r in j.recompiles
+    ]
 
 
 def _write_csv(path: Path, columns: tuple[str, ...], rows: list[dict[str, Any]]) -> Path:

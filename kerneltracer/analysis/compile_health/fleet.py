@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from kerneltracer.analysis.compile_health.health import (
+    FAILED,
     NO_LOG,
     NOT_RUN,
     OK,
@@ -60,13 +61,22 @@ class FleetHealth:
         # A log that cannot be trusted says nothing about passing, nor about time.
         considered = [j for j in jobs if j.compile_status not in (NO_LOG, NOT_RUN, *UNTRUSTED)]
         timed = [j for j in jobs if j.compile_status not in UNTRUSTED]
-        passed = sum(1 for j in considered if j.compile_status in (OK, PARTIAL))
+        # Partial (a frame failed and ran eagerly) is no pass: that function runs uncompiled.
+        outcomes = {
+            "pass": sum(1 for j in considered if j.compile_status == OK),
+            "partial": sum(1 for j in considered if j.compile_status == PARTIAL),
+            "fail": sum(1 for j in considered if j.compile_status == FAILED),
+        }
         times = sorted(j.times.get("total", 0.0) for j in considered)
         return {
             "source": self.source,
             "jobs": len(jobs),
             "status_counts": {s: by_status.get(s, 0) for s in STATES},
-            "pass_rate": round(passed / len(considered), 4) if considered else None,
+            "outcome_counts": outcomes,
+            **{
+                f"{k}_rate": round(n / len(considered), 4) if considered else None
+                for k, n in outcomes.items()
+            },
             "untrusted": [
                 {"job": j.job, "status": j.compile_status, "reason": j.fail_reason}
                 for j in jobs
@@ -76,6 +86,9 @@ class FleetHealth:
             "models_recompiling": sum(1 for j in jobs if j.recompiles),
             "compile_time_s": _distribution(times),
             "phase_time_s": {p: round(sum(j.times.get(p, 0.0) for j in timed), 6) for p in PHASES},
+            "dynamo_before_restart_s": round(
+                sum(j.times.get("dynamo_before_restart", 0.0) for j in timed), 6
+            ),
             "fail_types": dict(Counter(j.fail_type for j in jobs if j.fail_type).most_common()),
             "top_breaks": [vars(b) for b in self.top_breaks()],
             "top_recompile_reasons": self.top_recompiles(),
@@ -119,6 +132,10 @@ class FleetHealth:
                 "example_model": rs[0].model,
                 "example": rs[0].reason,
                 "example_frame": rs[0].frame,
+                # "one shape change → 6 recompiles": how many are resume functions, and
+                # the breaks that split the function into them.
+                "resume_functions": sum(1 for r in rs if r.resumes_after_line is not None),
+                "after_breaks": sorted({k for r in rs for k in r.after_breaks}),
             }
             for key, rs in groups.items()
         ]
