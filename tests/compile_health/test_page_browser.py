@@ -31,7 +31,7 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
 @pytest.fixture(scope="module")
 def page(testdata_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = testdata_dir / "tlparse"
-    logs = sorted(p for p in root.iterdir() if p.is_file()) + [root / "multi_rank_logs"]
+    logs = [*sorted(p for p in root.iterdir() if p.is_file()), root / "multi_rank_logs"]
     fleet = logs_health(logs)
     # What a run's jobs carry: every tracer option, in one string without spaces.
     fleet.jobs[0].options = {

@@ -48,7 +48,9 @@ def test_skipped_function_break_has_its_real_type_explanation_hints_and_link() -
     assert b.skipped_function
     assert b.explanation == "Dynamo does not know how to enter a `Lock` context manager."
     assert b.hints[0] == "Avoid using the unsupported context manager."
-    assert b.hints[1].endswith("it may be the case that it was created outside the compiled region.")
+    assert b.hints[1].endswith(
+        "it may be the case that it was created outside the compiled region."
+    )
     assert b.url == "https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0142.html"
     assert (b.frame, b.code) == ("/work/m/modeling.py:21", "with self.lock:")
 
@@ -80,7 +82,7 @@ def test_partial_is_not_a_pass_on_a_real_failed_frame(testdata_dir: Path) -> Non
 
 def _all_logs(testdata_dir: Path) -> list[Path]:
     root = testdata_dir / "tlparse"
-    return sorted(p for p in root.iterdir() if p.is_file()) + [root / "multi_rank_logs"]
+    return [*sorted(p for p in root.iterdir() if p.is_file()), root / "multi_rank_logs"]
 
 
 def test_json_lists_never_hide_a_column_of_the_row(testdata_dir: Path, tmp_path: Path) -> None:

@@ -10,9 +10,9 @@ from typing import Any
 
 from kerneltracer.analysis.compile_health.breaks import (
     BreakReason,
+    explanation_and_hints,
     function_frame,
     parse_break,
-    explanation_and_hints,
     recompile_key,
     resume_line,
     user_function,
