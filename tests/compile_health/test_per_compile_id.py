@@ -175,3 +175,11 @@ def test_failure_reason_is_kept_whole(testdata_dir: Path, tmp_path: Path) -> Non
     with open(tmp_path / "out" / "compile_health.csv", newline="") as fh:
         assert "word199" in next(csv.DictReader(fh))["fail_reason"]
     assert "word199" in (tmp_path / "out" / "compile_health.html").read_text()
+
+
+def test_page_shows_each_break_explanation_and_site(tmp_path: Path) -> None:
+    log = write_log(tmp_path / "m.log", SynthModel("m", frames=2, recompiles=0))
+    write_fleet(logs_health([log]), tmp_path / "out")
+    page = (tmp_path / "out" / "compile_health.html").read_text()
+    assert "graph-break site: <code>https://meta-pytorch.github.io/" in page
+    assert "gb/gb0170.html" in page and "<br>synthetic" in page  # the explanation
