@@ -430,7 +430,7 @@ COLUMN_MEANINGS = {
     "occurrences": "how many times",
     "compile_id": "the compile id (`frame/attempt`)",
     "function": "the recompiled function (`forward (resumed at line 12)` for a resume function)",
-    "skipped_function": "Dynamo could not resume after the break and ran the whole function eagerly",
+    "skipped_function": "Dynamo could not resume after the break: the whole function ran eagerly",
     "explanation": "Dynamo's explanation of the break",
     "hints": "Dynamo's hints, one a line",
     "url": "the graph-break site's page for the registry id",

@@ -12,9 +12,10 @@ import pytest
 
 from kerneltracer.analysis.compile_health.breaks import parse_break
 from kerneltracer.analysis.compile_health.export import TABLE_COLUMNS, write_fleet
-from kerneltracer.analysis.compile_health.fleet import FleetHealth, logs_health
+from kerneltracer.analysis.compile_health.fleet import FleetHealth, logs_health, run_health
 from kerneltracer.analysis.compile_health.health import job_health
 from kerneltracer.analysis.compile_health.sources import read_sources
+from tests.report.runs import make_run, status
 from tests.support.compile_logs import SynthModel, write_log
 
 # What torch 2.13 logs when Dynamo cannot resume after a break inside a `with` block and
@@ -57,9 +58,9 @@ def test_skipped_function_break_has_its_real_type_explanation_hints_and_link() -
 
 def _fleet(*jobs: tuple[str, str]) -> FleetHealth:
     fleet = FleetHealth("synthetic")
-    for name, status in jobs:
+    for name, state in jobs:
         job = job_health(name, name, [], [])
-        job.compile_status = status
+        job.compile_status = state
         fleet.jobs.append(job)
     return fleet
 
@@ -183,3 +184,34 @@ def test_page_shows_each_break_explanation_and_site(tmp_path: Path) -> None:
     page = (tmp_path / "out" / "compile_health.html").read_text()
     assert "graph-break site: <code>https://meta-pytorch.github.io/" in page
     assert "gb/gb0170.html" in page and "<br>synthetic" in page  # the explanation
+
+
+def test_remote_code_frames_point_at_the_model_dir(tmp_path: Path) -> None:
+    model_dir = tmp_path / "models" / "my-remote"
+    model_dir.mkdir(parents=True)
+    (model_dir / "modeling_my.py").write_text("# the user's file\n")
+    # transformers' copy: modules/transformers_modules/<name>/<hash>/<file>
+    cache = tmp_path / "hf" / "modules" / "transformers_modules" / "my_remote" / "0a1b2c"
+    cache.mkdir(parents=True)
+    (cache / "modeling_my.py").write_text("# the user's file\n")
+    src = str(cache / "modeling_my.py")
+    log_bytes = write_log(
+        tmp_path / "t.log", SynthModel("m", frames=2, recompiles=1, src=src)
+    ).read_bytes()
+    log = {"path": "torch_trace/t.log", "kind": "torch_trace_log", "size": 1, "sha256": "0"}
+    run = make_run(
+        tmp_path / "run", {"m/torch_compile": status("m/torch_compile", "m", outputs=[log])}
+    )
+    job_dir = run / "jobs" / "m" / "torch_compile"
+    (job_dir / "torch_trace").mkdir()
+    (job_dir / "torch_trace" / "t.log").write_bytes(log_bytes)
+    spec = {"job": {"model": {"path": str(model_dir)}, "options": {}}}
+    (job_dir / "JOB.json").write_text(json.dumps(spec))
+    (job,) = run_health(run).jobs
+    want = str(model_dir / "modeling_my.py")
+    assert job.breaks and all(b.frame == f"{want}:10" for b in job.breaks)
+    assert {r.frame for r in job.recompiles} == {f"{want}:10"}
+    assert all(c.frame is not None and c.frame.startswith(want) for c in job.compiles)
+    # Without a model dir (a log handed over), the frame stays where Dynamo saw it.
+    (bare,) = logs_health([job_dir / "torch_trace" / "t.log"]).jobs
+    assert bare.breaks[0].frame == f"{src}:10"

@@ -171,6 +171,7 @@ def run_health(run_dir: Path) -> FleetHealth:
         if logs is None and ref.tracer not in compilers:
             continue
         found, problems = _read_all(logs or [])
+        spec = _job_spec(ref.job_dir)
         mode = ref.model.rsplit(" [", 1)[1].rstrip("]") if ref.model.endswith("]") else "eval"
         health = job_health(
             ref.model,
@@ -181,7 +182,8 @@ def run_health(run_dir: Path) -> FleetHealth:
             job_reason=ref.reason,
             mode=mode,
             weights=ref.weights,
-            options=_options(ref.job_dir),
+            options=_options(spec),
+            model_dir=_model_dir(spec),
         )
         fleet.jobs.append(health)
         fleet.problems += [f"{ref.key}: {p}" for p in health.problems]
@@ -233,12 +235,28 @@ def _read_all(logs: list[Path]) -> tuple[list[LogHealth], list[SourceProblem]]:
     return found, problems
 
 
-def _options(job_dir: Path) -> dict[str, Any]:
-    """The tracer options the job ran with (its JOB.json), for the table and the diff."""
+def _job_spec(job_dir: Path) -> dict[str, Any]:
+    """The job's spec (``job`` of its JOB.json); {} when it cannot be read."""
     try:
         spec = orjson.loads(JobPaths(job_dir).job_file.read_bytes())
     except (OSError, orjson.JSONDecodeError):
         return {}
     job = spec.get("job") if isinstance(spec, dict) else None
-    opts = job.get("options") if isinstance(job, dict) else None
+    return job if isinstance(job, dict) else {}
+
+
+def _options(spec: dict[str, Any]) -> dict[str, Any]:
+    """The tracer options the job ran with, for the table and the diff."""
+    opts = spec.get("options")
     return dict(opts) if isinstance(opts, dict) else {}
+
+
+def _model_dir(spec: dict[str, Any]) -> Path | None:
+    """The user's model directory (``path:`` models), else where the worker loaded from."""
+    model = spec.get("model")
+    if not isinstance(model, dict):
+        return None
+    for key in ("path", "local_dir"):
+        if isinstance(model.get(key), str) and model[key]:
+            return Path(model[key])
+    return None

@@ -17,6 +17,7 @@ from kerneltracer.analysis.compile_health.breaks import (
     resume_line,
     user_function,
 )
+from kerneltracer.analysis.compile_health.frames import ModelFrames
 from kerneltracer.analysis.compile_health.records import (
     CACHE_KINDS,
     KERNEL_KINDS,
@@ -168,8 +169,13 @@ def job_health(
     *,
     job_status: str | None = None,
     job_reason: str | None = None,
+    model_dir: Path | None = None,
     **extra: Any,
 ) -> JobHealth:
+    """``model_dir``: the directory the job loaded its model from; frames in the
+    transformers modules cache (a remote-code model's copy) are shown there."""
+    if model_dir is not None:
+        _to_model_dir(logs, ModelFrames(model_dir))
     records = [r for log in logs for r in log.records]
     health = JobHealth(model, job, job_status=job_status, **extra)
     health.problems = [f"{p.source}: {p.reason}" for p in problems]
@@ -183,6 +189,14 @@ def job_health(
     if health.compile_status not in (NOT_RUN, FAILED):
         _trust(health, logs, problems)
     return health
+
+
+def _to_model_dir(logs: list[LogHealth], frames: ModelFrames) -> None:
+    for log in logs:
+        for r in log.records:
+            r.co_filename = frames.file(r.co_filename)
+            r.fail_frame = frames.frame(r.fail_frame)
+            r.breaks = [dataclasses.replace(b, frame=frames.frame(b.frame)) for b in r.breaks]
 
 
 def _trust(health: JobHealth, logs: list[LogHealth], problems: list[SourceProblem]) -> None:
