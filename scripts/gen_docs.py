@@ -288,7 +288,8 @@ COLUMN_MEANINGS = {
     "weights": "`real`, or `fake` (shapes and ops at full size, nothing measured)",
     "status": (
         "jobs: ok, failed, oom, timeout, crashed, unsupported, skipped, interrupted (or "
-        "pending / unreadable); replay: ok, mismatch, failed, crashed or timeout"
+        "pending / unreadable); replay: ok, mismatch, failed, crashed or timeout; "
+        "compile ids: ok, failed (the frame ran eagerly), restarted, no_graph or unfinished"
     ),
     "job_status": "the job's status (as `status` in jobs.csv)",
     "reason": (
@@ -434,6 +435,11 @@ COLUMN_MEANINGS = {
     "explanation": "Dynamo's explanation of the break",
     "hints": "Dynamo's hints, one a line",
     "url": "the graph-break site's page for the registry id",
+    "rank": "the log's rank (multi-rank logs), else empty",
+    "graph_ops": "ops in the Dynamo graph",
+    "breaks": "the compile id's breaks, one a line (`GBxxxx type at file:line`)",
+    "restart_reasons": "why Dynamo restarted the compile, one a line",
+    "recompile_reasons": "the guards that failed, one a line",
     "resumes_after_line": "for a resume function: the line of the break it continues after",
     "after_breaks": "for a resume function: the registry keys of the breaks at that line",
     "reason_key": "the recompile reason with numbers folded (groups the same reason)",
@@ -522,6 +528,12 @@ def format_tables() -> list[tuple[str, str, Any, str]]:
             "compile_recompiles.csv",
             "`kerneltracer compile-health`, `CompileHealth.recompiles`",
             ch.RECOMPILE_COLUMNS,
+            "",
+        ),
+        (
+            "compile_ids.csv",
+            "`kerneltracer compile-health`, `CompileHealth.compile_ids`",
+            ch.COMPILE_ID_COLUMNS,
             "",
         ),
         (

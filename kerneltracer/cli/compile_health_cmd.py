@@ -22,7 +22,8 @@ def compile_health(inputs: tuple[Path, ...], out_dir: Path | None) -> None:
 
     INPUTS is one run dir (every job with a TORCH_TRACE log), or TORCH_TRACE logs /
     directories of logs / `kerneltracer logs` outputs (one row each). Writes
-    compile_health.{csv,parquet,json,html}, compile_breaks.csv, compile_recompiles.csv.
+    compile_health.{csv,parquet,json,html}, compile_breaks.csv, compile_recompiles.csv,
+    compile_ids.csv (one row per compile id).
     A log cut short (truncated) or not readable as one (unusable) is a state of its own:
     the files are written, then the command exits 1 naming each.
     """

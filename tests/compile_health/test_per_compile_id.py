@@ -215,3 +215,21 @@ def test_remote_code_frames_point_at_the_model_dir(tmp_path: Path) -> None:
     # Without a model dir (a log handed over), the frame stays where Dynamo saw it.
     (bare,) = logs_health([job_dir / "torch_trace" / "t.log"]).jobs
     assert bare.breaks[0].frame == f"{src}:10"
+
+
+def test_compile_ids_csv_and_api_have_one_row_per_compile_id(
+    testdata_dir: Path, tmp_path: Path
+) -> None:
+    from kerneltracer.api import compile_health
+
+    log = testdata_dir / "tlparse" / "comp_metrics.log"
+    write_fleet(logs_health([log]), tmp_path)
+    with open(tmp_path / "compile_ids.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["compile_id"] for r in rows] == ["[0/0]", "[0/0_1]", "[1/0]", "[1/0_1]", "[2/0]"]
+    assert rows[3]["function"] == "fn (resumed at line 9551)"
+    with open(tmp_path / "compile_health.csv", newline="") as fh:
+        job_time = float(next(csv.DictReader(fh))["compile_time_s"])
+    assert sum(float(r["compile_time_s"] or 0) for r in rows) == pytest.approx(job_time, abs=1e-5)
+    frame = compile_health([log]).compile_ids
+    assert list(frame["compile_id"]) == [r["compile_id"] for r in rows]

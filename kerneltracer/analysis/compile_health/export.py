@@ -17,6 +17,7 @@ TABLE_PARQUET = "compile_health.parquet"
 TABLE_CSV = "compile_health.csv"
 BREAKS_CSV = "compile_breaks.csv"
 RECOMPILES_CSV = "compile_recompiles.csv"
+COMPILE_IDS_CSV = "compile_ids.csv"
 SUMMARY_JSON = "compile_health.json"
 PAGE = "compile_health.html"
 # 2: each job's lists are "break_list" / "recompile_list" / "compile_list", never the
@@ -49,6 +50,7 @@ def write_fleet(fleet: FleetHealth, out: Path) -> list[Path]:
         _write_csv(out / TABLE_CSV, TABLE_COLUMNS, rows),
         _write_csv(out / BREAKS_CSV, BREAK_COLUMNS, break_rows(fleet.jobs)),
         _write_csv(out / RECOMPILES_CSV, RECOMPILE_COLUMNS, recompile_rows(fleet.jobs)),
+        _write_csv(out / COMPILE_IDS_CSV, COMPILE_ID_COLUMNS, compile_id_rows(fleet.jobs)),
     ]
     atomic_write_json(out / SUMMARY_JSON, document(fleet))
     written.append(out / SUMMARY_JSON)
@@ -101,6 +103,54 @@ RECOMPILE_COLUMNS = (
     "resumes_after_line",
     "after_breaks",
 )
+
+
+COMPILE_ID_COLUMNS = (
+    "model",
+    "job",
+    "compile_id",
+    "rank",
+    "function",
+    "frame",
+    "status",
+    "fail_type",
+    "fail_reason",
+    "compile_time_s",
+    *(f"{p}_s" for p in PHASES),
+    "dynamo_before_restart_s",
+    "graphs",
+    "graph_ops",
+    "guards",
+    "shape_env_guards",
+    "breaks",
+    "restart_reasons",
+    "recompile_reasons",
+    "cache_hit",
+    "cache_miss",
+    "kernels_cpp",
+    "kernels_triton",
+    "kernels_extern",
+)
+
+
+def compile_id_rows(jobs: list[JobHealth]) -> list[dict[str, Any]]:
+    """One row per compile id of every job: the page's per-compile-id tables."""
+    return [
+        {
+            **vars(c),
+            "model": j.model,
+            "job": j.job,
+            "compile_time_s": c.total_s,
+            **{f"{p}_s": c.phase_s.get(p) for p in PHASES},
+            "breaks": "\n".join(c.breaks),
+            "restart_reasons": "\n".join(c.restart_reasons),
+            "recompile_reasons": "\n".join(c.recompile_reasons),
+            **{f"cache_{k}": c.cache.get(k, 0) for k in ("hit", "miss")},
+            **{f"kernels_{k}": c.kernels.get(k, 0) for k in ("cpp", "triton", "extern")},
+        }
+        for j in jobs
+        for c in j.compiles
+    ]
 
 
 def break_rows(jobs: list[JobHealth]) -> list[dict[str, Any]]:
