@@ -404,8 +404,19 @@ class CompileHealth:
         return _frame(recompile_rows(self.fleet.jobs), RECOMPILE_COLUMNS)
 
     @property
+    def compile_ids(self) -> pd.DataFrame:
+        """One row per compile id of every job: the columns of ``compile_ids.csv``."""
+        from kerneltracer.analysis.compile_health.export import (
+            COMPILE_ID_COLUMNS,
+            compile_id_rows,
+        )
+
+        return _frame(compile_id_rows(self.fleet.jobs), COMPILE_ID_COLUMNS)
+
+    @property
     def summary(self) -> dict[str, Any]:
-        """Pass rate, status counts, top breaks and recompile reasons, compile time."""
+        """Pass, partial and fail counts and rates, status counts, top breaks and
+        recompile reasons, compile time."""
         return self.fleet.summary()
 
     @property

@@ -288,7 +288,8 @@ COLUMN_MEANINGS = {
     "weights": "`real`, or `fake` (shapes and ops at full size, nothing measured)",
     "status": (
         "jobs: ok, failed, oom, timeout, crashed, unsupported, skipped, interrupted (or "
-        "pending / unreadable); replay: ok, mismatch, failed, crashed or timeout"
+        "pending / unreadable); replay: ok, mismatch, failed, crashed or timeout; "
+        "compile ids: ok, failed (the frame ran eagerly), restarted, no_graph or unfinished"
     ),
     "job_status": "the job's status (as `status` in jobs.csv)",
     "reason": (
@@ -390,9 +391,9 @@ COLUMN_MEANINGS = {
     "bound": "`compute` or `memory`: the roofline side that bounds the op",
     "efficiency": "roofline time lower bound / measured GPU time (1.0 = at the roofline)",
     # compile health
-    "compile_status": "ok, partial, failed, no_log or not_run",
+    "compile_status": "ok, partial, failed, truncated, unusable, no_log or not_run",
     "fail_type": "the failure's exception type",
-    "fail_reason": "the failure's one-line reason",
+    "fail_reason": "the failure's reason, whole",
     "logs": "TORCH_TRACE logs read",
     "compile_ids": "compile ids seen (breaks: those the break happened in)",
     "frames": "frames Dynamo compiled",
@@ -420,6 +421,7 @@ COLUMN_MEANINGS = {
     "inductor_s": "inductor time, s",
     "codegen_s": "code generation time, s",
     "autotune_s": "autotuning time, s",
+    "dynamo_before_restart_s": "Dynamo time spent in attempts that restarted, s",
     "break_keys": "the job's distinct break keys, `;`-separated",
     "options": "the compile options, `k=v` comma-separated",
     "gb_id": "the graph break's registry id (GBxxxx)",
@@ -428,7 +430,18 @@ COLUMN_MEANINGS = {
     "code": "the user code line",
     "occurrences": "how many times",
     "compile_id": "the compile id (`frame/attempt`)",
-    "function": "the recompiled function",
+    "function": "the recompiled function (`forward (resumed at line 12)` for a resume function)",
+    "skipped_function": "Dynamo could not resume after the break: the whole function ran eagerly",
+    "explanation": "Dynamo's explanation of the break",
+    "hints": "Dynamo's hints, one a line",
+    "url": "the graph-break site's page for the registry id",
+    "rank": "the log's rank (multi-rank logs), else empty",
+    "graph_ops": "ops in the Dynamo graph",
+    "breaks": "the compile id's breaks, one a line (`GBxxxx type at file:line`)",
+    "restart_reasons": "why Dynamo restarted the compile, one a line",
+    "recompile_reasons": "the guards that failed, one a line",
+    "resumes_after_line": "for a resume function: the line of the break it continues after",
+    "after_breaks": "for a resume function: the registry keys of the breaks at that line",
     "reason_key": "the recompile reason with numbers folded (groups the same reason)",
     # BackendBench
     "uuid": "the row's id",
@@ -515,6 +528,12 @@ def format_tables() -> list[tuple[str, str, Any, str]]:
             "compile_recompiles.csv",
             "`kerneltracer compile-health`, `CompileHealth.recompiles`",
             ch.RECOMPILE_COLUMNS,
+            "",
+        ),
+        (
+            "compile_ids.csv",
+            "`kerneltracer compile-health`, `CompileHealth.compile_ids`",
+            ch.COMPILE_ID_COLUMNS,
             "",
         ),
         (

@@ -22,7 +22,8 @@ def compile_health(inputs: tuple[Path, ...], out_dir: Path | None) -> None:
 
     INPUTS is one run dir (every job with a TORCH_TRACE log), or TORCH_TRACE logs /
     directories of logs / `kerneltracer logs` outputs (one row each). Writes
-    compile_health.{csv,parquet,json,html}, compile_breaks.csv, compile_recompiles.csv.
+    compile_health.{csv,parquet,json,html}, compile_breaks.csv, compile_recompiles.csv,
+    compile_ids.csv (one row per compile id).
     A log cut short (truncated) or not readable as one (unusable) is a state of its own:
     the files are written, then the command exits 1 naming each.
     """
@@ -44,8 +45,11 @@ def compile_health(inputs: tuple[Path, ...], out_dir: Path | None) -> None:
         written = write_fleet(fleet, out)
     s = fleet.summary()
     counts = ", ".join(f"{n} {k}" for k, n in s["status_counts"].items() if n)
-    rate = "n/a" if s["pass_rate"] is None else f"{s['pass_rate']:.1%}"
-    click.echo(f"{s['jobs']} compile job(s): {counts or 'none'}; pass rate {rate}")
+    rates = ", ".join(
+        f"{k} {'n/a' if s[f'{k}_rate'] is None else format(s[f'{k}_rate'], '.1%')}"
+        for k in ("pass", "partial", "fail")
+    )
+    click.echo(f"{s['jobs']} compile job(s): {counts or 'none'}; rate: {rates}")
     for b in s["top_breaks"][:TOP_SHOWN]:
         where = f" at {b['example_frame']}" if b["example_frame"] else ""
         click.echo(f"  break {b['gb_id'] or '-'} {b['gb_type']}: {b['models']} model(s){where}")

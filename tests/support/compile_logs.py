@@ -27,6 +27,7 @@ class SynthModel:
     failed: bool = False
     code_kb: int = 8  # size of each output code payload
     piecewise: int = 0  # vLLM-style piecewise compiles of frame 0 (one per submodule x size)
+    src: str | None = None  # the model's source file the frames name (default: site-packages)
 
 
 class _Writer:
@@ -48,7 +49,7 @@ class _Writer:
 def write_log(path: Path, model: SynthModel, seed: int = 0) -> Path:
     rng = random.Random(seed)
     w = _Writer()
-    src = f"/venv/lib/python3.11/site-packages/models/{model.name}.py"
+    src = model.src or f"/venv/lib/python3.11/site-packages/models/{model.name}.py"
     for fcid in range(model.recompiles + 1):
         for frame in range(model.frames):
             ids = {"frame_id": frame, "frame_compile_id": fcid, "attempt": 0}
@@ -97,7 +98,8 @@ def write_log(path: Path, model: SynthModel, seed: int = 0) -> Path:
                     "compilation_metrics": {
                         "co_name": "forward"
                         if frame == 0
-                        else f"torch_dynamo_resume_in_forward_at_{frame}",
+                        # the rest of forward after the previous frame's break line
+                        else f"torch_dynamo_resume_in_forward_at_{10 + 3 * (frame - 1)}",
                         "co_filename": src,
                         "co_firstlineno": 10 + 3 * frame,
                         "guard_count": 20 + frame,

@@ -41,6 +41,9 @@ _.schema_version
 _.example_model  # analysis/compile_health
 _.example_frame
 _.example_code
+_.phase_s  # analysis/compile_health: CompileIdRow, read by compile_list and the page
+_.graph_ops
+_.shape_env_guards
 _.function
 _.fail_frame
 _.graph_op_count

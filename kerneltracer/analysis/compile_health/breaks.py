@@ -19,11 +19,16 @@ from pathlib import Path
 import orjson
 
 _GB_URL = re.compile(r"/gb/gb(\d{4})\.html", re.IGNORECASE)
+_SITE_URL = re.compile(r"https?://\S+?/gb/gb\d{4}\.html", re.IGNORECASE)
 _GB_ID = re.compile(r"\bGB(\d{4})\b")
 _USER_AT = re.compile(r"Graph break in user code at (.+?):(\d+)\s*$", re.MULTILINE)
 _TB_FRAME = re.compile(r'^\s*File "(.+?)", line (\d+), in (.+)$')
 # Break-type lines that only say where Dynamo was when the break surfaced.
 _PREAMBLES = ("Encountered graph break when attempting to trace", "Graph Break Reason:")
+# Dynamo's wrapper around a break it could not resume from (it then skips the whole
+# function): the break's real type follows it.
+_SKIP_WRAPPER = "Failed to handle graph break gracefully"
+_WRAPPER_TAIL = "Graph break encountered:"
 _RESUME_PREFIX = "torch_dynamo_resume_in_"
 _MAX_TEXT = 300
 
@@ -35,6 +40,11 @@ class BreakReason:
     gb_type: str
     frame: str | None  # "file:line" of the user's code
     code: str | None  # that line's source, when the log carries it
+    explanation: str | None = None  # Dynamo's "Explanation:" (torch >= 2.7)
+    hints: tuple[str, ...] = ()  # its "Hint:" lines
+    url: str | None = None  # the graph-break site's page for the registry id
+    # Dynamo could not resume after it and ran the whole function eagerly.
+    skipped_function: bool = False
 
 
 def parse_break(text: str) -> BreakReason:
@@ -42,7 +52,41 @@ def parse_break(text: str) -> BreakReason:
     gb_type = _break_type(text)
     gb_id = _gb_id(text) or registry_id(gb_type)
     frame, code = _user_frame(text)
-    return BreakReason(_key(gb_id, gb_type), gb_id, gb_type, frame, code)
+    explanation, hints = explanation_and_hints(text)
+    url = _SITE_URL.search(text)
+    return BreakReason(
+        _key(gb_id, gb_type),
+        gb_id,
+        gb_type,
+        frame,
+        code,
+        explanation,
+        hints,
+        url.group(0) if url else None,
+        _SKIP_WRAPPER in text,
+    )
+
+
+def explanation_and_hints(text: str | None) -> tuple[str | None, tuple[str, ...]]:
+    """Dynamo's ``Explanation:`` and ``Hint:`` paragraphs of a break or failure text; a
+    paragraph goes on over the lines indented under it."""
+    explanation: list[str] = []
+    hints: list[list[str]] = []
+    current: list[str] | None = None
+    for raw in (text or "").splitlines():
+        line = raw.strip()
+        if line.startswith("Explanation:") and not explanation:
+            current = explanation
+            current.append(line.removeprefix("Explanation:").strip())
+        elif line.startswith("Hint:"):
+            hints.append([line.removeprefix("Hint:").strip()])
+            current = hints[-1]
+        elif current is not None and line and raw.startswith("    "):
+            current.append(line)
+        else:
+            current = None
+    joined = " ".join(x for x in explanation if x)
+    return joined or None, tuple(" ".join(h) for h in hints if any(h))
 
 
 def _key(gb_id: str | None, gb_type: str) -> str:
@@ -62,6 +106,9 @@ def _break_type(text: str) -> str:
             continue
         if line.startswith("Graph Break Reason:"):
             line = line.removeprefix("Graph Break Reason:").strip()
+        if line.startswith(_SKIP_WRAPPER):
+            # The real type is the first line after "Graph break encountered:".
+            line = line.partition(_WRAPPER_TAIL)[2].strip()
         if not line or line.startswith(_PREAMBLES) or line.startswith("Explanation:"):
             continue
         return line.rstrip(":")[:_MAX_TEXT]
@@ -105,6 +152,19 @@ def user_function(co_name: object) -> str | None:
     if co_name.startswith(_RESUME_PREFIX):
         return co_name.removeprefix(_RESUME_PREFIX).rsplit("_at_", 1)[0]
     return co_name
+
+
+def resume_line(co_name: object) -> int | None:
+    """The line a Dynamo resume function continues from (``10`` of
+    ``torch_dynamo_resume_in_forward_at_10``, maybe with a ``_1`` uniquifier): the line of
+    the graph break that split the function."""
+    if not isinstance(co_name, str) or not co_name.startswith(_RESUME_PREFIX):
+        return None
+    m = _RESUME_AT.search(co_name)
+    return int(m.group(1)) if m else None
+
+
+_RESUME_AT = re.compile(r"_at_(\d+)(?:_\d+)?$")
 
 
 def recompile_reason_lines(payload: str | None) -> list[str]:

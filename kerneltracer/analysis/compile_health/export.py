@@ -17,9 +17,12 @@ TABLE_PARQUET = "compile_health.parquet"
 TABLE_CSV = "compile_health.csv"
 BREAKS_CSV = "compile_breaks.csv"
 RECOMPILES_CSV = "compile_recompiles.csv"
+COMPILE_IDS_CSV = "compile_ids.csv"
 SUMMARY_JSON = "compile_health.json"
 PAGE = "compile_health.html"
-SCHEMA_VERSION = 1
+# 2: each job's lists are "break_list" / "recompile_list" / "compile_list", never the
+# name of a count column of its row ("recompiles" is the count, as in the CSV).
+SCHEMA_VERSION = 2
 
 _STRING_COLUMNS = (
     "model",
@@ -31,7 +34,7 @@ _STRING_COLUMNS = (
     "fail_reason",
     "weights",
 )
-_FLOAT_COLUMNS = ("compile_time_s", *(f"{p}_s" for p in PHASES))
+_FLOAT_COLUMNS = ("compile_time_s", *(f"{p}_s" for p in PHASES), "dynamo_before_restart_s")
 _TAIL_COLUMNS = ("break_keys", "options")
 TABLE_COLUMNS = (*_STRING_COLUMNS, *COUNT_COLUMNS, *_FLOAT_COLUMNS, *_TAIL_COLUMNS)
 
@@ -47,6 +50,7 @@ def write_fleet(fleet: FleetHealth, out: Path) -> list[Path]:
         _write_csv(out / TABLE_CSV, TABLE_COLUMNS, rows),
         _write_csv(out / BREAKS_CSV, BREAK_COLUMNS, break_rows(fleet.jobs)),
         _write_csv(out / RECOMPILES_CSV, RECOMPILE_COLUMNS, recompile_rows(fleet.jobs)),
+        _write_csv(out / COMPILE_IDS_CSV, COMPILE_ID_COLUMNS, compile_id_rows(fleet.jobs)),
     ]
     atomic_write_json(out / SUMMARY_JSON, document(fleet))
     written.append(out / SUMMARY_JSON)
@@ -68,22 +72,99 @@ def job_document(j: JobHealth) -> dict[str, Any]:
     return {
         **j.row(),
         "options": j.options,
-        "breaks": [vars(b) for b in j.breaks],
-        "recompiles": [vars(r) for r in j.recompiles],
+        "break_list": [vars(b) for b in j.breaks],
+        "recompile_list": [vars(r) for r in j.recompiles],
+        "compile_list": [vars(c) for c in j.compiles],
         "problems": j.problems,
     }
 
 
-BREAK_COLUMNS = ("model", "key", "gb_id", "gb_type", "frame", "code", "occurrences", "compile_ids")
-RECOMPILE_COLUMNS = ("model", "compile_id", "function", "frame", "reason_key", "reason")
+BREAK_COLUMNS = (
+    "model",
+    "key",
+    "gb_id",
+    "gb_type",
+    "frame",
+    "code",
+    "occurrences",
+    "compile_ids",
+    "skipped_function",
+    "explanation",
+    "hints",
+    "url",
+)
+RECOMPILE_COLUMNS = (
+    "model",
+    "compile_id",
+    "function",
+    "frame",
+    "reason_key",
+    "reason",
+    "resumes_after_line",
+    "after_breaks",
+)
+
+
+COMPILE_ID_COLUMNS = (
+    "model",
+    "job",
+    "compile_id",
+    "rank",
+    "function",
+    "frame",
+    "status",
+    "fail_type",
+    "fail_reason",
+    "compile_time_s",
+    *(f"{p}_s" for p in PHASES),
+    "dynamo_before_restart_s",
+    "graphs",
+    "graph_ops",
+    "guards",
+    "shape_env_guards",
+    "breaks",
+    "restart_reasons",
+    "recompile_reasons",
+    "cache_hit",
+    "cache_miss",
+    "kernels_cpp",
+    "kernels_triton",
+    "kernels_extern",
+)
+
+
+def compile_id_rows(jobs: list[JobHealth]) -> list[dict[str, Any]]:
+    """One row per compile id of every job: the page's per-compile-id tables."""
+    return [
+        {
+            **vars(c),
+            "model": j.model,
+            "job": j.job,
+            "compile_time_s": c.total_s,
+            **{f"{p}_s": c.phase_s.get(p) for p in PHASES},
+            "breaks": "\n".join(c.breaks),
+            "restart_reasons": "\n".join(c.restart_reasons),
+            "recompile_reasons": "\n".join(c.recompile_reasons),
+            **{f"cache_{k}": c.cache.get(k, 0) for k in ("hit", "miss")},
+            **{f"kernels_{k}": c.kernels.get(k, 0) for k in ("cpp", "triton", "extern")},
+        }
+        for j in jobs
+        for c in j.compiles
+    ]
 
 
 def break_rows(jobs: list[JobHealth]) -> list[dict[str, Any]]:
-    return [{**vars(b), "compile_ids": " ".join(b.compile_ids)} for j in jobs for b in j.breaks]
+    return [
+        {**vars(b), "compile_ids": " ".join(b.compile_ids), "hints": "\n".join(b.hints)}
+        for j in jobs
+        for b in j.breaks
+    ]
 
 
 def recompile_rows(jobs: list[JobHealth]) -> list[dict[str, Any]]:
-    return [vars(r) for j in jobs for r in j.recompiles]
+    return [
+        {**vars(r), "after_breaks": " ".join(r.after_breaks)} for j in jobs for r in j.recompiles
+    ]
 
 
 def _write_csv(path: Path, columns: tuple[str, ...], rows: list[dict[str, Any]]) -> Path:

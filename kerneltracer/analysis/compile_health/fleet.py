@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from kerneltracer.analysis.compile_health.health import (
+    FAILED,
     NO_LOG,
     NOT_RUN,
     OK,
@@ -60,13 +61,22 @@ class FleetHealth:
         # A log that cannot be trusted says nothing about passing, nor about time.
         considered = [j for j in jobs if j.compile_status not in (NO_LOG, NOT_RUN, *UNTRUSTED)]
         timed = [j for j in jobs if j.compile_status not in UNTRUSTED]
-        passed = sum(1 for j in considered if j.compile_status in (OK, PARTIAL))
+        # Partial (a frame failed and ran eagerly) is no pass: that function runs uncompiled.
+        outcomes = {
+            "pass": sum(1 for j in considered if j.compile_status == OK),
+            "partial": sum(1 for j in considered if j.compile_status == PARTIAL),
+            "fail": sum(1 for j in considered if j.compile_status == FAILED),
+        }
         times = sorted(j.times.get("total", 0.0) for j in considered)
         return {
             "source": self.source,
             "jobs": len(jobs),
             "status_counts": {s: by_status.get(s, 0) for s in STATES},
-            "pass_rate": round(passed / len(considered), 4) if considered else None,
+            "outcome_counts": outcomes,
+            **{
+                f"{k}_rate": round(n / len(considered), 4) if considered else None
+                for k, n in outcomes.items()
+            },
             "untrusted": [
                 {"job": j.job, "status": j.compile_status, "reason": j.fail_reason}
                 for j in jobs
@@ -76,6 +86,9 @@ class FleetHealth:
             "models_recompiling": sum(1 for j in jobs if j.recompiles),
             "compile_time_s": _distribution(times),
             "phase_time_s": {p: round(sum(j.times.get(p, 0.0) for j in timed), 6) for p in PHASES},
+            "dynamo_before_restart_s": round(
+                sum(j.times.get("dynamo_before_restart", 0.0) for j in timed), 6
+            ),
             "fail_types": dict(Counter(j.fail_type for j in jobs if j.fail_type).most_common()),
             "top_breaks": [vars(b) for b in self.top_breaks()],
             "top_recompile_reasons": self.top_recompiles(),
@@ -119,6 +132,10 @@ class FleetHealth:
                 "example_model": rs[0].model,
                 "example": rs[0].reason,
                 "example_frame": rs[0].frame,
+                # "one shape change → 6 recompiles": how many are resume functions, and
+                # the breaks that split the function into them.
+                "resume_functions": sum(1 for r in rs if r.resumes_after_line is not None),
+                "after_breaks": sorted({k for r in rs for k in r.after_breaks}),
             }
             for key, rs in groups.items()
         ]
@@ -154,6 +171,7 @@ def run_health(run_dir: Path) -> FleetHealth:
         if logs is None and ref.tracer not in compilers:
             continue
         found, problems = _read_all(logs or [])
+        spec = _job_spec(ref.job_dir)
         mode = ref.model.rsplit(" [", 1)[1].rstrip("]") if ref.model.endswith("]") else "eval"
         health = job_health(
             ref.model,
@@ -164,7 +182,8 @@ def run_health(run_dir: Path) -> FleetHealth:
             job_reason=ref.reason,
             mode=mode,
             weights=ref.weights,
-            options=_options(ref.job_dir),
+            options=_options(spec),
+            model_dir=_model_dir(spec),
         )
         fleet.jobs.append(health)
         fleet.problems += [f"{ref.key}: {p}" for p in health.problems]
@@ -216,12 +235,28 @@ def _read_all(logs: list[Path]) -> tuple[list[LogHealth], list[SourceProblem]]:
     return found, problems
 
 
-def _options(job_dir: Path) -> dict[str, Any]:
-    """The tracer options the job ran with (its JOB.json), for the table and the diff."""
+def _job_spec(job_dir: Path) -> dict[str, Any]:
+    """The job's spec (``job`` of its JOB.json); {} when it cannot be read."""
     try:
         spec = orjson.loads(JobPaths(job_dir).job_file.read_bytes())
     except (OSError, orjson.JSONDecodeError):
         return {}
     job = spec.get("job") if isinstance(spec, dict) else None
-    opts = job.get("options") if isinstance(job, dict) else None
+    return job if isinstance(job, dict) else {}
+
+
+def _options(spec: dict[str, Any]) -> dict[str, Any]:
+    """The tracer options the job ran with, for the table and the diff."""
+    opts = spec.get("options")
     return dict(opts) if isinstance(opts, dict) else {}
+
+
+def _model_dir(spec: dict[str, Any]) -> Path | None:
+    """The user's model directory (``path:`` models), else where the worker loaded from."""
+    model = spec.get("model")
+    if not isinstance(model, dict):
+        return None
+    for key in ("path", "local_dir"):
+        if isinstance(model.get(key), str) and model[key]:
+            return Path(model[key])
+    return None

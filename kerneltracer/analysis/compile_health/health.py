@@ -10,11 +10,14 @@ from typing import Any
 
 from kerneltracer.analysis.compile_health.breaks import (
     BreakReason,
+    explanation_and_hints,
     function_frame,
     parse_break,
     recompile_key,
+    resume_line,
     user_function,
 )
+from kerneltracer.analysis.compile_health.frames import ModelFrames
 from kerneltracer.analysis.compile_health.records import (
     CACHE_KINDS,
     KERNEL_KINDS,
@@ -31,7 +34,6 @@ UNTRUSTED = frozenset({TRUNCATED, UNUSABLE})
 STATES = (OK, PARTIAL, FAILED, TRUNCATED, UNUSABLE, NO_LOG, NOT_RUN)
 # Job statuses that say the job did not try (not applicable, bypassed, stopped from outside).
 _NOT_TRIED = frozenset({"unsupported", "skipped", "interrupted"})
-_MAX_REASON = 500
 _EXC_NAME = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Failed|Unsupported)\w*):")
 
 
@@ -45,6 +47,10 @@ class BreakRow:
     code: str | None
     occurrences: int
     compile_ids: list[str]
+    explanation: str | None = None
+    hints: list[str] = field(default_factory=list)
+    url: str | None = None
+    skipped_function: bool = False  # Dynamo gave up on the function: it ran eagerly
 
 
 @dataclass
@@ -55,6 +61,38 @@ class RecompileRow:
     frame: str | None
     reason: str
     reason_key: str
+    # A Dynamo resume function: the line of the graph break it continues after, and the
+    # registry keys of the breaks at that line (what made this a function of its own).
+    resumes_after_line: int | None = None
+    after_breaks: list[str] = field(default_factory=list)
+
+
+@dataclass
+class CompileIdRow:
+    """One compile id (one attempt) of a job: tlparse's compile directory, as a row."""
+
+    compile_id: str
+    rank: int | None
+    function: str | None
+    frame: str | None
+    status: str  # ok, failed (the frame ran eagerly), restarted, no_graph, unfinished
+    fail_type: str | None
+    fail_reason: str | None
+    fail_frame: str | None
+    explanation: str | None
+    hints: list[str]
+    restart_reasons: list[str]
+    recompile_reasons: list[str]
+    breaks: list[str]  # "GB0059 Failed to trace builtin operator at file:line"
+    total_s: float | None
+    phase_s: dict[str, float]
+    dynamo_before_restart_s: float | None
+    graphs: int
+    graph_ops: int
+    guards: int
+    shape_env_guards: int
+    cache: dict[str, int]
+    kernels: dict[str, int]
 
 
 @dataclass
@@ -74,6 +112,7 @@ class JobHealth:
     times: dict[str, float] = field(default_factory=dict)
     breaks: list[BreakRow] = field(default_factory=list)
     recompiles: list[RecompileRow] = field(default_factory=list)
+    compiles: list[CompileIdRow] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
     def row(self) -> dict[str, Any]:
@@ -90,6 +129,7 @@ class JobHealth:
             **{k: self.counts.get(k, 0) for k in COUNT_COLUMNS},
             "compile_time_s": self._time("total"),
             **{f"{p}_s": self._time(p) for p in PHASES},
+            "dynamo_before_restart_s": self._time("dynamo_before_restart"),
             "break_keys": ";".join(sorted({b.key for b in self.breaks})),
             "options": ",".join(f"{k}={v}" for k, v in sorted(self.options.items())),
         }
@@ -129,8 +169,13 @@ def job_health(
     *,
     job_status: str | None = None,
     job_reason: str | None = None,
+    model_dir: Path | None = None,
     **extra: Any,
 ) -> JobHealth:
+    """``model_dir``: the directory the job loaded its model from; frames in the
+    transformers modules cache (a remote-code model's copy) are shown there."""
+    if model_dir is not None:
+        _to_model_dir(logs, ModelFrames(model_dir))
     records = [r for log in logs for r in log.records]
     health = JobHealth(model, job, job_status=job_status, **extra)
     health.problems = [f"{p.source}: {p.reason}" for p in problems]
@@ -138,11 +183,20 @@ def job_health(
     health.times = _times(records)
     health.breaks = _breaks(model, records)
     health.counts["distinct_breaks"] = len(health.breaks)
-    health.recompiles = _recompiles(model, records)
+    health.recompiles = _recompiles(model, records, health.breaks)
+    health.compiles = _compile_rows(logs)
     _status(health, records, job_reason)
     if health.compile_status not in (NOT_RUN, FAILED):
         _trust(health, logs, problems)
     return health
+
+
+def _to_model_dir(logs: list[LogHealth], frames: ModelFrames) -> None:
+    for log in logs:
+        for r in log.records:
+            r.co_filename = frames.file(r.co_filename)
+            r.fail_frame = frames.frame(r.fail_frame)
+            r.breaks = [dataclasses.replace(b, frame=frames.frame(b.frame)) for b in r.breaks]
 
 
 def _trust(health: JobHealth, logs: list[LogHealth], problems: list[SourceProblem]) -> None:
@@ -159,7 +213,7 @@ def _trust(health: JobHealth, logs: list[LogHealth], problems: list[SourceProble
     else:
         return
     health.fail_type = None
-    health.fail_reason = "; ".join(dict.fromkeys(reasons))[:_MAX_REASON]
+    health.fail_reason = "; ".join(dict.fromkeys(reasons))
 
 
 def _counts(logs: list[LogHealth], records: list[CompileRecord]) -> dict[str, int]:
@@ -198,6 +252,7 @@ def _times(records: list[CompileRecord]) -> dict[str, float]:
         for p, v in r.phase_times().items():
             times[p] += v
     times["total"] = sum(r.total_s for r in records)
+    times["dynamo_before_restart"] = sum(r.dynamo_before_restart_s or 0.0 for r in records)
     return times
 
 
@@ -225,7 +280,18 @@ def _breaks(model: str, records: list[CompileRecord]) -> list[BreakRow]:
             row = rows.get((b.key, b.frame))
             if row is None:
                 row = rows[(b.key, b.frame)] = BreakRow(
-                    model, b.key, b.gb_id, b.gb_type, b.frame, b.code, 0, []
+                    model,
+                    b.key,
+                    b.gb_id,
+                    b.gb_type,
+                    b.frame,
+                    b.code,
+                    0,
+                    [],
+                    b.explanation,
+                    list(b.hints),
+                    b.url,
+                    b.skipped_function,
                 )
             row.occurrences += 1
             if r.compile_id not in row.compile_ids:
@@ -233,10 +299,18 @@ def _breaks(model: str, records: list[CompileRecord]) -> list[BreakRow]:
     return list(rows.values())
 
 
-def _recompiles(model: str, records: list[CompileRecord]) -> list[RecompileRow]:
+def _recompiles(
+    model: str, records: list[CompileRecord], breaks: list[BreakRow]
+) -> list[RecompileRow]:
     """One row per (recompile, reason). The attempts of one recompile (``[0/1]``,
-    ``[0/1_1]``) are one recompile: the attempt with metrics names the function."""
+    ``[0/1_1]``) are one recompile: the attempt with metrics names the function. A
+    resume function is named by the function it continues and the break's line, and is
+    linked to the breaks at that line."""
     named = {_ident(r): r for r in records if r.has_metrics}
+    breaks_at: dict[str, list[str]] = {}
+    for b in breaks:
+        if b.frame is not None:
+            breaks_at.setdefault(b.frame, []).append(b.key)
     out: list[RecompileRow] = []
     seen: set[tuple[str, str]] = set()
     for r in records:
@@ -244,11 +318,9 @@ def _recompiles(model: str, records: list[CompileRecord]) -> list[RecompileRow]:
             continue
         ident = _ident(r)
         where = named.get(ident, r)
-        frame = (
-            None
-            if where.co_filename is None
-            else f"{where.co_filename}:{where.co_firstlineno or 0}"
-        )
+        resumed = resume_line(where.co_name)
+        line = resumed if resumed is not None else where.co_firstlineno or 0
+        frame = None if where.co_filename is None else f"{where.co_filename}:{line}"
         for reason in r.recompile_reasons or ["(reason not logged)"]:
             key = recompile_key(reason)
             if (ident, key) not in seen:
@@ -256,13 +328,76 @@ def _recompiles(model: str, records: list[CompileRecord]) -> list[RecompileRow]:
                 row = RecompileRow(
                     model,
                     f"[{ident}]",
-                    user_function(where.co_name),
+                    function_label(where.co_name),
                     frame,
-                    reason[:_MAX_REASON],
+                    reason,
                     key,
+                    resumed,
+                    sorted(set(breaks_at.get(frame or "", []))) if resumed is not None else [],
                 )
                 out.append(row)
     return out
+
+
+def function_label(co_name: str | None) -> str | None:
+    """``forward``, or ``forward (resumed at line 12)`` for the resume function Dynamo made
+    of ``forward``'s rest after a graph break at line 12."""
+    name = user_function(co_name)
+    line = resume_line(co_name)
+    return name if line is None or name is None else f"{name} (resumed at line {line})"
+
+
+def _compile_rows(logs: list[LogHealth]) -> list[CompileIdRow]:
+    """Every compile id of the job's logs, in log order (ranks in turn)."""
+    out = []
+    for log in logs:
+        # Dynamo writes a compile's metrics (its function, times, restart reasons) once,
+        # under its last attempt: an earlier attempt is named by it.
+        named = {_ident(r): r for r in log.records if r.has_metrics}
+        for r in log.records:
+            if r.frame_id is None:
+                continue
+            out.append(_compile_row(r, named.get(_ident(r)), log.rank))
+    return out
+
+
+def _compile_row(r: CompileRecord, named: CompileRecord | None, rank: int | None) -> CompileIdRow:
+    where = named or r
+    resumed = resume_line(where.co_name)
+    line = resumed if resumed is not None else where.co_firstlineno
+    explanation, hints = explanation_and_hints(r.fail_reason)
+    if r.failed:
+        status = "failed"
+    elif not r.has_metrics:
+        status = "restarted" if named is not None else "unfinished"
+    elif not r.graphs:
+        status = "no_graph"
+    else:
+        status = OK
+    return CompileIdRow(
+        compile_id=r.compile_id,
+        rank=rank,
+        function=function_label(where.co_name),
+        frame=function_frame(where.co_filename, line, None),
+        status=status,
+        fail_type=r.fail_type,
+        fail_reason=r.fail_reason,
+        fail_frame=r.fail_frame,
+        explanation=explanation,
+        hints=list(hints),
+        restart_reasons=list(r.restart_reasons),
+        recompile_reasons=list(r.recompile_reasons),
+        breaks=[f"{b.gb_id or '-'} {b.gb_type} at {b.frame or '?'}" for b in breaks_of(r)],
+        total_s=round(r.total_s, 6) if r.has_metrics else None,
+        phase_s={p: round(v, 6) for p, v in r.phase_times().items()},
+        dynamo_before_restart_s=r.dynamo_before_restart_s,
+        graphs=r.graphs,
+        graph_ops=r.graph_op_count,
+        guards=r.guard_count,
+        shape_env_guards=r.shape_env_guard_count,
+        cache=dict(r.cache),
+        kernels=dict(r.kernels),
+    )
 
 
 def _ident(r: CompileRecord) -> str:
@@ -275,7 +410,7 @@ def _status(health: JobHealth, records: list[CompileRecord], job_reason: str | N
     first = failed[0] if failed else None
     if health.job_status in _NOT_TRIED:
         health.compile_status = NOT_RUN
-        health.fail_reason = None if not job_reason else job_reason.strip()[:_MAX_REASON]
+        health.fail_reason = None if not job_reason else job_reason.strip()
         return
     if health.job_status is not None and health.job_status != "ok":
         health.compile_status = FAILED
@@ -290,7 +425,7 @@ def _status(health: JobHealth, records: list[CompileRecord], job_reason: str | N
     else:
         return
     health.fail_type = first.fail_type if first else _exception_name(reason) or health.job_status
-    health.fail_reason = None if not reason else reason.strip()[:_MAX_REASON]
+    health.fail_reason = None if not reason else reason.strip()
 
 
 def _exception_name(reason: str | None) -> str | None:

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from kerneltracer.analysis.compile_health.diff import CompileDiff
 
 MAX_ROWS = 2000
+MAX_COMPILE_IDS = 500  # per job on the page; compile_health.json has them all
 
 
 @cache
@@ -40,6 +41,7 @@ def render_body(fleet: FleetHealth, *, data_prefix: str = "") -> Markup:
             truncated=max(len(fleet.jobs) - MAX_ROWS, 0),
             phases=PHASES,
             prefix=data_prefix,
+            max_compiles=MAX_COMPILE_IDS,
         )
     )
 
