@@ -117,13 +117,19 @@ report() {
 # /sys and so hides the cgroup tree slurmd needs) joins the network namespace; the private
 # mount namespace gets the namespace's /etc/hosts and, on a node, the node's own /tmp (bind
 # mounts that exist only there and end with its last process).
+# A checkout under /tmp (CI may clone there) stays visible on every node at its own path, as
+# a home directory on NFS would: it is bound into the node's /tmp before that hides the host's.
+REPO=$(cd "$(dirname "$0")/.." && pwd -P)
+case "$REPO/" in /tmp/?*) KEEP=$REPO ;; *) KEEP="" ;; esac
 start() {  # namespace, hostname, pid file, log, node tmp ("" for none), command...
     local ns=$1 host=$2 pidfile=$3 log=$4 tmp=$5
     shift 5
     setsid nsenter --net="/run/netns/$ns" unshare --uts --mount --propagation private \
         sh -c 'hostname "$1" && mount --bind "$2" /etc/hosts \
-               && { [ -z "$3" ] || mount --bind "$3" /tmp; } && shift 3 && exec "$@"' \
-        sh "$host" "/etc/netns/$ns/hosts" "$tmp" "$@" </dev/null >>"$log" 2>&1 &
+               && { [ -z "$3" ] || { { [ -z "$4" ] || { mkdir -p "$3/${4#/tmp/}" \
+                    && mount --bind "$4" "$3/${4#/tmp/}"; }; } && mount --rbind "$3" /tmp; }; } \
+               && shift 4 && exec "$@"' \
+        sh "$host" "/etc/netns/$ns/hosts" "$tmp" "$KEEP" "$@" </dev/null >>"$log" 2>&1 &
     echo $! >"$pidfile"
 }
 start_node() {  # index
