@@ -115,3 +115,28 @@ def test_queue_delay_is_a_labelled_mean_per_gpu_event_in_every_output(tmp_path: 
     html = (out / "ops.html").read_text()
     assert ">mean queue µs per GPU event</th>" in html and ">queue µs</th>" not in html
     assert ">launch µs (total)</th>" in html
+
+
+def test_cudagraph_trees_capture_through_the_cli_and_why_a_replay_stays_unattributed(
+    tmp_path: Path,
+) -> None:
+    from tests.timeline.test_attribution import cudagraph_trees_pair
+
+    capture_events, replay_events_ = cudagraph_trees_pair()
+    replay = write_trace(tmp_path / "replay.json", replay_events_)
+    capture = write_trace(tmp_path / "capture.json", capture_events)
+    r = timeline_cli(str(replay), "-o", str(tmp_path / "out"), "--capture-trace", str(capture))
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((tmp_path / "out" / "replay" / "ops.json").read_text())
+    assert summary["attributed_share"] >= 0.99 and summary["cuda_graphs"]["by_alignment"] == 2
+    # a capture trace of something else: the text says the capture was there, and why
+    other = write_trace(tmp_path / "other.json", eager_events())
+    r = timeline_cli(str(replay), "-o", str(tmp_path / "o2"), "--capture-trace", str(other))
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((tmp_path / "o2" / "replay" / "ops.json").read_text())
+    assert "without capture data" not in summary["text"]
+    assert (
+        "the capture trace did not cover (2 replays: the capture trace has no capture"
+        in (summary["text"])
+    )
+    assert summary["cuda_graphs"]["unmatched_why"] == {"no_capture_region": 2}

@@ -212,15 +212,19 @@ def _inclusive(
     rows: dict[Key, OpRow],
 ) -> None:
     """Each instance's GPU time goes to itself and every op enclosing it; an op's calls
-    are its instances that led to GPU work (its own or its children's)."""
+    are its instances that led to GPU work (its own or its children's). A call inside a
+    call of the same row (an op calling itself with the same inputs) is part of that
+    call: its GPU time is already in the outer call's inclusive time, and counting it
+    again would double the subtree."""
     incl = direct.copy()
     # Instances are made parents first, so children come later: one reverse pass sums up.
     for i in range(len(instances) - 1, -1, -1):
         p = instances[i].parent
         if p >= 0:
             incl[p] += incl[i]
+    inner = _inside_same_key(instances, keys)
     for i, inst in enumerate(instances):
-        if incl[i] <= 0 and direct[i] <= 0:
+        if (incl[i] <= 0 and direct[i] <= 0) or inner[i]:
             continue
         row = rows.get(keys[i]) or rows.setdefault(keys[i], _new_row(keys[i]))
         row.calls += 1
@@ -228,6 +232,28 @@ def _inclusive(
         row.steps.add(inst.step)
         if not row.python_frame and inst.frame:
             row.python_frame = inst.frame
+
+
+def _inside_same_key(instances: list[OpInstance], keys: list[Key]) -> list[bool]:
+    """Per instance, whether an enclosing instance has its key (depth first, iterative:
+    a trace may nest ops thousands deep)."""
+    children: list[list[int]] = [[] for _ in instances]
+    roots: list[int] = []
+    for i, inst in enumerate(instances):
+        (children[inst.parent] if inst.parent >= 0 else roots).append(i)
+    out = [False] * len(instances)
+    open_keys: dict[Key, int] = defaultdict(int)
+    stack: list[tuple[int, bool]] = [(r, True) for r in reversed(roots)]
+    while stack:
+        i, entering = stack.pop()
+        if not entering:
+            open_keys[keys[i]] -= 1
+            continue
+        out[i] = open_keys[keys[i]] > 0
+        open_keys[keys[i]] += 1
+        stack.append((i, False))
+        stack.extend((c, True) for c in reversed(children[i]))
+    return out
 
 
 def _costs(

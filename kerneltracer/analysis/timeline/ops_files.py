@@ -50,7 +50,14 @@ class OpsResult:
                 "with other launch calls)"
             )
         for status, us in sorted(a.unattributed_us().items(), key=lambda kv: -kv[1]):
-            parts.append(f"{100 * us / total:.1f}% {STATUS_TEXT[status]}")
+            text = STATUS_TEXT[status]
+            if status == "graph_replay" and self.graphs is not None:
+                # a capture trace was given: say why it did not cover these replays
+                why = self.graphs.why_text()
+                text = "inside CUDA graph replays the capture trace did not cover" + (
+                    f" ({why})" if why else ""
+                )
+            parts.append(f"{100 * us / total:.1f}% {text}")
         return "; ".join(parts)
 
     def per_step(self) -> list[dict[str, Any]]:
