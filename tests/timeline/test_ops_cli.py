@@ -140,3 +140,20 @@ def test_cudagraph_trees_capture_through_the_cli_and_why_a_replay_stays_unattrib
         in (summary["text"])
     )
     assert summary["cuda_graphs"]["unmatched_why"] == {"no_capture_region": 2}
+
+
+def test_a_gpu_only_trace_says_it_has_no_cpu_ops(tmp_path: Path) -> None:
+    events = [
+        x("cudaLaunchKernel", "cuda_runtime", 10, 5, correlation=1),
+        kernel("gemm", 20, 100, corr=1),
+        kernel("relu", 130, 20),
+    ]
+    r = timeline_cli(str(write_trace(tmp_path / "g.json", events)), "-o", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((tmp_path / "o" / "g" / "ops.json").read_text())
+    assert summary["cpu_ops"] == 0 and summary["attributed_share"] == 0
+    assert summary["text"] == (
+        "no CPU ops in this trace (GPU activity only, recorded without CPU activity): "
+        "none of its 120.0 µs of GPU time can be attributed to ops"
+    )
+    assert summary["text"] in r.stderr
