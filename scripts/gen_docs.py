@@ -361,6 +361,12 @@ COLUMN_MEANINGS = {
     "flops": "torch.profiler's FLOP count (where it has a formula)",
     # attribution
     "kernel": "the GPU kernel's name",
+    "stream": "the GPU stream the kernels ran on (empty when the trace does not say)",
+    "unattributed_reason": (
+        "an `(unattributed)` row's reason: `graph_replay` (inside CUDA graph replays no "
+        "capture trace covered), `no_launch` (launch call not in the trace), `outside_ops` "
+        "(launched outside any profiled op); empty for ops"
+    ),
     "gpu_events": "GPU events (kernels, memcpy, memset) attributed to the row",
     "gpu_time_us": "GPU time of the kernels the op launched itself, µs",
     "gpu_time_incl_us": "GPU time launched by the op and the ops it called, µs",

@@ -189,7 +189,10 @@ def test_graph_replays_without_capture_data_are_reported_not_hidden(tmp_path: Pa
     assert a.attributed_share == pytest.approx(100 / 700)
     table = op_table(a, None)
     bucket = next(r for r in table.rows if r.kind == "unattributed")
-    assert bucket.gpu_time_us == 600 and "graph replays" in bucket.input_shapes
+    assert bucket.gpu_time_us == 600 and bucket.unattributed_reason == "graph_replay"
+    assert bucket.record()["input_shapes"] == ""  # the reason has its own column
+    (k,) = [k for k in table.kernels if k.op == "(unattributed)" and k.kernel == MM]
+    assert (k.unattributed_reason, k.stream, k.count, k.input_shapes) == ("graph_replay", 7, 2, "")
     # the op around the graph launch did not launch the replayed kernels
     assert all(r.op != "CUDAGraph::replay" for r in table.rows)
 

@@ -43,6 +43,13 @@ def test_graph_replay_time_is_reported_on_a_real_trace(testdata_dir: Path, tmp_p
     with (out / "kernels_by_op.csv").open() as fh:
         kernels = list(csv.DictReader(fh))
     assert sum(int(k["count"]) for k in kernels) == summary["gpu_events"]
+    assert {k["stream"] for k in kernels} >= {"7", "25"}  # kernels_by_op is per stream
+    buckets = {r["unattributed_reason"]: r for r in rows if r["kind"] == "unattributed"}
+    # (launches outside ops show under their user annotation: kind annotation, no bucket)
+    assert {"graph_replay", "no_launch"} == set(buckets) and buckets["graph_replay"][
+        "input_shapes"
+    ] in ("", None)
+    assert "inside CUDA graph replays without capture data" in html
     report = json.loads((out / "report.json").read_text())
     assert report["op_attribution"]["attributed_share"] == summary["attributed_share"]
     assert json.loads((tmp_path / "summary.json").read_text())["traces"][0][

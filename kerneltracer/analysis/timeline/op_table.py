@@ -5,7 +5,8 @@ op itself (``gpu_time_us``, "direct") and by it and every op it called
 (``gpu_time_incl_us``), its GPU events, launch overhead (CPU time in its launch calls, summed)
 and mean queue delay per GPU event (GPU start minus launch end, clipped at 0; a sum would
 add up waits that overlap, and exceed the trace). Unattributed GPU time gets one row
-per reason (``kind`` ``unattributed``), so ``gpu_time_us`` sums to the trace's GPU time.
+per reason (``kind`` ``unattributed``, the reason in ``unattributed_reason``: a key of
+:data:`~.attribution.STATUS_TEXT`), so ``gpu_time_us`` sums to the trace's GPU time.
 
 FLOPs and bytes per call come from the shared cost model (:mod:`kerneltracer.costmodel`)
 on the recorded shapes; rates are those estimates over the op's measured direct GPU time.
@@ -22,7 +23,6 @@ from typing import Any
 import numpy as np
 
 from kerneltracer.analysis.timeline.attribution import (
-    STATUS_TEXT,
     STATUSES,
     Attribution,
     OpInstance,
@@ -36,7 +36,9 @@ from kerneltracer.costmodel.profiler_args import (
 )
 
 _INSTANCE = re.compile(r"_\d+(?=[. ]|$)")
-Key = tuple[str, ...]  # (op, input shapes, input dtypes, module group, kind)
+# (op, input shapes, input dtypes, module group, kind); an unattributed bucket's input
+# shapes hold its reason (STATUSES) and become OpRow.unattributed_reason.
+Key = tuple[str, ...]
 # Device names in traces (deviceProperties[].name) -> device table keys; longest first.
 _NAME_KEYS = ("MI300X", "MI250X", "MI250", "H200", "H100", "B200", "A100")
 # ROCm traces often name the GPU "AMD Radeon Graphics": its CU count tells them apart.
@@ -50,6 +52,7 @@ class OpRow:
     input_dtypes: str
     module: str
     kind: str  # op | annotation | unattributed
+    unattributed_reason: str = ""  # why an unattributed bucket's GPU events have no op
     calls: int = 0
     gpu_events: int = 0
     gpu_time_us: float = 0.0
@@ -77,6 +80,7 @@ class OpRow:
             "input_dtypes": self.input_dtypes,
             "module": self.module,
             "kind": self.kind,
+            "unattributed_reason": self.unattributed_reason,
             "calls": self.calls,
             "gpu_events": self.gpu_events,
             "gpu_time_us": round(self.gpu_time_us, 3),
@@ -105,7 +109,9 @@ class KernelRow:
     op: str
     input_shapes: str
     module: str
+    unattributed_reason: str
     kernel: str
+    stream: int  # the GPU stream it ran on (-1 when the trace does not say)
     count: int = 0
     total_us: float = 0.0
     min_us: float = math.inf
@@ -116,7 +122,9 @@ class KernelRow:
             "op": self.op,
             "input_shapes": self.input_shapes,
             "module": self.module,
+            "unattributed_reason": self.unattributed_reason,
             "kernel": self.kernel,
+            "stream": self.stream,
             "count": self.count,
             "total_us": round(self.total_us, 3),
             "mean_us": round(self.total_us / self.count, 3),
@@ -148,16 +156,17 @@ def detect_device(trace_props: list[dict[str, Any]], table: DeviceTable) -> Devi
 def op_table(a: Attribution, device: Device | None) -> OpTable:
     keys = [_key(inst) for inst in a.instances]
     rows: dict[Key, OpRow] = {}
-    kernels: dict[Key, KernelRow] = {}
+    kernels: dict[tuple[Any, ...], KernelRow] = {}
     dur = a.dur
     delay = a.queue_delay()
     overhead = a.launch_overhead()
     direct = np.zeros(len(a.instances))
     names = a.trace.names
+    stream = a.trace.stream[a.rows]
     seen_launch: set[int] = set()
     for q, (i, status) in enumerate(zip(a.op.tolist(), a.status.tolist(), strict=True)):
         if i < 0 or (status != 0 and a.instances[i].kind == "op"):
-            key = ("(unattributed)", STATUS_TEXT[STATUSES[status]], "", "", "unattributed")
+            key = ("(unattributed)", STATUSES[status], "", "", "unattributed")
         else:
             key = keys[i]
             direct[i] += dur[q]
@@ -173,8 +182,8 @@ def op_table(a: Attribution, device: Device | None) -> OpTable:
                 seen_launch.add(launch)
                 row.launch_overhead_us += float(overhead[q])
         kname = names[int(a.trace.name[a.rows[q]])]
-        kkey = (key[0], key[1], key[3], kname)
-        k = kernels.get(kkey) or kernels.setdefault(kkey, KernelRow(key[0], key[1], key[3], kname))
+        kkey = (key[0], key[1], key[3], kname, int(stream[q]))
+        k = kernels.get(kkey) or kernels.setdefault(kkey, _new_kernel_row(row, kname, stream[q]))
         k.count += 1
         k.total_us += float(dur[q])
         k.min_us = min(k.min_us, float(dur[q]))
@@ -202,7 +211,15 @@ def _key(inst: OpInstance) -> Key:
 
 
 def _new_row(key: Key) -> OpRow:
+    if key[4] == "unattributed":
+        return OpRow(key[0], "", "", "", key[4], unattributed_reason=key[1])
     return OpRow(op=key[0], input_shapes=key[1], input_dtypes=key[2], module=key[3], kind=key[4])
+
+
+def _new_kernel_row(row: OpRow, kernel: str, stream: Any) -> KernelRow:
+    return KernelRow(
+        row.op, row.input_shapes, row.module, row.unattributed_reason, kernel, int(stream)
+    )
 
 
 def _inclusive(

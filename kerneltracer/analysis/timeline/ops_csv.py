@@ -22,6 +22,7 @@ OPS_COLUMNS = (
     "input_dtypes",
     "module",
     "kind",
+    "unattributed_reason",
     "calls",
     "gpu_events",
     "gpu_time_us",
@@ -45,16 +46,19 @@ KERNEL_COLUMNS = (
     "op",
     "input_shapes",
     "module",
+    "unattributed_reason",
     "kernel",
+    "stream",
     "count",
     "total_us",
     "mean_us",
     "min_us",
     "max_us",
 )
-INT_COLUMNS = frozenset({"calls", "gpu_events", "steps", "est_flops", "est_bytes"})
+INT_COLUMNS = frozenset({"calls", "gpu_events", "steps", "est_flops", "est_bytes", "stream"})
 STR_COLUMNS = frozenset(
-    {"op", "input_shapes", "input_dtypes", "module", "kind", "python_frame"}
+    {"op", "input_shapes", "input_dtypes", "module", "kind", "unattributed_reason"}
+    | {"python_frame"}
     | {"cost_category", "bound", "device"}
 )
 
