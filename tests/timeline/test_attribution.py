@@ -556,3 +556,37 @@ def test_an_op_calling_itself_is_one_call_and_its_subtree_counted_once(tmp_path:
     table = op_table(_attr(tmp_path / "t.json", events), None)
     copy = _row(table, "aten::copy_")
     assert (copy.calls, copy.gpu_time_us, copy.gpu_time_incl_us) == (2, 12.6, 12.6)
+
+
+@pytest.mark.parametrize(
+    ("name", "dims", "kernel_name"),
+    [
+        # x (M, K) by weight (N, K), as linear takes it, on ROCm's hipBLASLt
+        ("vllm::rocm_unquantized_gemm", [[4096, 8192], [28672, 8192], []], "Cijk_Alik_Bljk_BBS"),
+        ("aiter::gemm_a16w16", [[4096, 8192], [28672, 8192], [], []], "wvSplitK_hf_"),
+        # a custom op named like no GEMM, known by its CUDA GEMM kernel; (K, N) weight
+        ("myext::fused_proj", [[8, 512, 8192], [8192, 28672]], "sm90_xmma_gemm_bf16bf16"),
+    ],
+)
+def test_vendor_gemms_get_flops_from_their_shapes(
+    tmp_path: Path, name: str, dims: list[Any], kernel_name: str
+) -> None:
+    types = ["c10::BFloat16", "c10::BFloat16", "", ""][: len(dims)]
+    events = [
+        op(name, 0, 100, **{"Input Dims": dims, "Input type": types}),
+        launch(10, corr=1),
+        kernel(kernel_name, 20, 1000, corr=1),
+    ]
+    table = op_table(_attr(tmp_path / "t.json", events), load_devices(None).devices["MI300X"])
+    row = _row(table, name)
+    assert row.est_flops == 2 * 4096 * 28672 * 8192 and row.cost_category == "matmul"
+    assert row.achieved_tflops == pytest.approx(2 * 4096 * 28672 * 8192 / 1e-3 / 1e12, rel=1e-5)
+    assert table.unknown_ops == {}
+
+
+def test_an_unknown_op_with_elementwise_kernels_is_no_gemm(tmp_path: Path) -> None:
+    dims = {"Input Dims": [[4096, 8192], [8192, 8192]], "Input type": ["float", "float"]}
+    events = [op("myext::blend", 0, 100, **dims), launch(10, corr=1), kernel(ADD, 20, 10, corr=1)]
+    table = op_table(_attr(tmp_path / "t.json", events), None)
+    assert _row(table, "myext::blend").est_flops is None
+    assert table.unknown_ops == {"myext::blend": 1}

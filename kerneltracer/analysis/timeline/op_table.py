@@ -27,7 +27,14 @@ from kerneltracer.analysis.timeline.attribution import (
     Attribution,
     OpInstance,
 )
-from kerneltracer.costmodel import Device, DeviceTable, OpCost, achieved, estimate
+from kerneltracer.costmodel import (
+    Device,
+    DeviceTable,
+    OpCost,
+    achieved,
+    estimate,
+    estimate_gemm_like,
+)
 from kerneltracer.costmodel.aggregate import module_group
 from kerneltracer.costmodel.profiler_args import (
     shapes_text,
@@ -36,6 +43,13 @@ from kerneltracer.costmodel.profiler_args import (
 )
 
 _INSTANCE = re.compile(r"_\d+(?=[. ]|$)")
+# An op no formula names is read as a GEMM when its name or a kernel it launched says so
+# (vendor GEMMs: aiter::gemm_a16w16, vllm::rocm_unquantized_gemm, cutlass_scaled_mm; their
+# kernels: hipBLASLt / Tensile Cijk_, CK, wvSplitK, cuBLAS / CUTLASS / nvjet, xmma).
+_GEMM_OP = re.compile(r"gemm|(^|_)mm($|_)|matmul", re.IGNORECASE)
+_GEMM_KERNEL = re.compile(
+    r"gemm|^Cijk_|xmma|cutlass|cublas|hipblaslt|nvjet|wvSplitK|matmul", re.IGNORECASE
+)
 # (op, input shapes, input dtypes, module group, kind); an unattributed bucket's input
 # shapes hold its reason (STATUSES) and become OpRow.unattributed_reason.
 Key = tuple[str, ...]
@@ -163,6 +177,7 @@ def op_table(a: Attribution, device: Device | None) -> OpTable:
     direct = np.zeros(len(a.instances))
     names = a.trace.names
     stream = a.trace.stream[a.rows]
+    gemm_kernels: set[Key] = set()  # rows that launched a GEMM kernel themselves
     seen_launch: set[int] = set()
     for q, (i, status) in enumerate(zip(a.op.tolist(), a.status.tolist(), strict=True)):
         if i < 0 or (status != 0 and a.instances[i].kind == "op"):
@@ -182,6 +197,8 @@ def op_table(a: Attribution, device: Device | None) -> OpTable:
                 seen_launch.add(launch)
                 row.launch_overhead_us += float(overhead[q])
         kname = names[int(a.trace.name[a.rows[q]])]
+        if row.kind == "op" and key not in gemm_kernels and _GEMM_KERNEL.search(kname):
+            gemm_kernels.add(key)
         kkey = (key[0], key[1], key[3], kname, int(stream[q]))
         k = kernels.get(kkey) or kernels.setdefault(kkey, _new_kernel_row(row, kname, stream[q]))
         k.count += 1
@@ -192,7 +209,7 @@ def op_table(a: Attribution, device: Device | None) -> OpTable:
     for row in rows.values():
         if row.kind == "unattributed":
             row.calls = 0
-    unknown = _costs(rows, a.instances, keys, device)
+    unknown = _costs(rows, a.instances, keys, device, gemm_kernels)
     ordered = sorted(rows.values(), key=lambda r: (-r.gpu_time_us, -r.gpu_time_incl_us, r.op))
     return OpTable(
         rows=ordered,
@@ -278,6 +295,7 @@ def _costs(
     instances: list[OpInstance],
     keys: list[Key],
     device: Device | None,
+    gemm_kernels: set[Key],
 ) -> dict[str, int]:
     first: dict[Key, OpInstance] = {}
     for inst, key in zip(instances, keys, strict=True):
@@ -287,7 +305,7 @@ def _costs(
         found = first.get(key)
         if found is None or row.kind != "op" or row.gpu_time_us <= 0 or found.dims is None:
             continue  # (an op without recorded shapes has no estimate to miss)
-        cost = _estimate(found)
+        cost = _estimate(found, key in gemm_kernels)
         if cost is None:
             unknown[row.op] += row.calls
             continue
@@ -295,14 +313,20 @@ def _costs(
     return dict(sorted(unknown.items(), key=lambda kv: -kv[1]))
 
 
-def _estimate(inst: OpInstance) -> OpCost | None:
+def _estimate(inst: OpInstance, gemm_kernel: bool) -> OpCost | None:
+    """The op's formula; else, for an op named or launching a GEMM (``gemm_kernel``), the
+    GEMM its input shapes multiply."""
     if "::" not in inst.name:
         return None
     ns, _, name = inst.name.partition("::")
     inputs = signature_inputs(inst.dims, inst.types, inst.concrete)
     if inputs is None:
         return None
-    return estimate(f"{ns}.{name}", inputs, {}, signature_outputs(inst.name, inputs))
+    op, outputs = f"{ns}.{name}", signature_outputs(inst.name, inputs)
+    cost = estimate(op, inputs, {}, outputs)
+    if cost is None and (gemm_kernel or _GEMM_OP.search(name)):
+        cost = estimate_gemm_like(op, inputs, {}, outputs)
+    return cost
 
 
 def _fill(row: OpRow, cost: OpCost, device: Device | None) -> None:
