@@ -390,6 +390,11 @@ COLUMN_MEANINGS = {
     "unknown_calls": "calls the cost model could not estimate",
     "unknown_ops": "ops the cost model could not estimate",
     "cost_category": "the cost model's category of the op (gemm, attention, elementwise, ...)",
+    "op_category": (
+        "the op's kind as TraceLens names it: `GEMM`, `CONV_fwd`/`CONV_bwd`, "
+        "`SDPA_fwd`/`SDPA_bwd`, `NORM_fwd`/`NORM_bwd`, `elementwise`, `reduce`, `memory`, "
+        "`embedding`, `triton`, `other` (cost category, else op and kernel names)"
+    ),
     "achieved_tflops": "est_flops / measured GPU time, TFLOP/s",
     "achieved_tbs": "est_bytes / measured GPU time, TB/s",
     "intensity": "FLOPs per byte",

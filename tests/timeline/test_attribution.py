@@ -590,3 +590,37 @@ def test_an_unknown_op_with_elementwise_kernels_is_no_gemm(tmp_path: Path) -> No
     table = op_table(_attr(tmp_path / "t.json", events), None)
     assert _row(table, "myext::blend").est_flops is None
     assert table.unknown_ops == {"myext::blend": 1}
+
+
+def test_every_op_row_has_its_tracelens_category(tmp_path: Path) -> None:
+    events = eager_events()
+    extra = [
+        ("aten::convolution_backward", "wgrad_alg0_engine"),
+        ("aten::_scaled_dot_product_flash_attention", "flash_fwd_kernel"),
+        ("aten::native_layer_norm", "vectorized_layer_norm_kernel"),
+        ("triton_poi_fused_add_0", "triton_poi_fused_add_0"),
+        ("aten::sum", "reduce_kernel<512, 1>"),
+        ("myext::mystery", "some_kernel"),
+    ]
+    for i, (name, kernel_name) in enumerate(extra):
+        events += [
+            op(name, 2000 + 100 * i, 50),
+            launch(2010 + 100 * i, corr=500 + i),
+            kernel(kernel_name, 5000 + 100 * i, 10, corr=500 + i),
+        ]
+    events.append(kernel(RELU, 9000, 10, corr=999))  # no launch: unattributed
+    table = op_table(_attr(tmp_path / "t.json", events), None)
+    got = {r.op: r.record()["op_category"] for r in table.rows}
+    assert got == {
+        "aten::addmm": "GEMM",  # by its cost formula
+        "aten::linear": "GEMM",
+        "aten::add": "elementwise",
+        "aten::relu": "elementwise",  # no shapes: by its kernel
+        "aten::convolution_backward": "CONV_bwd",
+        "aten::_scaled_dot_product_flash_attention": "SDPA_fwd",
+        "aten::native_layer_norm": "NORM_fwd",
+        "triton_poi_fused_add_0": "triton",
+        "aten::sum": "reduce",
+        "myext::mystery": "other",
+        "(unattributed)": "",
+    }

@@ -46,7 +46,7 @@ _INSTANCE = re.compile(r"_\d+(?=[. ]|$)")
 # An op no formula names is read as a GEMM when its name or a kernel it launched says so
 # (vendor GEMMs: aiter::gemm_a16w16, vllm::rocm_unquantized_gemm, cutlass_scaled_mm; their
 # kernels: hipBLASLt / Tensile Cijk_, CK, wvSplitK, cuBLAS / CUTLASS / nvjet, xmma).
-_GEMM_OP = re.compile(r"gemm|(^|_)mm($|_)|matmul", re.IGNORECASE)
+_GEMM_OP = re.compile(r"gemm|(^|[_:])mm($|_)|matmul|(^|[_:])linear$", re.IGNORECASE)
 _GEMM_KERNEL = re.compile(
     r"gemm|^Cijk_|xmma|cutlass|cublas|hipblaslt|nvjet|wvSplitK|matmul", re.IGNORECASE
 )
@@ -79,6 +79,7 @@ class OpRow:
     est_flops: int | None = None
     est_bytes: int | None = None
     cost_category: str | None = None
+    op_category: str = ""  # TraceLens's kind of op (GEMM, CONV_fwd, SDPA_bwd, …); "" if no op
     achieved_tflops: float | None = None
     achieved_tbs: float | None = None
     intensity: float | None = None
@@ -109,6 +110,7 @@ class OpRow:
             "est_flops": self.est_flops,
             "est_bytes": self.est_bytes,
             "cost_category": self.cost_category,
+            "op_category": self.op_category,
             "achieved_tflops": _r(self.achieved_tflops),
             "achieved_tbs": _r(self.achieved_tbs),
             "intensity": _r(self.intensity),
@@ -177,7 +179,7 @@ def op_table(a: Attribution, device: Device | None) -> OpTable:
     direct = np.zeros(len(a.instances))
     names = a.trace.names
     stream = a.trace.stream[a.rows]
-    gemm_kernels: set[Key] = set()  # rows that launched a GEMM kernel themselves
+    row_kernels: dict[Key, set[str]] = defaultdict(set)  # kernels an op row launched itself
     seen_launch: set[int] = set()
     for q, (i, status) in enumerate(zip(a.op.tolist(), a.status.tolist(), strict=True)):
         if i < 0 or (status != 0 and a.instances[i].kind == "op"):
@@ -197,8 +199,8 @@ def op_table(a: Attribution, device: Device | None) -> OpTable:
                 seen_launch.add(launch)
                 row.launch_overhead_us += float(overhead[q])
         kname = names[int(a.trace.name[a.rows[q]])]
-        if row.kind == "op" and key not in gemm_kernels and _GEMM_KERNEL.search(kname):
-            gemm_kernels.add(key)
+        if row.kind == "op":
+            row_kernels[key].add(kname)
         kkey = (key[0], key[1], key[3], kname, int(stream[q]))
         k = kernels.get(kkey) or kernels.setdefault(kkey, _new_kernel_row(row, kname, stream[q]))
         k.count += 1
@@ -209,7 +211,12 @@ def op_table(a: Attribution, device: Device | None) -> OpTable:
     for row in rows.values():
         if row.kind == "unattributed":
             row.calls = 0
+    gemm_kernels = {k for k, ks in row_kernels.items() if any(map(_GEMM_KERNEL.search, ks))}
     unknown = _costs(rows, a.instances, keys, device, gemm_kernels)
+    for row_key, row in rows.items():
+        if row.kind == "op":
+            launched = row_kernels.get(row_key, set())
+            row.op_category = op_category(row.op, row.cost_category, launched)
     ordered = sorted(rows.values(), key=lambda r: (-r.gpu_time_us, -r.gpu_time_incl_us, r.op))
     return OpTable(
         rows=ordered,
@@ -266,6 +273,44 @@ def _inclusive(
         row.steps.add(inst.step)
         if not row.python_frame and inst.frame:
             row.python_frame = inst.frame
+
+
+_BACKWARD = re.compile(r"backward|Backward", re.IGNORECASE)
+_NAMED = (  # (category, op name pattern, kernel name pattern)
+    ("CONV", re.compile(r"conv", re.I), re.compile(r"conv|implicit_?gemm|igemm", re.I)),
+    ("SDPA", re.compile(r"attention|sdpa|flash_attn|\bmha", re.I), re.compile(r"fmha|flash", re.I)),
+    ("NORM", re.compile(r"norm", re.I), re.compile(r"norm", re.I)),
+)
+_BY_COST = {"elementwise": "elementwise", "reduction": "reduce", "memory": "memory"}
+_BY_COST |= {"embedding": "embedding", "creation": "memory", "view": "other"}
+
+
+def op_category(op: str, cost_category: str | None, kernels: set[str]) -> str:
+    """The op's kind as TraceLens users know it: ``GEMM``, ``CONV_fwd`` / ``CONV_bwd``,
+    ``SDPA_fwd`` / ``SDPA_bwd``, ``NORM_fwd`` / ``NORM_bwd``, ``elementwise``, ``reduce``,
+    ``memory``, ``embedding``, ``triton``, ``other``: from the cost model's category where
+    the op has an estimate, else from its name and the kernels it launched."""
+    side = "bwd" if _BACKWARD.search(op) else "fwd"
+    by_cost = {"matmul": "GEMM", "conv": "CONV", "attention": "SDPA", "norm": "NORM"}
+    found = by_cost.get(cost_category or "")
+    if found is None and cost_category is None:
+        for name, op_pat, kernel_pat in _NAMED:
+            if op_pat.search(op) or any(map(kernel_pat.search, kernels)):
+                found = name
+                break
+        if found is None and (_GEMM_OP.search(op) or any(map(_GEMM_KERNEL.search, kernels))):
+            found = "GEMM"
+    if found == "GEMM":
+        return found
+    if found is not None:
+        return f"{found}_{side}"
+    if cost_category in _BY_COST:
+        return _BY_COST[cost_category]
+    if "triton" in op.lower() or any(k.startswith("triton") for k in kernels):
+        return "triton"
+    if any("elementwise" in k for k in kernels):
+        return "elementwise"
+    return "reduce" if any("reduce" in k.lower() for k in kernels) else "other"
 
 
 def _inside_same_key(instances: list[OpInstance], keys: list[Key]) -> list[bool]:

@@ -35,6 +35,7 @@ OPS_COLUMNS = (
     "est_flops",
     "est_bytes",
     "cost_category",
+    "op_category",
     "achieved_tflops",
     "achieved_tbs",
     "intensity",
@@ -59,7 +60,7 @@ INT_COLUMNS = frozenset({"calls", "gpu_events", "steps", "est_flops", "est_bytes
 STR_COLUMNS = frozenset(
     {"op", "input_shapes", "input_dtypes", "module", "kind", "unattributed_reason"}
     | {"python_frame"}
-    | {"cost_category", "bound", "device"}
+    | {"cost_category", "op_category", "bound", "device"}
 )
 
 
