@@ -263,10 +263,10 @@ def _inclusive(
         p = instances[i].parent
         if p >= 0:
             incl[p] += incl[i]
-    inner = _inside_same_key(instances, keys)
-    for i, inst in enumerate(instances):
-        if (incl[i] <= 0 and direct[i] <= 0) or inner[i]:
-            continue
+    counted = (incl > 0) | (direct > 0)
+    inner = _inside_same_key(instances, keys, counted)
+    for i in np.flatnonzero(counted & ~inner).tolist():
+        inst = instances[i]
         row = rows.get(keys[i]) or rows.setdefault(keys[i], _new_row(keys[i]))
         row.calls += 1
         row.gpu_time_incl_us += float(incl[i])
@@ -313,25 +313,23 @@ def op_category(op: str, cost_category: str | None, kernels: set[str]) -> str:
     return "reduce" if any("reduce" in k.lower() for k in kernels) else "other"
 
 
-def _inside_same_key(instances: list[OpInstance], keys: list[Key]) -> list[bool]:
-    """Per instance, whether an enclosing instance has its key (depth first, iterative:
-    a trace may nest ops thousands deep)."""
-    children: list[list[int]] = [[] for _ in instances]
-    roots: list[int] = []
-    for i, inst in enumerate(instances):
-        (children[inst.parent] if inst.parent >= 0 else roots).append(i)
-    out = [False] * len(instances)
-    open_keys: dict[Key, int] = defaultdict(int)
-    stack: list[tuple[int, bool]] = [(r, True) for r in reversed(roots)]
-    while stack:
-        i, entering = stack.pop()
-        if not entering:
-            open_keys[keys[i]] -= 1
+def _inside_same_key(
+    instances: list[OpInstance], keys: list[Key], counted: np.ndarray
+) -> np.ndarray:
+    """Per instance, whether an enclosing instance has its key; looked up only for the
+    ``counted`` instances whose key more than one instance has (the rest cannot be)."""
+    out = np.zeros(len(instances), dtype=bool)
+    seen: dict[Key, int] = defaultdict(int)
+    for k in keys:
+        seen[k] += 1
+    for i in np.flatnonzero(counted).tolist():
+        key = keys[i]
+        if seen[key] < 2:
             continue
-        out[i] = open_keys[keys[i]] > 0
-        open_keys[keys[i]] += 1
-        stack.append((i, False))
-        stack.extend((c, True) for c in reversed(children[i]))
+        p = instances[i].parent
+        while p >= 0 and keys[p] != key:
+            p = instances[p].parent
+        out[i] = p >= 0
     return out
 
 
