@@ -492,11 +492,13 @@ def cudagraph_trees_pair(layers: int = 40) -> tuple[list[dict[str, Any]], list[d
 def test_cudagraph_trees_replays_join_their_record_annotation_by_kernel_names(
     tmp_path: Path,
 ) -> None:
-    capture_events, replay_events_ = cudagraph_trees_pair()
+    # the sizes of the ROCm xDiT FLUX profile: 1,567 captured launches, 1,566 replayed kernels
+    capture_events, replay_events_ = cudagraph_trees_pair(layers=522)
     replay = _attr(tmp_path / "replay.json", replay_events_)
     capture = _attr(tmp_path / "capture.json", capture_events)
+    assert len(capture.trace.launch_kernels) == 1566  # + the fill, which names no kernel
     join = join_capture(replay, capture)
-    assert (join.replays, join.by_alignment, join.unmatched, join.kernels) == (2, 2, 0, 240)
+    assert (join.replays, join.by_alignment, join.unmatched, join.kernels) == (2, 2, 0, 3132)
     assert replay.attributed_share is not None and replay.attributed_share >= 0.99
     assert replay.unattributed_us() == {}
     # every replayed kernel went to the op that launched it at capture
@@ -504,7 +506,7 @@ def test_cudagraph_trees_replays_join_their_record_annotation_by_kernel_names(
         kernel_name = replay.trace.names[int(replay.trace.name[replay.rows[q]])]
         assert ROCM_NAMES[replay.instances[int(replay.op[q])].name] == kernel_name
     table = op_table(replay, None)
-    assert _row(table, "aten::mm").calls == 80 and _row(table, "aten::relu").calls == 80
+    assert _row(table, "aten::mm").calls == 1044 and _row(table, "aten::relu").calls == 1044
     assert all(r.op != "aten::zero_" for r in table.rows)  # its fill was not replayed
 
 
@@ -624,3 +626,32 @@ def test_every_op_row_has_its_tracelens_category(tmp_path: Path) -> None:
         "myext::mystery": "other",
         "(unattributed)": "",
     }
+
+
+def test_replays_of_several_graphs_take_the_region_they_match(tmp_path: Path) -> None:
+    """Two captured graphs of the same length (mm add relu / mm relu add): each replay
+    takes its own region, by names, not the first of its size."""
+    capture = [x("CUDAGraphNode.record (dynamo_timed)", "user_annotation", 0, 100)]
+    capture += [x("CUDAGraphNode.record (dynamo_timed)", "user_annotation", 200, 100)]
+    order = (("aten::mm", "aten::add", "aten::relu"), ("aten::mm", "aten::relu", "aten::add"))
+    corr = 1
+    for g, names in enumerate(order):
+        for j, name in enumerate(names):
+            ts = 200 * g + 10 + 30 * j
+            capture += [op(name, ts, 20), hip_launch(ts + 2, corr, ROCM_NAMES[name])]
+            corr += 1
+    replay: list[dict[str, Any]] = []
+    for g, names in enumerate(reversed(order)):  # the second graph replays first
+        start = 1000 * (g + 1)
+        replay += [op("CUDAGraph::replay", start, 20)]
+        replay += [launch(start + 5, corr=100 + g, name="hipGraphLaunch")]
+        replay += [
+            kernel(ROCM_NAMES[n], start + 100 + 50 * j, 10, corr=100 + g)
+            for j, n in enumerate(names)
+        ]
+    a = _attr(tmp_path / "replay.json", replay)
+    join = join_capture(a, _attr(tmp_path / "capture.json", capture))
+    assert (join.by_alignment, join.kernels) == (2, 6)
+    for q in range(a.rows.size):
+        kernel_name = a.trace.names[int(a.trace.name[a.rows[q]])]
+        assert ROCM_NAMES[a.instances[int(a.op[q])].name] == kernel_name

@@ -32,6 +32,7 @@ A replay none finds stays ``graph_replay``: reported as such, never hidden, and
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -178,9 +179,16 @@ def _align_regions(
         return "unnamed"
     best: tuple[int, int, list[int]] | None = None  # (paired, region, pairs)
     limit = max(1, int(_MAX_EDITS * len(names)))
+    wanted = Counter(names)
     for i in named:
+        region = regions[i].kernel
+        # no order pairs more than the names both have: skip a region that cannot fit
+        # before the diff (vLLM captures dozens of graphs of alike lengths)
+        common = sum((Counter(k for k in region if k is not None) & wanted).values())
+        if len(region) + len(names) - 2 * common > limit:
+            continue
         # a launch without a known kernel name pairs with nothing
-        keys: list[object] = [k if k is not None else object() for k in regions[i].kernel]
+        keys: list[object] = [k if k is not None else object() for k in region]
         pairs = align(keys, names, limit)
         if pairs is None:
             continue
@@ -188,6 +196,8 @@ def _align_regions(
         # more kernels paired wins; at a tie, a region no replay took yet
         if best is None or paired > best[0] or (paired == best[0] and best[1] in used):
             best = (paired, i, pairs)
+        if paired == len(names) == len(region) and i not in used:
+            break  # a region the replay matches exactly, not taken yet: none does better
     return "names_differ" if best is None else (best[2], best[1])
 
 
