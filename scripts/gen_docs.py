@@ -362,6 +362,12 @@ COLUMN_MEANINGS = {
     "flops": "torch.profiler's FLOP count (where it has a formula)",
     # attribution
     "kernel": "the GPU kernel's name",
+    "stream": "the GPU stream the kernels ran on (empty when the trace does not say)",
+    "unattributed_reason": (
+        "an `(unattributed)` row's reason: `graph_replay` (inside CUDA graph replays no "
+        "capture trace covered), `no_launch` (launch call not in the trace), `outside_ops` "
+        "(launched outside any profiled op); empty for ops"
+    ),
     "gpu_events": "GPU events (kernels, memcpy, memset) attributed to the row",
     "gpu_time_us": "GPU time of the kernels the op launched itself, µs",
     "gpu_time_incl_us": "GPU time launched by the op and the ops it called, µs",
@@ -385,6 +391,11 @@ COLUMN_MEANINGS = {
     "unknown_calls": "calls the cost model could not estimate",
     "unknown_ops": "ops the cost model could not estimate",
     "cost_category": "the cost model's category of the op (gemm, attention, elementwise, ...)",
+    "op_category": (
+        "the op's kind as TraceLens names it: `GEMM`, `CONV_fwd`/`CONV_bwd`, "
+        "`SDPA_fwd`/`SDPA_bwd`, `NORM_fwd`/`NORM_bwd`, `elementwise`, `reduce`, `memory`, "
+        "`embedding`, `triton`, `other` (cost category, else op and kernel names)"
+    ),
     "achieved_tflops": "est_flops / measured GPU time, TFLOP/s",
     "achieved_tbs": "est_bytes / measured GPU time, TB/s",
     "intensity": "FLOPs per byte",

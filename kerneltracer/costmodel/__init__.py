@@ -26,7 +26,7 @@ from kerneltracer.costmodel.devices import (
     DeviceTable,
     load_devices,
 )
-from kerneltracer.costmodel.estimate import INT64_MAX, estimate, is_known
+from kerneltracer.costmodel.estimate import INT64_MAX, estimate, estimate_gemm_like, is_known
 from kerneltracer.costmodel.roofline import Achieved, RooflinePoint, achieved, roofline
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "achieved",
     "breakdown",
     "estimate",
+    "estimate_gemm_like",
     "is_known",
     "load_devices",
     "module_group",

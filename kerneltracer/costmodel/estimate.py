@@ -51,3 +51,16 @@ def estimate(
     if cost is not None and (cost.flops > INT64_MAX or cost.bytes > INT64_MAX):
         return None
     return cost
+
+
+def estimate_gemm_like(
+    op: str, inputs: list[Any], kwargs: dict[str, Any], outputs: list[Any] | None
+) -> OpCost | None:
+    """The cost of one call of ``op`` read as a GEMM (:func:`.formulas_dense.gemm_like`),
+    for an op the caller knows is one (its kernels are GEMMs); None when no two input
+    tensors multiply."""
+    try:
+        cost = formulas_dense.gemm_like(Call(op, inputs, kwargs or {}, outputs))
+    except (BadCall, IndexError, KeyError, TypeError, ValueError, ZeroDivisionError):
+        return None
+    return None if cost.flops > INT64_MAX or cost.bytes > INT64_MAX else cost

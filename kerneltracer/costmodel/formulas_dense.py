@@ -109,6 +109,25 @@ def grouped_mm(c: Call) -> OpCost:
     return c.cost(flops, MATMUL)
 
 
+def gemm_like(c: Call) -> OpCost:
+    """A GEMM that no formula names (vendor ops: ``aiter::gemm_a16w16``,
+    ``vllm::rocm_unquantized_gemm``, ``vllm::cutlass_scaled_mm``…), known to be one by its
+    kernels: the first pair of input tensors, in order, whose inner dimensions meet, is
+    the product: activations (…, K) by a 2-D weight (N, K) as ``linear`` takes it, or
+    (K, N) as ``mm`` does (when N == K both read the same). 2 * M * N * K."""
+    tensors = [s for x in c.inputs if (s := values.shape(x)) is not None and len(s) >= 2]
+    for i, x in enumerate(tensors):
+        for w in tensors[i + 1 :]:
+            if len(w) != 2:
+                continue
+            k = x[-1]
+            n = w[0] if w[1] == k else w[1] if w[0] == k else None
+            if n is not None and k > 0:
+                m = _prod(x[:-1])
+                return c.cost(2 * m * n * k, MATMUL, out_numel=m * n)
+    raise BadCall(f"no two input tensors multiply: {tensors}")
+
+
 def _conv_flops(x: list[int], w: list[int], spatial: list[int]) -> int:
     """flop_counter's count: 2 * N * prod(spatial) * prod(kernel) * w[0] * w[1]."""
     return 2 * x[0] * _prod(spatial) * _prod(w[2:]) * w[0] * w[1]

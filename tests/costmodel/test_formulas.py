@@ -177,3 +177,24 @@ def test_copy_reads_the_source_and_writes_the_destination(op: str) -> None:
     dst, src = T([16, 16], "float32"), T([16, 16])
     cost = est(op, [dst, src], [dst])
     assert (cost.bytes_read, cost.bytes_written, cost.flops) == (512, 1024, 0)
+
+
+def test_gemm_like_reads_either_weight_layout_and_refuses_what_does_not_multiply() -> None:
+    from kerneltracer.costmodel import estimate_gemm_like
+
+    def t(*shape: int) -> dict[str, object]:
+        return {"shape": list(shape), "dtype": "bfloat16"}
+
+    linear_layout = estimate_gemm_like(
+        "vllm.rocm_unquantized_gemm", [t(2, 3, 64), t(96, 64)], {}, None
+    )
+    mm_layout = estimate_gemm_like("x.y", [t(6, 64), t(64, 96)], {}, None)
+    assert linear_layout is not None and mm_layout is not None
+    assert linear_layout.flops == mm_layout.flops == 2 * 6 * 96 * 64
+    assert linear_layout.bytes_written == 6 * 96 * 2  # the output, bf16
+    # a leading output tensor (cutlass_scaled_mm(out, a, b, ...)): out (M, N) x b (K, N)
+    # read as linear is M x N x K too
+    scaled = estimate_gemm_like("x.y", [t(6, 96), t(6, 64), t(64, 96)], {}, None)
+    assert scaled is not None and scaled.flops == 2 * 6 * 96 * 64
+    assert estimate_gemm_like("x.y", [t(6, 64), t(32, 96)], {}, None) is None
+    assert estimate_gemm_like("x.y", [t(64)], {}, None) is None

@@ -61,6 +61,7 @@ _.compile_key
 _.call_stack  # analysis/timeline: the InferScope model and its results
 _.replays
 _.unmatched
+_.by_alignment  # GraphJoin: read from ops.json (vars of the join)
 _.idle_us
 _.non_compute_us
 _.sum_us

@@ -189,7 +189,10 @@ def test_graph_replays_without_capture_data_are_reported_not_hidden(tmp_path: Pa
     assert a.attributed_share == pytest.approx(100 / 700)
     table = op_table(a, None)
     bucket = next(r for r in table.rows if r.kind == "unattributed")
-    assert bucket.gpu_time_us == 600 and "graph replays" in bucket.input_shapes
+    assert bucket.gpu_time_us == 600 and bucket.unattributed_reason == "graph_replay"
+    assert bucket.record()["input_shapes"] == ""  # the reason has its own column
+    (k,) = [k for k in table.kernels if k.op == "(unattributed)" and k.kernel == MM]
+    assert (k.unattributed_reason, k.stream, k.count, k.input_shapes) == ("graph_replay", 7, 2, "")
     # the op around the graph launch did not launch the replayed kernels
     assert all(r.op != "CUDAGraph::replay" for r in table.rows)
 
@@ -434,3 +437,221 @@ def test_a_kernel_before_every_launch_of_its_repeated_id_has_no_launch(tmp_path:
     by_kernel = {a.trace.names[int(a.trace.name[r])]: q for q, r in enumerate(a.rows.tolist())}
     assert a.status[by_kernel["early"]] == NO_LAUNCH
     assert a.instances[int(a.op[by_kernel["k"]])].name == "aten::b"
+
+
+ROCM_GEMM = "Cijk_Alik_Bljk_BBS_BH_MT128x128x64"
+ROCM_NAMES = {"aten::mm": ROCM_GEMM, "aten::add": ADD, "aten::relu": RELU}
+
+
+def hip_launch(ts: float, corr: int, kernel_name: str | None = None) -> dict[str, Any]:
+    """A ROCm launch call: it names the kernel it launches in its args."""
+    e = launch(ts, corr=corr, name="hipLaunchKernel")
+    if kernel_name is not None:
+        e["args"]["kernel"] = kernel_name
+    return e
+
+
+def cudagraph_trees_pair(layers: int = 40) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """torch.compile's cudagraph trees on ROCm: the capture trace has no stream-capture
+    calls, only the ``CUDAGraphNode.record`` annotation around the captured launches (which
+    name their kernels and ran nothing); one launch in it (a fill the graph did not keep)
+    has no replayed kernel, so the replays (two) each run one kernel fewer than captured."""
+    capture: list[dict[str, Any]] = [
+        x("CUDAGraphNode.record (dynamo_timed)", "user_annotation", 0, 100 * layers + 100)
+    ]
+    corr = 1
+    for i in range(layers):
+        base = 10 + 100 * i
+        for j, name in enumerate(("aten::mm", "aten::add", "aten::relu")):
+            capture += [
+                op(name, base + 30 * j, 20),
+                hip_launch(base + 30 * j + 2, corr, ROCM_NAMES[name]),
+            ]
+            corr += 1
+        if i == layers // 2:  # the extra launch
+            capture += [
+                op("aten::zero_", base + 95, 4),
+                launch(base + 96, corr, "hipMemsetAsync", 1),
+            ]
+            corr += 1
+    replay: list[dict[str, Any]] = [x("ProfilerStep#2", "user_annotation", 0, 10**6)]
+    for r, start in enumerate((1000, 100_000)):
+        graph_corr = 10_000 + r
+        replay += [
+            op("CUDAGraph::replay", start, 20),
+            launch(start + 5, corr=graph_corr, name="hipGraphLaunch"),
+        ]
+        ts = start + 100
+        for _ in range(layers):
+            for name, dur in (("aten::mm", 300), ("aten::add", 40), ("aten::relu", 20)):
+                replay.append(kernel(ROCM_NAMES[name], ts, dur, corr=graph_corr))
+                ts += dur + 1
+    return capture, replay
+
+
+def test_cudagraph_trees_replays_join_their_record_annotation_by_kernel_names(
+    tmp_path: Path,
+) -> None:
+    # the sizes of the ROCm xDiT FLUX profile: 1,567 captured launches, 1,566 replayed kernels
+    capture_events, replay_events_ = cudagraph_trees_pair(layers=522)
+    replay = _attr(tmp_path / "replay.json", replay_events_)
+    capture = _attr(tmp_path / "capture.json", capture_events)
+    assert len(capture.trace.launch_kernels) == 1566  # + the fill, which names no kernel
+    join = join_capture(replay, capture)
+    assert (join.replays, join.by_alignment, join.unmatched, join.kernels) == (2, 2, 0, 3132)
+    assert replay.attributed_share is not None and replay.attributed_share >= 0.99
+    assert replay.unattributed_us() == {}
+    # every replayed kernel went to the op that launched it at capture
+    for q in range(replay.rows.size):
+        kernel_name = replay.trace.names[int(replay.trace.name[replay.rows[q]])]
+        assert ROCM_NAMES[replay.instances[int(replay.op[q])].name] == kernel_name
+    table = op_table(replay, None)
+    assert _row(table, "aten::mm").calls == 1044 and _row(table, "aten::relu").calls == 1044
+    assert all(r.op != "aten::zero_" for r in table.rows)  # its fill was not replayed
+
+
+def test_alignment_tolerates_inserted_and_missing_kernels(tmp_path: Path) -> None:
+    """The replay misses a captured launch and runs one the capture trace lacks: each costs
+    that kernel only; a replay of another graph is refused, and the summary says why."""
+    capture_events, replay_events_ = cudagraph_trees_pair(layers=20)
+    dropped = [e for e in replay_events_ if not (e["cat"] == "kernel" and e["ts"] == 1100)]
+    dropped.append(kernel("an_extra_kernel", 5000, 10, corr=10_000))
+    replay = _attr(tmp_path / "replay.json", dropped)
+    join = join_capture(replay, _attr(tmp_path / "capture.json", capture_events))
+    assert (join.by_alignment, join.unpaired_kernels, join.kernels) == (2, 1, 59 + 60)
+    assert replay.unattributed_us() == {"graph_replay": 10.0}
+    assert "1 kernel of joined replays had no launch" in join.why_text()
+
+    other = _attr(
+        tmp_path / "other.json",
+        [e for e in dropped if e["cat"] != "kernel"]
+        + [kernel(f"k{i}", 2000 + i, 1, corr=10_000) for i in range(60)],
+    )
+    join = join_capture(other, _attr(tmp_path / "capture2.json", capture_events))
+    assert join.unmatched == 1 and join.unmatched_why == {"names_differ": 1}
+    assert "align with the replay's kernel names" in join.why_text()
+
+
+def test_myers_alignment_pairs_a_longest_common_subsequence() -> None:
+    from kerneltracer.analysis.timeline.cuda_graphs import align
+
+    assert align(list("abcd"), list("abcd"), 0) == [0, 1, 2, 3]
+    assert align(list("abxcd"), list("abcd"), 1) == [0, 1, 3, 4]  # a launch not replayed
+    assert align(list("abcd"), list("abycd"), 1) == [0, 1, -1, 2, 3]  # a kernel not captured
+    assert align(list("abcd"), list("abycd"), 0) is None
+    assert align(list("abcdef"), list("xyz"), 2) is None
+
+
+def test_an_op_calling_itself_is_one_call_and_its_subtree_counted_once(tmp_path: Path) -> None:
+    """aten::copy_ inside aten::copy_ with the same inputs, the inner one launching a 6.3 µs
+    kernel: one call of 6.3 µs, inclusive 6.3 µs (not 2 calls, 12.6 µs)."""
+    dims = {"Input Dims": [[64], [64], []], "Input type": ["float", "float", "Scalar"]}
+    events = [
+        op("aten::copy_", 0, 100, **dims),
+        op("aten::copy_", 10, 80, **dims),
+        launch(20, corr=1),
+        kernel(ADD, 40, 6.3, corr=1),
+        op("aten::copy_", 200, 100, **dims),  # a second call, on its own
+        launch(220, corr=2),
+        kernel(ADD, 240, 6.3, corr=2),
+    ]
+    table = op_table(_attr(tmp_path / "t.json", events), None)
+    copy = _row(table, "aten::copy_")
+    assert (copy.calls, copy.gpu_time_us, copy.gpu_time_incl_us) == (2, 12.6, 12.6)
+
+
+@pytest.mark.parametrize(
+    ("name", "dims", "kernel_name"),
+    [
+        # x (M, K) by weight (N, K), as linear takes it, on ROCm's hipBLASLt
+        ("vllm::rocm_unquantized_gemm", [[4096, 8192], [28672, 8192], []], "Cijk_Alik_Bljk_BBS"),
+        ("aiter::gemm_a16w16", [[4096, 8192], [28672, 8192], [], []], "wvSplitK_hf_"),
+        # a custom op named like no GEMM, known by its CUDA GEMM kernel; (K, N) weight
+        ("myext::fused_proj", [[8, 512, 8192], [8192, 28672]], "sm90_xmma_gemm_bf16bf16"),
+    ],
+)
+def test_vendor_gemms_get_flops_from_their_shapes(
+    tmp_path: Path, name: str, dims: list[Any], kernel_name: str
+) -> None:
+    types = ["c10::BFloat16", "c10::BFloat16", "", ""][: len(dims)]
+    events = [
+        op(name, 0, 100, **{"Input Dims": dims, "Input type": types}),
+        launch(10, corr=1),
+        kernel(kernel_name, 20, 1000, corr=1),
+    ]
+    table = op_table(_attr(tmp_path / "t.json", events), load_devices(None).devices["MI300X"])
+    row = _row(table, name)
+    assert row.est_flops == 2 * 4096 * 28672 * 8192 and row.cost_category == "matmul"
+    assert row.achieved_tflops == pytest.approx(2 * 4096 * 28672 * 8192 / 1e-3 / 1e12, rel=1e-5)
+    assert table.unknown_ops == {}
+
+
+def test_an_unknown_op_with_elementwise_kernels_is_no_gemm(tmp_path: Path) -> None:
+    dims = {"Input Dims": [[4096, 8192], [8192, 8192]], "Input type": ["float", "float"]}
+    events = [op("myext::blend", 0, 100, **dims), launch(10, corr=1), kernel(ADD, 20, 10, corr=1)]
+    table = op_table(_attr(tmp_path / "t.json", events), None)
+    assert _row(table, "myext::blend").est_flops is None
+    assert table.unknown_ops == {"myext::blend": 1}
+
+
+def test_every_op_row_has_its_tracelens_category(tmp_path: Path) -> None:
+    events = eager_events()
+    extra = [
+        ("aten::convolution_backward", "wgrad_alg0_engine"),
+        ("aten::_scaled_dot_product_flash_attention", "flash_fwd_kernel"),
+        ("aten::native_layer_norm", "vectorized_layer_norm_kernel"),
+        ("triton_poi_fused_add_0", "triton_poi_fused_add_0"),
+        ("aten::sum", "reduce_kernel<512, 1>"),
+        ("myext::mystery", "some_kernel"),
+    ]
+    for i, (name, kernel_name) in enumerate(extra):
+        events += [
+            op(name, 2000 + 100 * i, 50),
+            launch(2010 + 100 * i, corr=500 + i),
+            kernel(kernel_name, 5000 + 100 * i, 10, corr=500 + i),
+        ]
+    events.append(kernel(RELU, 9000, 10, corr=999))  # no launch: unattributed
+    table = op_table(_attr(tmp_path / "t.json", events), None)
+    got = {r.op: r.record()["op_category"] for r in table.rows}
+    assert got == {
+        "aten::addmm": "GEMM",  # by its cost formula
+        "aten::linear": "GEMM",
+        "aten::add": "elementwise",
+        "aten::relu": "elementwise",  # no shapes: by its kernel
+        "aten::convolution_backward": "CONV_bwd",
+        "aten::_scaled_dot_product_flash_attention": "SDPA_fwd",
+        "aten::native_layer_norm": "NORM_fwd",
+        "triton_poi_fused_add_0": "triton",
+        "aten::sum": "reduce",
+        "myext::mystery": "other",
+        "(unattributed)": "",
+    }
+
+
+def test_replays_of_several_graphs_take_the_region_they_match(tmp_path: Path) -> None:
+    """Two captured graphs of the same length (mm add relu / mm relu add): each replay
+    takes its own region, by names, not the first of its size."""
+    capture = [x("CUDAGraphNode.record (dynamo_timed)", "user_annotation", 0, 100)]
+    capture += [x("CUDAGraphNode.record (dynamo_timed)", "user_annotation", 200, 100)]
+    order = (("aten::mm", "aten::add", "aten::relu"), ("aten::mm", "aten::relu", "aten::add"))
+    corr = 1
+    for g, names in enumerate(order):
+        for j, name in enumerate(names):
+            ts = 200 * g + 10 + 30 * j
+            capture += [op(name, ts, 20), hip_launch(ts + 2, corr, ROCM_NAMES[name])]
+            corr += 1
+    replay: list[dict[str, Any]] = []
+    for g, names in enumerate(reversed(order)):  # the second graph replays first
+        start = 1000 * (g + 1)
+        replay += [op("CUDAGraph::replay", start, 20)]
+        replay += [launch(start + 5, corr=100 + g, name="hipGraphLaunch")]
+        replay += [
+            kernel(ROCM_NAMES[n], start + 100 + 50 * j, 10, corr=100 + g)
+            for j, n in enumerate(names)
+        ]
+    a = _attr(tmp_path / "replay.json", replay)
+    join = join_capture(a, _attr(tmp_path / "capture.json", capture))
+    assert (join.by_alignment, join.kernels) == (2, 6)
+    for q in range(a.rows.size):
+        kernel_name = a.trace.names[int(a.trace.name[a.rows[q]])]
+        assert ROCM_NAMES[a.instances[int(a.op[q])].name] == kernel_name

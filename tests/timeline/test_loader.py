@@ -152,3 +152,18 @@ def test_odd_ids_and_types_are_tolerated(tmp_path: Path) -> None:
     assert trace.stream.tolist() == [7, -1, -1]
     assert trace.names[int(trace.name[2])] == "7" and trace.raw_categories[int(trace.cat[2])] == ""
     assert trace.bad_events == {"missing_timestamp": 1, "not_an_object": 1}
+
+
+def test_rocm_launch_calls_keep_the_kernel_they_name(testdata_dir: Path) -> None:
+    """ROCm's launch calls name their kernel in args (how a capture trace, which ran no
+    kernel, says what it captured); read only with op args, equal to the kernels run."""
+    from tests.timeline.traces import hta_path
+
+    path = hta_path(testdata_dir, "amd")
+    trace = load_chrome_trace(path, op_args=True)
+    assert len(trace.launch_kernels) == 14  # every hipLaunchKernel of the trace
+    kernels = np.flatnonzero(trace.category_mask({"kernel"}))
+    ran = {int(trace.correlation[r]): trace.names[int(trace.name[r])] for r in kernels}
+    launched = {int(trace.correlation[r]): k for r, k in trace.launch_kernels.items()}
+    assert all(ran[c] == k for c, k in launched.items() if c in ran)
+    assert load_chrome_trace(path).launch_kernels == {}

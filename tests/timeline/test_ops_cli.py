@@ -43,6 +43,13 @@ def test_graph_replay_time_is_reported_on_a_real_trace(testdata_dir: Path, tmp_p
     with (out / "kernels_by_op.csv").open() as fh:
         kernels = list(csv.DictReader(fh))
     assert sum(int(k["count"]) for k in kernels) == summary["gpu_events"]
+    assert {k["stream"] for k in kernels} >= {"7", "25"}  # kernels_by_op is per stream
+    buckets = {r["unattributed_reason"]: r for r in rows if r["kind"] == "unattributed"}
+    # (launches outside ops show under their user annotation: kind annotation, no bucket)
+    assert {"graph_replay", "no_launch"} == set(buckets) and buckets["graph_replay"][
+        "input_shapes"
+    ] in ("", None)
+    assert "inside CUDA graph replays without capture data" in html
     report = json.loads((out / "report.json").read_text())
     assert report["op_attribution"]["attributed_share"] == summary["attributed_share"]
     assert json.loads((tmp_path / "summary.json").read_text())["traces"][0][
@@ -115,3 +122,45 @@ def test_queue_delay_is_a_labelled_mean_per_gpu_event_in_every_output(tmp_path: 
     html = (out / "ops.html").read_text()
     assert ">mean queue µs per GPU event</th>" in html and ">queue µs</th>" not in html
     assert ">launch µs (total)</th>" in html
+
+
+def test_cudagraph_trees_capture_through_the_cli_and_why_a_replay_stays_unattributed(
+    tmp_path: Path,
+) -> None:
+    from tests.timeline.test_attribution import cudagraph_trees_pair
+
+    capture_events, replay_events_ = cudagraph_trees_pair()
+    replay = write_trace(tmp_path / "replay.json", replay_events_)
+    capture = write_trace(tmp_path / "capture.json", capture_events)
+    r = timeline_cli(str(replay), "-o", str(tmp_path / "out"), "--capture-trace", str(capture))
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((tmp_path / "out" / "replay" / "ops.json").read_text())
+    assert summary["attributed_share"] >= 0.99 and summary["cuda_graphs"]["by_alignment"] == 2
+    # a capture trace of something else: the text says the capture was there, and why
+    other = write_trace(tmp_path / "other.json", eager_events())
+    r = timeline_cli(str(replay), "-o", str(tmp_path / "o2"), "--capture-trace", str(other))
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((tmp_path / "o2" / "replay" / "ops.json").read_text())
+    assert "without capture data" not in summary["text"]
+    assert (
+        "the capture trace did not cover (2 replays: the capture trace has no capture"
+        in (summary["text"])
+    )
+    assert summary["cuda_graphs"]["unmatched_why"] == {"no_capture_region": 2}
+
+
+def test_a_gpu_only_trace_says_it_has_no_cpu_ops(tmp_path: Path) -> None:
+    events = [
+        x("cudaLaunchKernel", "cuda_runtime", 10, 5, correlation=1),
+        kernel("gemm", 20, 100, corr=1),
+        kernel("relu", 130, 20),
+    ]
+    r = timeline_cli(str(write_trace(tmp_path / "g.json", events)), "-o", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((tmp_path / "o" / "g" / "ops.json").read_text())
+    assert summary["cpu_ops"] == 0 and summary["attributed_share"] == 0
+    assert summary["text"] == (
+        "no CPU ops in this trace (GPU activity only, recorded without CPU activity): "
+        "none of its 120.0 µs of GPU time can be attributed to ops"
+    )
+    assert summary["text"] in r.stderr

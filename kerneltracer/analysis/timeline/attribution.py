@@ -83,6 +83,7 @@ class Attribution:
     # True where the GPU event's correlation id is carried by several launch calls
     repeated: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     instances: list[OpInstance] = field(default_factory=list)
+    host_ops: int = 0  # host op (cpu_op) events in the trace: 0 in a GPU-only trace
     make_instance: Callable[[int], int] | None = field(default=None, repr=False)
 
     def instance_of(self, row: int) -> int:
@@ -195,6 +196,7 @@ def attribute(trace: ChromeTrace) -> Attribution:
         step=steps.at(when),
         repeated=repeated,
         instances=instances.items,
+        host_ops=int(op_rows.size),
         make_instance=instances.of,
     )
 

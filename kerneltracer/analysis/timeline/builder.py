@@ -39,7 +39,7 @@ import msgspec
 import numpy as np
 import orjson
 
-from kerneltracer.analysis.timeline.categories import GPU_ACTIVITY, normalize_category
+from kerneltracer.analysis.timeline.categories import CUDA_API, GPU_ACTIVITY, normalize_category
 
 PH_COMPLETE = 0
 PH_INSTANT = 1
@@ -52,7 +52,7 @@ _ID_TYPES = frozenset({int, str, float, bool, type(None)})
 _KEEP_ARGS = GPU_ACTIVITY | {"cpu_instant_event", "gpu_user_annotation", "cuda_sync", ""}
 # Host ops whose shape and identity args op attribution reads (``Builder(op_args=True)``).
 _OP_ARG_CATEGORIES = frozenset({"cpu_op"})
-_KEEP_NONE, _KEEP_WHOLE, _KEEP_OP = 0, 1, 2
+_KEEP_NONE, _KEEP_WHOLE, _KEEP_OP, _KEEP_LAUNCH = 0, 1, 2, 3
 # Flow events that tie a launch on the host to its GPU activity (the correlation id).
 FLOW_CATEGORIES = frozenset({"ac2g"})
 
@@ -93,6 +93,10 @@ class OpArgs(
     sequence_number: Any = None
 
 
+class _LaunchArgs(msgspec.Struct, gc=False):
+    kernel: Any = None  # the launched kernel's name (ROCm writes it on its launch calls)
+
+
 class _Ids(msgspec.Struct, gc=False):
     stream: Any = -1
     correlation: Any = -1
@@ -107,6 +111,7 @@ _BATCH = msgspec.json.Decoder(list[_Event])
 _IDS = msgspec.json.Decoder(_Ids)
 _IDS_LIST = msgspec.json.Decoder(list[_Ids])
 _OP_ARGS = msgspec.json.Decoder(OpArgs)
+_LAUNCH_ARGS = msgspec.json.Decoder(_LaunchArgs)
 
 
 class Flows:
@@ -124,9 +129,11 @@ class Builder:
     """Accumulates column chunks, interned names/categories/threads and kept args."""
 
     def __init__(self, path: Path, *, op_args: bool = False) -> None:
-        """``op_args``: also keep host ops' shape args (:class:`OpArgs`) and ac2g flows."""
+        """``op_args``: also keep host ops' shape args (:class:`OpArgs`), ac2g flows and
+        the kernel names runtime launch calls carry."""
         self.path = path
         self.op_args: dict[int, OpArgs] | None = {} if op_args else None
+        self.launch_kernels: dict[int, str] = {}
         self.flows: Flows | None = Flows() if op_args else None
         self.chunks: list[dict[str, np.ndarray]] = []
         self.names: dict[str, int] = {}
@@ -257,6 +264,9 @@ class Builder:
                 if keep == _KEEP_OP:
                     self._keep_op_args(base + i, rows[i].args)
                     continue
+                if keep == _KEEP_LAUNCH:
+                    self._keep_launch(base + i, rows[i].args)
+                    continue
                 args = msgspec.json.decode(rows[i].args)
                 if type(args) is dict and args:
                     self.args[base + i] = args
@@ -373,6 +383,12 @@ class Builder:
             elif args:
                 self._keep_op_args(self.rows, msgspec.json.encode(args))
             keep = _KEEP_NONE
+        elif keep == _KEEP_LAUNCH:
+            if raw_args is not None and raw_args:
+                self._keep_launch(self.rows, raw_args)
+            elif args and type(args.get("kernel")) is str:
+                self.launch_kernels[self.rows] = args["kernel"]
+            keep = _KEEP_NONE
         if raw_args is not None and raw_args:
             if keep:
                 args = msgspec.json.decode(raw_args)
@@ -410,7 +426,20 @@ class Builder:
         cat = normalize_category(raw_cat)
         if cat in _KEEP_ARGS:
             return _KEEP_WHOLE
-        return _KEEP_OP if self.op_args is not None and cat in _OP_ARG_CATEGORIES else _KEEP_NONE
+        if self.op_args is None:
+            return _KEEP_NONE
+        if cat in _OP_ARG_CATEGORIES:
+            return _KEEP_OP
+        return _KEEP_LAUNCH if cat in CUDA_API else _KEEP_NONE
+
+    def _keep_launch(self, row: int, raw: bytes | msgspec.Raw) -> None:
+        # Most launch calls (all of CUDA's) carry no kernel name: skip them undecoded.
+        if b'"kernel"' not in bytes(raw):
+            return
+        with contextlib.suppress(msgspec.ValidationError):
+            name = _LAUNCH_ARGS.decode(raw).kernel
+            if type(name) is str:
+                self.launch_kernels[row] = name
 
     def _keep_op_args(self, row: int, raw: bytes) -> None:
         if self.op_args is None:  # only called for _KEEP_OP categories
@@ -520,6 +549,7 @@ class Builder:
             "thread_names": self.thread_names,
             "float_timestamps": self.float_ts,
             "op_args": self.op_args or {},
+            "launch_kernels": self.launch_kernels,
             "flows": _flow_columns(self.flows),
             "bad_events": self.bad,
             "skipped_events": self.skipped,

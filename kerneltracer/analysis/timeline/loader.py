@@ -76,6 +76,8 @@ class ChromeTrace:
     # ac2g flow events as columns (id, start, pid, tid, ts; pid/tid index thread_labels).
     op_args: dict[int, OpArgs] = field(default_factory=dict)
     flows: dict[str, np.ndarray] | None = None
+    # Also only then: runtime launch call row -> the kernel name its args carry (ROCm's do).
+    launch_kernels: dict[int, str] = field(default_factory=dict)
     bad_events: dict[str, int] = field(default_factory=dict)  # malformed, by kind
     skipped_events: dict[str, int] = field(default_factory=dict)  # valid but unused phases
 

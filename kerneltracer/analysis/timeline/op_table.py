@@ -5,7 +5,8 @@ op itself (``gpu_time_us``, "direct") and by it and every op it called
 (``gpu_time_incl_us``), its GPU events, launch overhead (CPU time in its launch calls, summed)
 and mean queue delay per GPU event (GPU start minus launch end, clipped at 0; a sum would
 add up waits that overlap, and exceed the trace). Unattributed GPU time gets one row
-per reason (``kind`` ``unattributed``), so ``gpu_time_us`` sums to the trace's GPU time.
+per reason (``kind`` ``unattributed``, the reason in ``unattributed_reason``: a key of
+:data:`~.attribution.STATUS_TEXT`), so ``gpu_time_us`` sums to the trace's GPU time.
 
 FLOPs and bytes per call come from the shared cost model (:mod:`kerneltracer.costmodel`)
 on the recorded shapes; rates are those estimates over the op's measured direct GPU time.
@@ -22,12 +23,18 @@ from typing import Any
 import numpy as np
 
 from kerneltracer.analysis.timeline.attribution import (
-    STATUS_TEXT,
     STATUSES,
     Attribution,
     OpInstance,
 )
-from kerneltracer.costmodel import Device, DeviceTable, OpCost, achieved, estimate
+from kerneltracer.costmodel import (
+    Device,
+    DeviceTable,
+    OpCost,
+    achieved,
+    estimate,
+    estimate_gemm_like,
+)
 from kerneltracer.costmodel.aggregate import module_group
 from kerneltracer.costmodel.profiler_args import (
     shapes_text,
@@ -36,7 +43,16 @@ from kerneltracer.costmodel.profiler_args import (
 )
 
 _INSTANCE = re.compile(r"_\d+(?=[. ]|$)")
-Key = tuple[str, ...]  # (op, input shapes, input dtypes, module group, kind)
+# An op no formula names is read as a GEMM when its name or a kernel it launched says so
+# (vendor GEMMs: aiter::gemm_a16w16, vllm::rocm_unquantized_gemm, cutlass_scaled_mm; their
+# kernels: hipBLASLt / Tensile Cijk_, CK, wvSplitK, cuBLAS / CUTLASS / nvjet, xmma).
+_GEMM_OP = re.compile(r"gemm|(^|[_:])mm($|_)|matmul|(^|[_:])linear$", re.IGNORECASE)
+_GEMM_KERNEL = re.compile(
+    r"gemm|^Cijk_|xmma|cutlass|cublas|hipblaslt|nvjet|wvSplitK|matmul", re.IGNORECASE
+)
+# (op, input shapes, input dtypes, module group, kind); an unattributed bucket's input
+# shapes hold its reason (STATUSES) and become OpRow.unattributed_reason.
+Key = tuple[str, ...]
 # Device names in traces (deviceProperties[].name) -> device table keys; longest first.
 _NAME_KEYS = ("MI300X", "MI250X", "MI250", "H200", "H100", "B200", "A100")
 # ROCm traces often name the GPU "AMD Radeon Graphics": its CU count tells them apart.
@@ -50,6 +66,7 @@ class OpRow:
     input_dtypes: str
     module: str
     kind: str  # op | annotation | unattributed
+    unattributed_reason: str = ""  # why an unattributed bucket's GPU events have no op
     calls: int = 0
     gpu_events: int = 0
     gpu_time_us: float = 0.0
@@ -62,6 +79,7 @@ class OpRow:
     est_flops: int | None = None
     est_bytes: int | None = None
     cost_category: str | None = None
+    op_category: str = ""  # TraceLens's kind of op (GEMM, CONV_fwd, SDPA_bwd, …); "" if no op
     achieved_tflops: float | None = None
     achieved_tbs: float | None = None
     intensity: float | None = None
@@ -77,6 +95,7 @@ class OpRow:
             "input_dtypes": self.input_dtypes,
             "module": self.module,
             "kind": self.kind,
+            "unattributed_reason": self.unattributed_reason,
             "calls": self.calls,
             "gpu_events": self.gpu_events,
             "gpu_time_us": round(self.gpu_time_us, 3),
@@ -91,6 +110,7 @@ class OpRow:
             "est_flops": self.est_flops,
             "est_bytes": self.est_bytes,
             "cost_category": self.cost_category,
+            "op_category": self.op_category,
             "achieved_tflops": _r(self.achieved_tflops),
             "achieved_tbs": _r(self.achieved_tbs),
             "intensity": _r(self.intensity),
@@ -105,7 +125,9 @@ class KernelRow:
     op: str
     input_shapes: str
     module: str
+    unattributed_reason: str
     kernel: str
+    stream: int  # the GPU stream it ran on (-1 when the trace does not say)
     count: int = 0
     total_us: float = 0.0
     min_us: float = math.inf
@@ -116,7 +138,9 @@ class KernelRow:
             "op": self.op,
             "input_shapes": self.input_shapes,
             "module": self.module,
+            "unattributed_reason": self.unattributed_reason,
             "kernel": self.kernel,
+            "stream": self.stream,
             "count": self.count,
             "total_us": round(self.total_us, 3),
             "mean_us": round(self.total_us / self.count, 3),
@@ -148,16 +172,18 @@ def detect_device(trace_props: list[dict[str, Any]], table: DeviceTable) -> Devi
 def op_table(a: Attribution, device: Device | None) -> OpTable:
     keys = [_key(inst) for inst in a.instances]
     rows: dict[Key, OpRow] = {}
-    kernels: dict[Key, KernelRow] = {}
+    kernels: dict[tuple[Any, ...], KernelRow] = {}
     dur = a.dur
     delay = a.queue_delay()
     overhead = a.launch_overhead()
     direct = np.zeros(len(a.instances))
     names = a.trace.names
+    stream = a.trace.stream[a.rows]
+    row_kernels: dict[Key, set[str]] = defaultdict(set)  # kernels an op row launched itself
     seen_launch: set[int] = set()
     for q, (i, status) in enumerate(zip(a.op.tolist(), a.status.tolist(), strict=True)):
         if i < 0 or (status != 0 and a.instances[i].kind == "op"):
-            key = ("(unattributed)", STATUS_TEXT[STATUSES[status]], "", "", "unattributed")
+            key = ("(unattributed)", STATUSES[status], "", "", "unattributed")
         else:
             key = keys[i]
             direct[i] += dur[q]
@@ -173,8 +199,10 @@ def op_table(a: Attribution, device: Device | None) -> OpTable:
                 seen_launch.add(launch)
                 row.launch_overhead_us += float(overhead[q])
         kname = names[int(a.trace.name[a.rows[q]])]
-        kkey = (key[0], key[1], key[3], kname)
-        k = kernels.get(kkey) or kernels.setdefault(kkey, KernelRow(key[0], key[1], key[3], kname))
+        if row.kind == "op":
+            row_kernels[key].add(kname)
+        kkey = (key[0], key[1], key[3], kname, int(stream[q]))
+        k = kernels.get(kkey) or kernels.setdefault(kkey, _new_kernel_row(row, kname, stream[q]))
         k.count += 1
         k.total_us += float(dur[q])
         k.min_us = min(k.min_us, float(dur[q]))
@@ -183,7 +211,12 @@ def op_table(a: Attribution, device: Device | None) -> OpTable:
     for row in rows.values():
         if row.kind == "unattributed":
             row.calls = 0
-    unknown = _costs(rows, a.instances, keys, device)
+    gemm_kernels = {k for k, ks in row_kernels.items() if any(map(_GEMM_KERNEL.search, ks))}
+    unknown = _costs(rows, a.instances, keys, device, gemm_kernels)
+    for row_key, row in rows.items():
+        if row.kind == "op":
+            launched = row_kernels.get(row_key, set())
+            row.op_category = op_category(row.op, row.cost_category, launched)
     ordered = sorted(rows.values(), key=lambda r: (-r.gpu_time_us, -r.gpu_time_incl_us, r.op))
     return OpTable(
         rows=ordered,
@@ -202,7 +235,15 @@ def _key(inst: OpInstance) -> Key:
 
 
 def _new_row(key: Key) -> OpRow:
+    if key[4] == "unattributed":
+        return OpRow(key[0], "", "", "", key[4], unattributed_reason=key[1])
     return OpRow(op=key[0], input_shapes=key[1], input_dtypes=key[2], module=key[3], kind=key[4])
+
+
+def _new_kernel_row(row: OpRow, kernel: str, stream: Any) -> KernelRow:
+    return KernelRow(
+        row.op, row.input_shapes, row.module, row.unattributed_reason, kernel, int(stream)
+    )
 
 
 def _inclusive(
@@ -212,16 +253,20 @@ def _inclusive(
     rows: dict[Key, OpRow],
 ) -> None:
     """Each instance's GPU time goes to itself and every op enclosing it; an op's calls
-    are its instances that led to GPU work (its own or its children's)."""
+    are its instances that led to GPU work (its own or its children's). A call inside a
+    call of the same row (an op calling itself with the same inputs) is part of that
+    call: its GPU time is already in the outer call's inclusive time, and counting it
+    again would double the subtree."""
     incl = direct.copy()
     # Instances are made parents first, so children come later: one reverse pass sums up.
     for i in range(len(instances) - 1, -1, -1):
         p = instances[i].parent
         if p >= 0:
             incl[p] += incl[i]
-    for i, inst in enumerate(instances):
-        if incl[i] <= 0 and direct[i] <= 0:
-            continue
+    counted = (incl > 0) | (direct > 0)
+    inner = _inside_same_key(instances, keys, counted)
+    for i in np.flatnonzero(counted & ~inner).tolist():
+        inst = instances[i]
         row = rows.get(keys[i]) or rows.setdefault(keys[i], _new_row(keys[i]))
         row.calls += 1
         row.gpu_time_incl_us += float(incl[i])
@@ -230,11 +275,70 @@ def _inclusive(
             row.python_frame = inst.frame
 
 
+_BACKWARD = re.compile(r"backward|Backward", re.IGNORECASE)
+_NAMED = (  # (category, op name pattern, kernel name pattern)
+    ("CONV", re.compile(r"conv", re.I), re.compile(r"conv|implicit_?gemm|igemm", re.I)),
+    ("SDPA", re.compile(r"attention|sdpa|flash_attn|\bmha", re.I), re.compile(r"fmha|flash", re.I)),
+    ("NORM", re.compile(r"norm", re.I), re.compile(r"norm", re.I)),
+)
+_BY_COST = {"elementwise": "elementwise", "reduction": "reduce", "memory": "memory"}
+_BY_COST |= {"embedding": "embedding", "creation": "memory", "view": "other"}
+
+
+def op_category(op: str, cost_category: str | None, kernels: set[str]) -> str:
+    """The op's kind as TraceLens users know it: ``GEMM``, ``CONV_fwd`` / ``CONV_bwd``,
+    ``SDPA_fwd`` / ``SDPA_bwd``, ``NORM_fwd`` / ``NORM_bwd``, ``elementwise``, ``reduce``,
+    ``memory``, ``embedding``, ``triton``, ``other``: from the cost model's category where
+    the op has an estimate, else from its name and the kernels it launched."""
+    side = "bwd" if _BACKWARD.search(op) else "fwd"
+    by_cost = {"matmul": "GEMM", "conv": "CONV", "attention": "SDPA", "norm": "NORM"}
+    found = by_cost.get(cost_category or "")
+    if found is None and cost_category is None:
+        for name, op_pat, kernel_pat in _NAMED:
+            if op_pat.search(op) or any(map(kernel_pat.search, kernels)):
+                found = name
+                break
+        if found is None and (_GEMM_OP.search(op) or any(map(_GEMM_KERNEL.search, kernels))):
+            found = "GEMM"
+    if found == "GEMM":
+        return found
+    if found is not None:
+        return f"{found}_{side}"
+    if cost_category in _BY_COST:
+        return _BY_COST[cost_category]
+    if "triton" in op.lower() or any(k.startswith("triton") for k in kernels):
+        return "triton"
+    if any("elementwise" in k for k in kernels):
+        return "elementwise"
+    return "reduce" if any("reduce" in k.lower() for k in kernels) else "other"
+
+
+def _inside_same_key(
+    instances: list[OpInstance], keys: list[Key], counted: np.ndarray
+) -> np.ndarray:
+    """Per instance, whether an enclosing instance has its key; looked up only for the
+    ``counted`` instances whose key more than one instance has (the rest cannot be)."""
+    out = np.zeros(len(instances), dtype=bool)
+    seen: dict[Key, int] = defaultdict(int)
+    for k in keys:
+        seen[k] += 1
+    for i in np.flatnonzero(counted).tolist():
+        key = keys[i]
+        if seen[key] < 2:
+            continue
+        p = instances[i].parent
+        while p >= 0 and keys[p] != key:
+            p = instances[p].parent
+        out[i] = p >= 0
+    return out
+
+
 def _costs(
     rows: dict[Key, OpRow],
     instances: list[OpInstance],
     keys: list[Key],
     device: Device | None,
+    gemm_kernels: set[Key],
 ) -> dict[str, int]:
     first: dict[Key, OpInstance] = {}
     for inst, key in zip(instances, keys, strict=True):
@@ -244,7 +348,7 @@ def _costs(
         found = first.get(key)
         if found is None or row.kind != "op" or row.gpu_time_us <= 0 or found.dims is None:
             continue  # (an op without recorded shapes has no estimate to miss)
-        cost = _estimate(found)
+        cost = _estimate(found, key in gemm_kernels)
         if cost is None:
             unknown[row.op] += row.calls
             continue
@@ -252,14 +356,20 @@ def _costs(
     return dict(sorted(unknown.items(), key=lambda kv: -kv[1]))
 
 
-def _estimate(inst: OpInstance) -> OpCost | None:
+def _estimate(inst: OpInstance, gemm_kernel: bool) -> OpCost | None:
+    """The op's formula; else, for an op named or launching a GEMM (``gemm_kernel``), the
+    GEMM its input shapes multiply."""
     if "::" not in inst.name:
         return None
     ns, _, name = inst.name.partition("::")
     inputs = signature_inputs(inst.dims, inst.types, inst.concrete)
     if inputs is None:
         return None
-    return estimate(f"{ns}.{name}", inputs, {}, signature_outputs(inst.name, inputs))
+    op, outputs = f"{ns}.{name}", signature_outputs(inst.name, inputs)
+    cost = estimate(op, inputs, {}, outputs)
+    if cost is None and (gemm_kernel or _GEMM_OP.search(name)):
+        cost = estimate_gemm_like(op, inputs, {}, outputs)
+    return cost
 
 
 def _fill(row: OpRow, cost: OpCost, device: Device | None) -> None:

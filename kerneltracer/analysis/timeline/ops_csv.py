@@ -22,6 +22,7 @@ OPS_COLUMNS = (
     "input_dtypes",
     "module",
     "kind",
+    "unattributed_reason",
     "calls",
     "gpu_events",
     "gpu_time_us",
@@ -34,6 +35,7 @@ OPS_COLUMNS = (
     "est_flops",
     "est_bytes",
     "cost_category",
+    "op_category",
     "achieved_tflops",
     "achieved_tbs",
     "intensity",
@@ -45,17 +47,20 @@ KERNEL_COLUMNS = (
     "op",
     "input_shapes",
     "module",
+    "unattributed_reason",
     "kernel",
+    "stream",
     "count",
     "total_us",
     "mean_us",
     "min_us",
     "max_us",
 )
-INT_COLUMNS = frozenset({"calls", "gpu_events", "steps", "est_flops", "est_bytes"})
+INT_COLUMNS = frozenset({"calls", "gpu_events", "steps", "est_flops", "est_bytes", "stream"})
 STR_COLUMNS = frozenset(
-    {"op", "input_shapes", "input_dtypes", "module", "kind", "python_frame"}
-    | {"cost_category", "bound", "device"}
+    {"op", "input_shapes", "input_dtypes", "module", "kind", "unattributed_reason"}
+    | {"python_frame"}
+    | {"cost_category", "op_category", "bound", "device"}
 )
 
 

@@ -41,6 +41,11 @@ class OpsResult:
         total = a.total_us
         if total <= 0:
             return "no GPU time in this trace: nothing to attribute"
+        if a.host_ops == 0:
+            return (
+                "no CPU ops in this trace (GPU activity only, recorded without CPU "
+                f"activity): none of its {total:,.1f} µs of GPU time can be attributed to ops"
+            )
         parts = [f"{100 * a.attributed_us / total:.1f}% of GPU time attributed to ops"]
         by_time, by_time_us = a.linked_by_time()
         if by_time:
@@ -50,7 +55,14 @@ class OpsResult:
                 "with other launch calls)"
             )
         for status, us in sorted(a.unattributed_us().items(), key=lambda kv: -kv[1]):
-            parts.append(f"{100 * us / total:.1f}% {STATUS_TEXT[status]}")
+            text = STATUS_TEXT[status]
+            if status == "graph_replay" and self.graphs is not None:
+                # a capture trace was given: say why it did not cover these replays
+                why = self.graphs.why_text()
+                text = "inside CUDA graph replays the capture trace did not cover" + (
+                    f" ({why})" if why else ""
+                )
+            parts.append(f"{100 * us / total:.1f}% {text}")
         return "; ".join(parts)
 
     def per_step(self) -> list[dict[str, Any]]:
@@ -85,6 +97,7 @@ class OpsResult:
             "text": self.share_text(),
             "links": methods,
             "repeated_correlation": a.repeated_correlation(),
+            "cpu_ops": a.host_ops,
             "shapes_recorded": any(i.dims is not None for i in a.instances),
             "device": t.device,
             "unknown_ops": t.unknown_ops,

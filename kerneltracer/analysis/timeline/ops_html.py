@@ -13,6 +13,8 @@ def render_ops_html(
     kernels: list[dict[str, Any]],
     title: str = "",
 ) -> str:
+    from kerneltracer.analysis.timeline.attribution import STATUS_TEXT
+
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("kerneltracer.analysis.timeline", "templates"),
         autoescape=True,
@@ -24,4 +26,5 @@ def render_ops_html(
         rows=rows,
         kernels=kernels,
         total=summary["gpu_time_us"],
+        reasons=STATUS_TEXT,
     )
