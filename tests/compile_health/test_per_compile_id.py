@@ -233,3 +233,49 @@ def test_compile_ids_csv_and_api_have_one_row_per_compile_id(
     assert sum(float(r["compile_time_s"] or 0) for r in rows) == pytest.approx(job_time, abs=1e-5)
     frame = compile_health([log]).compile_ids
     assert list(frame["compile_id"]) == [r["compile_id"] for r in rows]
+
+
+def test_each_compile_id_links_its_graph_guards_and_output_code(
+    testdata_dir: Path, tmp_path: Path
+) -> None:
+    """tlparse's compile directory, per compile id: the graph, the guards and the code
+    Inductor wrote, as files the page links (relative, so the report embeds them too)."""
+    from kerneltracer.analysis.structured_logs.api import parse
+
+    log = testdata_dir / "tlparse" / "simple.log"
+    fleet = logs_health([log])
+    (c,) = fleet.jobs[0].compiles
+    assert sorted(c.files) == ["graph", "guards", "output_code"]
+    out = tmp_path / "out"
+    write_fleet(fleet, out)
+    inter = tmp_path / "inter"
+    parse(log, inter)
+    payloads = {
+        kind: json.loads((inter / "by_type" / f"{etype}.jsonl").read_text().splitlines()[0])[
+            "payload"]
+        for etype, kind in (("dynamo_output_graph", "graph"), ("dynamo_cpp_guards_str", "guards"),
+                            ("inductor_output_code", "output_code"))
+    }  # fmt: skip
+    for kind, rel in c.files.items():
+        assert (out / rel).read_text() == payloads[kind]
+    page = (out / "compile_health.html").read_text()
+    for rel in c.files.values():
+        assert f'href="{rel}"' in page
+    document = json.loads((out / "compile_health.json").read_text())
+    assert document["jobs"][0]["compile_list"][0]["files"] == c.files
+    # Another log in the same folder: the first one's texts do not stay to pass for its own.
+    write_fleet(logs_health([testdata_dir / "tlparse" / "comp_metrics.log"]), out)
+    assert not any((out / rel).exists() for rel in c.files.values())
+
+
+def test_texts_stay_within_the_fleets_budget(testdata_dir: Path) -> None:
+    from kerneltracer.analysis.compile_health.records import MAX_TEXT_BYTES, TextBudget
+
+    budget = TextBudget(left=10)
+    logs, _ = read_sources(testdata_dir / "tlparse" / "simple.log", budget)
+    assert budget.dropped == 3 and not any(r.texts for log in logs for r in log.records)
+    assert logs_health([testdata_dir / "tlparse" / "simple.log"]).texts_not_kept == 0
+    big = TextBudget()
+    kept = big.take("x" * (MAX_TEXT_BYTES + 5))
+    assert kept is not None and kept.startswith("x" * MAX_TEXT_BYTES) and "cut at" in kept
+    assert big.left == TextBudget().left - len(kept)

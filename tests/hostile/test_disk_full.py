@@ -236,7 +236,8 @@ def test_full_disk_keeps_the_previous_outputs_whole(
     mount.mkdir()
     out = mount / "out"
     health = shlex.join([*KT, "compile-health", analysis_inputs["run"], "-o", str(out)])
-    sums = f"sha256sum {shlex.quote(str(out))}/* | sort"
+    # Every file, the compile ids' texts in their folders too.
+    sums = f"find {shlex.quote(str(out))} -type f -exec sha256sum {{}} + | sort"
     fill = f"cat /dev/zero > {shlex.quote(str(mount / 'filler'))} 2>/dev/null"
     # Write once, fill the disk (leaving 4 KiB free), write again: the second write fails.
     script = (

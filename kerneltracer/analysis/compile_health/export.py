@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from kerneltracer.analysis.compile_health.fleet import FleetHealth
-from kerneltracer.analysis.compile_health.health import COUNT_COLUMNS, JobHealth
+from kerneltracer.analysis.compile_health.health import COUNT_COLUMNS, TEXTS_DIR, JobHealth
 from kerneltracer.analysis.compile_health.records import PHASES
-from kerneltracer.jsonio import atomic_write_json, atomic_write_text, atomic_writer
+from kerneltracer.jsonio import atomic_write_json, atomic_write_text, atomic_writer, remove_output
 
 TABLE_PARQUET = "compile_health.parquet"
 TABLE_CSV = "compile_health.csv"
@@ -52,6 +52,15 @@ def write_fleet(fleet: FleetHealth, out: Path) -> list[Path]:
         _write_csv(out / RECOMPILES_CSV, RECOMPILE_COLUMNS, recompile_rows(fleet.jobs)),
         _write_csv(out / COMPILE_IDS_CSV, COMPILE_ID_COLUMNS, compile_id_rows(fleet.jobs)),
     ]
+    texts = {out / rel: text for j in fleet.jobs for rel, text in j.texts.items()}
+    for path, text in texts.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, text)
+        written.append(path)
+    # Texts of an earlier compile health in this folder would pass for this one's.
+    for stale in (out / TEXTS_DIR).rglob("*.txt") if (out / TEXTS_DIR).is_dir() else ():
+        if stale not in texts and stale.is_file():
+            remove_output(stale)
     atomic_write_json(out / SUMMARY_JSON, document(fleet))
     written.append(out / SUMMARY_JSON)
     atomic_write_text(out / PAGE, render_page(fleet))

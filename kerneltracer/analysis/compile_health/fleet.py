@@ -29,7 +29,7 @@ from kerneltracer.analysis.compile_health.health import (
     JobHealth,
     job_health,
 )
-from kerneltracer.analysis.compile_health.records import PHASES
+from kerneltracer.analysis.compile_health.records import PHASES, TextBudget
 from kerneltracer.analysis.compile_health.sources import LogHealth, SourceProblem, read_sources
 from kerneltracer.core.artefacts import TORCH_TRACE_DIR, ArtefactKind, kind_from_name
 from kerneltracer.core.layout import JobPaths
@@ -54,6 +54,7 @@ class FleetHealth:
     source: str
     jobs: list[JobHealth] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    texts_not_kept: int = 0  # graph / guard / code texts past the read's TextBudget
 
     def summary(self) -> dict[str, Any]:
         jobs = self.jobs
@@ -93,6 +94,7 @@ class FleetHealth:
             "top_breaks": [vars(b) for b in self.top_breaks()],
             "top_recompile_reasons": self.top_recompiles(),
             "problems": self.problems,
+            "texts_not_kept": self.texts_not_kept,
         }
 
     def top_breaks(self, n: int = TOP_N) -> list[TopBreak]:
@@ -164,13 +166,14 @@ def run_health(run_dir: Path) -> FleetHealth:
 
     compilers = tracers_writing([ArtefactKind.TORCH_TRACE_LOG])
     fleet = FleetHealth(str(run_dir))
+    budget = TextBudget()
     for ref in iter_job_refs(run_dir):
         if isinstance(ref, InputProblem):
             continue  # no status: nothing says it is a compile job
         logs = _job_logs(ref.job_dir, ref.artefact_names(ArtefactKind.TORCH_TRACE_LOG), ref.status)
         if logs is None and ref.tracer not in compilers:
             continue
-        found, problems = _read_all(logs or [])
+        found, problems = _read_all(logs or [], budget)
         spec = _job_spec(ref.job_dir)
         mode = ref.model.rsplit(" [", 1)[1].rstrip("]") if ref.model.endswith("]") else "eval"
         health = job_health(
@@ -187,6 +190,7 @@ def run_health(run_dir: Path) -> FleetHealth:
         )
         fleet.jobs.append(health)
         fleet.problems += [f"{ref.key}: {p}" for p in health.problems]
+    fleet.texts_not_kept = budget.dropped
     return fleet
 
 
@@ -195,11 +199,13 @@ def logs_health(paths: Iterable[Path]) -> FleetHealth:
     an intermediate) is one row, named by its path."""
     paths = list(paths)
     fleet = FleetHealth(", ".join(str(p) for p in paths))
+    budget = TextBudget()
     for path in paths:
-        found, problems = read_sources(Path(path))
+        found, problems = read_sources(Path(path), budget)
         health = job_health(str(path), str(path), found, problems)
         fleet.jobs.append(health)
         fleet.problems += health.problems
+    fleet.texts_not_kept = budget.dropped
     return fleet
 
 
@@ -223,13 +229,15 @@ def _job_logs(job_dir: Path, listed: list[str], status: str) -> list[Path] | Non
     return found if trace_dir.is_dir() else None
 
 
-def _read_all(logs: list[Path]) -> tuple[list[LogHealth], list[SourceProblem]]:
+def _read_all(
+    logs: list[Path], budget: TextBudget
+) -> tuple[list[LogHealth], list[SourceProblem]]:
     found: list[LogHealth] = []
     problems: list[SourceProblem] = []
     for log in logs:
         if log.stat().st_size == 0 if log.is_file() else False:
             continue  # torch opens a log per process, even one that compiles nothing
-        got, bad = read_sources(log)
+        got, bad = read_sources(log, budget)
         found += got
         problems += bad
     return found, problems

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,7 @@ OK, PARTIAL, FAILED, NO_LOG, NOT_RUN = "ok", "partial", "failed", "no_log", "not
 # counts are what could be read; it is left out of the pass rate and the compile time.
 TRUNCATED, UNUSABLE = "truncated", "unusable"
 UNTRUSTED = frozenset({TRUNCATED, UNUSABLE})
+TEXTS_DIR = "compile_ids"  # the compile ids' graph, guard and code texts, under the output
 STATES = (OK, PARTIAL, FAILED, TRUNCATED, UNUSABLE, NO_LOG, NOT_RUN)
 # Job statuses that say the job did not try (not applicable, bypassed, stopped from outside).
 _NOT_TRIED = frozenset({"unsupported", "skipped", "interrupted"})
@@ -93,6 +95,9 @@ class CompileIdRow:
     shape_env_guards: int
     cache: dict[str, int]
     kernels: dict[str, int]
+    # kind (graph, guards, output_code) -> its text file, relative to compile health's
+    # output dir (JobHealth.texts holds the texts until they are written).
+    files: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -113,6 +118,7 @@ class JobHealth:
     breaks: list[BreakRow] = field(default_factory=list)
     recompiles: list[RecompileRow] = field(default_factory=list)
     compiles: list[CompileIdRow] = field(default_factory=list)
+    texts: dict[str, str] = field(default_factory=dict)  # CompileIdRow.files path -> text
     problems: list[str] = field(default_factory=list)
 
     def row(self) -> dict[str, Any]:
@@ -184,7 +190,7 @@ def job_health(
     health.breaks = _breaks(model, records)
     health.counts["distinct_breaks"] = len(health.breaks)
     health.recompiles = _recompiles(model, records, health.breaks)
-    health.compiles = _compile_rows(logs)
+    health.compiles = _compile_rows(job, logs, health.texts)
     _status(health, records, job_reason)
     if health.compile_status not in (NOT_RUN, FAILED):
         _trust(health, logs, problems)
@@ -347,8 +353,9 @@ def function_label(co_name: str | None) -> str | None:
     return name if line is None or name is None else f"{name} (resumed at line {line})"
 
 
-def _compile_rows(logs: list[LogHealth]) -> list[CompileIdRow]:
-    """Every compile id of the job's logs, in log order (ranks in turn)."""
+def _compile_rows(job: str, logs: list[LogHealth], texts: dict[str, str]) -> list[CompileIdRow]:
+    """Every compile id of the job's logs, in log order (ranks in turn); their graph, guard
+    and code texts go into ``texts`` under the file each row names."""
     out = []
     for log in logs:
         # Dynamo writes a compile's metrics (its function, times, restart reasons) once,
@@ -357,7 +364,11 @@ def _compile_rows(logs: list[LogHealth]) -> list[CompileIdRow]:
         for r in log.records:
             if r.frame_id is None:
                 continue
-            out.append(_compile_row(r, named.get(_ident(r)), log.rank))
+            row = _compile_row(r, named.get(_ident(r)), log.rank)
+            for kind, text in r.texts.items():
+                row.files[kind] = text_file(job, row, kind)
+                texts[row.files[kind]] = text
+            out.append(row)
     return out
 
 
@@ -398,6 +409,18 @@ def _compile_row(r: CompileRecord, named: CompileRecord | None, rank: int | None
         cache=dict(r.cache),
         kernels=dict(r.kernels),
     )
+
+
+def text_file(job: str, row: CompileIdRow, kind: str) -> str:
+    """Where a compile id's text lives under compile health's output dir: plain names
+    (the job key and compile id made safe), with a short hash so that two never meet."""
+    ident = f"{row.compile_id}" + (f"_rank{row.rank}" if row.rank is not None else "")
+    digest = hashlib.sha256(f"{job}\0{ident}".encode()).hexdigest()[:8]
+    return f"{TEXTS_DIR}/{_safe(job)}/{_safe(ident)}-{digest}/{kind}.txt"
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._")[:80] or "_"
 
 
 def _ident(r: CompileRecord) -> str:

@@ -35,6 +35,37 @@ _FALLBACK = re.compile(r"\btorch\.ops\.(\w+)\.(\w+)\.(\w+)\(")
 _AUTOTUNE = re.compile(r"autotun|benchmark", re.IGNORECASE)
 _CHROMIUM_ID = re.compile(r"^(?:!(\d+)/)?(\d+)/(\d+)(?:_(\d+))?$")
 PIECEWISE_ARTIFACT = "vllm_piecewise_compile_start"
+# The texts a compile id's view links to, by the envelope that carries each (tlparse's
+# compile directory shows the same artefacts).
+TEXT_KINDS = {
+    "dynamo_output_graph": "graph",
+    "dynamo_cpp_guards_str": "guards",
+    "dynamo_guards": "guards",
+    "inductor_output_code": "output_code",
+}
+MAX_TEXT_BYTES = 64 * 1024  # of one text; the rest is in `kerneltracer logs LOG`'s output
+
+
+@dataclass
+class TextBudget:
+    """How many bytes of graph, guard and code texts a fleet's read may still keep: a
+    bound on memory whatever the number of logs (texts past it are counted, not kept)."""
+
+    left: int = 32 * 1024 * 1024
+    dropped: int = 0  # texts not kept
+
+    def take(self, text: str) -> str | None:
+        if len(text) > MAX_TEXT_BYTES:
+            text = (
+                text[:MAX_TEXT_BYTES]
+                + f"\n\n# … cut at {MAX_TEXT_BYTES // 1024} KiB of {len(text):,} characters:"
+                " `kerneltracer logs LOG -o OUT` writes it whole\n"
+            )
+        if len(text) > self.left:
+            self.dropped += 1
+            return None
+        self.left -= len(text)
+        return text
 
 
 @dataclass
@@ -78,6 +109,8 @@ class CompileRecord:
     has_metrics: bool = False
     metrics_entries: int = 0
     restarts_are_breaks: bool = False  # set for every record of a log without break artifacts
+    # Graph, guards and output code (TEXT_KINDS), as far as the read's TextBudget allows.
+    texts: dict[str, str] = field(default_factory=dict)
 
     @property
     def autotune_s(self) -> float:
@@ -114,8 +147,9 @@ class CompileRecord:
         return (self.entire_frame_s or 0.0) + (self.backward_inductor_s or 0.0)
 
 
-def read_intermediate(inter: Path) -> list[CompileRecord]:
-    """The compile records of one single-rank intermediate directory, in first-seen order."""
+def read_intermediate(inter: Path, budget: TextBudget | None = None) -> list[CompileRecord]:
+    """The compile records of one single-rank intermediate directory, in first-seen order;
+    with a ``budget``, each keeps its graph, guard and output code texts within it."""
     records: dict[str, CompileRecord] = {}
     # Every compile id any envelope named, in first-seen order, even one with nothing
     # this module reads (a frame whose compile only started).
@@ -145,6 +179,8 @@ def read_intermediate(inter: Path) -> list[CompileRecord]:
             if r is not None:
                 handler(r, entry)
     _add_autotune(inter, records)
+    if budget is not None:
+        _add_texts(inter, records, budget)
     if not any(r.breaks for r in records.values()):
         for r in records.values():
             r.restarts_are_breaks = True
@@ -306,6 +342,24 @@ _HANDLERS = {
     "symbolic_shape_specialization": _on_specialization,
     "guard_added_fast": _on_guard_added,
 }
+
+
+def _add_texts(inter: Path, records: dict[str, CompileRecord], budget: TextBudget) -> None:
+    """Each record's texts; several of one kind (a forward's and a backward's code) are
+    kept one after the other."""
+    for etype, kind in TEXT_KINDS.items():
+        for entry in _iter_type(inter, etype):
+            key = entry.get("display_id")
+            r = records.get(key) if isinstance(key, str) else None
+            payload = entry.get("payload")
+            if r is None or payload is None:
+                continue
+            text = payload if isinstance(payload, str) else orjson.dumps(
+                payload, option=orjson.OPT_INDENT_2).decode()
+            before = r.texts.get(kind)
+            kept = budget.take(text if before is None else f"\n\n# ---- next {kind} ----\n\n{text}")
+            if kept is not None:
+                r.texts[kind] = kept if before is None else before + kept
 
 
 def _add_autotune(inter: Path, records: dict[str, CompileRecord]) -> None:

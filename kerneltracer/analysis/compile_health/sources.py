@@ -17,7 +17,11 @@ from typing import Any
 
 import orjson
 
-from kerneltracer.analysis.compile_health.records import CompileRecord, read_intermediate
+from kerneltracer.analysis.compile_health.records import (
+    CompileRecord,
+    TextBudget,
+    read_intermediate,
+)
 from kerneltracer.errors import KernelTracerError, NoRecordsError, one_line
 
 INTERMEDIATE_SUBDIR = "intermediate"
@@ -66,18 +70,21 @@ def unfinished(records: list[CompileRecord]) -> list[str]:
     return [c for c in seen if c not in ended]
 
 
-def read_sources(path: Path) -> tuple[list[LogHealth], list[SourceProblem]]:
-    """Every log under ``path`` (file or directory) as compile records, plus what failed."""
+def read_sources(
+    path: Path, budget: TextBudget | None = None
+) -> tuple[list[LogHealth], list[SourceProblem]]:
+    """Every log under ``path`` (file or directory) as compile records, plus what failed;
+    ``budget``: how much graph / guard / code text the records may keep (none without)."""
     path = Path(path)
     inter = _intermediate_of(path)
     if inter is not None:
-        return _read_intermediate_tree(inter, str(path)), []
+        return _read_intermediate_tree(inter, str(path), None, budget), []
     if path.is_dir():
         logs = sorted(p for p in path.iterdir() if p.is_file() and p.suffix in (".log", ".txt"))
         found: list[LogHealth] = []
         problems: list[SourceProblem] = []
         for log in logs:
-            got, bad = _read_log(log)
+            got, bad = _read_log(log, budget)
             found += got
             problems += bad
         if not logs and (path / "compile_directory.json").is_file():
@@ -89,7 +96,7 @@ def read_sources(path: Path) -> tuple[list[LogHealth], list[SourceProblem]]:
         elif not logs:
             problems.append(SourceProblem(str(path), "no TORCH_TRACE log (*.log) in it"))
         return found, problems
-    return _read_log(path)
+    return _read_log(path, budget)
 
 
 def _intermediate_of(path: Path) -> Path | None:
@@ -100,7 +107,9 @@ def _intermediate_of(path: Path) -> Path | None:
     return None
 
 
-def _read_log(log: Path) -> tuple[list[LogHealth], list[SourceProblem]]:
+def _read_log(
+    log: Path, budget: TextBudget | None
+) -> tuple[list[LogHealth], list[SourceProblem]]:
     from kerneltracer.analysis.structured_logs.api import parse
 
     with tempfile.TemporaryDirectory(prefix="kt-compile-health-", dir=_scratch_root()) as tmp:
@@ -114,7 +123,7 @@ def _read_log(log: Path) -> tuple[list[LogHealth], list[SourceProblem]]:
         except (KernelTracerError, OSError) as exc:
             return [], [SourceProblem(str(log), one_line(str(exc)), unusable=True)]
         rank = _rank_of(log.name)
-        return _read_intermediate_tree(inter, str(log), rank), []
+        return _read_intermediate_tree(inter, str(log), rank, budget), []
 
 
 def _scratch_root() -> str | None:
@@ -124,21 +133,27 @@ def _scratch_root() -> str | None:
     return str(shm) if shm.is_dir() and os.access(shm, os.W_OK | os.X_OK) else None
 
 
-def _read_intermediate_tree(inter: Path, source: str, rank: int | None = None) -> list[LogHealth]:
+def _read_intermediate_tree(
+    inter: Path, source: str, rank: int | None, budget: TextBudget | None
+) -> list[LogHealth]:
     manifest = orjson.loads((inter / "manifest.json").read_bytes())
     if manifest.get("parse_mode") == "multi_rank":
         return [
-            _log_health(source, int(r), inter / sub)
+            _log_health(source, int(r), inter / sub, budget)
             for r, sub in sorted(manifest.get("rank_dirs", {}).items(), key=lambda kv: int(kv[0]))
         ]
     ranks = manifest.get("ranks") or []
     if rank is None and len(ranks) == 1 and isinstance(ranks[0], int):
         rank = ranks[0]
-    return [_log_health(source, rank, inter, manifest)]
+    return [_log_health(source, rank, inter, budget, manifest)]
 
 
 def _log_health(
-    source: str, rank: int | None, inter: Path, manifest: dict[str, Any] | None = None
+    source: str,
+    rank: int | None,
+    inter: Path,
+    budget: TextBudget | None,
+    manifest: dict[str, Any] | None = None,
 ) -> LogHealth:
     if manifest is None:
         try:
@@ -146,7 +161,7 @@ def _log_health(
         except (OSError, orjson.JSONDecodeError):
             manifest = {}
     tail = manifest.get("tail") if isinstance(manifest, dict) else None
-    return LogHealth(source, rank, read_intermediate(inter), _cut(tail))
+    return LogHealth(source, rank, read_intermediate(inter, budget), _cut(tail))
 
 
 def _cut(tail: Any) -> list[str]:
