@@ -6,11 +6,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
-PYTHON=${PYTHON:-python3}
+PYTHON=${PYTHON:-python3}  # makes the clean venv
+# Builds the wheel: the checkout's venv, whose setuptools is the locked one (the machine's may
+# be too old for pyproject's SPDX license string).
+BUILD_PYTHON=${BUILD_PYTHON:-$repo/.venv/bin/python}
 work=${1:-$(mktemp -d)}
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
-bash scripts/build-dist.sh "$work/dist" >/dev/null
+PYTHON=$BUILD_PYTHON bash scripts/build-dist.sh "$work/dist" >/dev/null
 "$PYTHON" -m venv "$work/venv"
 pip=("$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check)
 "${pip[@]}" --require-hashes --no-deps -r requirements/run.txt
