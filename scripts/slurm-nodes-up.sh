@@ -141,11 +141,13 @@ start_node() {  # index
 }
 
 # A node whose slurmd is gone (a test that "lost" it) comes back alone, with an empty /tmp,
-# while the controller and the other nodes go on.
+# while the controller and the other nodes go on; so do nodes that were started for another
+# checkout under /tmp, which they would not see.
 if [ -f "$CONF" ] && ours "$MUNGE/munged.pid" "$MUNGE/munge.socket" \
     && ours "$RUN/slurmctld.pid" "-f $CONF"; then
+    [ "$(cat "$RUN/keep" 2>/dev/null || true)" = "$KEEP" ] && same_keep=1 || same_keep=""
     for i in $(seq 1 "$NODES"); do
-        ours "$RUN/slurmd.kt-n$i.pid" "-f $CONF" && continue
+        [ -n "$same_keep" ] && ours "$RUN/slurmd.kt-n$i.pid" "-f $CONF" && continue
         [ -e "/run/netns/${PREFIX}n$i" ] || continue
         left=$(ip netns pids "${PREFIX}n$i" 2>/dev/null || true)
         [ -z "$left" ] || kill -KILL $left 2>/dev/null || true
@@ -153,6 +155,7 @@ if [ -f "$CONF" ] && ours "$MUNGE/munged.pid" "$MUNGE/munge.socket" \
         start_node "$i"
         echo "slurm-nodes-up: restarted node kt-n$i"
     done
+    echo "$KEEP" >"$RUN/keep"
 fi
 
 if all_up && [ -f "$CONF" ]; then
@@ -277,6 +280,7 @@ done
 
 start "${PREFIX}ctl" kt-ctl "$RUN/slurmctld.pid" "$LOGS/slurmctld.out" "" \
     /usr/sbin/slurmctld -D -f "$CONF"
+echo "$KEEP" >"$RUN/keep"
 for i in $(seq 1 "$NODES"); do start_node "$i"; done
 
 wait_ready || exit 1
