@@ -658,26 +658,27 @@ class TimelineResult:
         """Op → kernel attribution per trace: ``trace`` then the columns of ``ops.csv``."""
         from kerneltracer.analysis.timeline.ops_csv import OPS_COLUMNS
 
-        rows = [
-            {"trace": str(a.trace.path), **{c: r.record()[c] for c in OPS_COLUMNS}}
-            for a in self.analyses
-            if a.ops is not None
-            for r in a.ops.table.rows
-        ]
-        return _frame(rows, ("trace", *OPS_COLUMNS))
+        return self._op_table("rows", OPS_COLUMNS)
 
     @property
     def kernels(self) -> pd.DataFrame:
         """Kernels by op per trace: ``trace`` then the columns of ``kernels_by_op.csv``."""
         from kerneltracer.analysis.timeline.ops_csv import KERNEL_COLUMNS
 
-        rows = [
-            {"trace": str(a.trace.path), **{c: k.record()[c] for c in KERNEL_COLUMNS}}
-            for a in self.analyses
-            if a.ops is not None
-            for k in a.ops.table.kernels
-        ]
-        return _frame(rows, ("trace", *KERNEL_COLUMNS))
+        return self._op_table("kernels", KERNEL_COLUMNS)
+
+    def _op_table(self, part: str, columns: tuple[str, ...]) -> pd.DataFrame:
+        """One of the op table's parts (``rows`` or ``kernels``) of every trace, each
+        record built once (what ops.csv / kernels_by_op.csv write)."""
+        rows = []
+        for a in self.analyses:
+            if a.ops is None:
+                continue
+            trace = str(a.trace.path)
+            for item in getattr(a.ops.table, part):
+                record = item.record()
+                rows.append({"trace": trace, **{c: record[c] for c in columns}})
+        return _frame(rows, ("trace", *columns))
 
     def reports(self) -> list[dict[str, Any]]:
         """The JSON report of each trace (``report.json``)."""
