@@ -268,13 +268,23 @@ def test_each_compile_id_links_its_graph_guards_and_output_code(
     assert not any((out / rel).exists() for rel in c.files.values())
 
 
-def test_texts_stay_within_the_fleets_budget(testdata_dir: Path) -> None:
+def test_texts_stay_within_the_fleets_budget(
+    testdata_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kerneltracer.analysis.compile_health import fleet as fleet_module
     from kerneltracer.analysis.compile_health.records import MAX_TEXT_BYTES, TextBudget
 
     budget = TextBudget(left=10)
     logs, _ = read_sources(testdata_dir / "tlparse" / "simple.log", budget)
     assert budget.dropped == 3 and not any(r.texts for log in logs for r in log.records)
-    assert logs_health([testdata_dir / "tlparse" / "simple.log"]).texts_not_kept == 0
+    # A fleet past its budget says how many texts it did not keep, and links none of them.
+    monkeypatch.setattr(fleet_module, "TextBudget", lambda: TextBudget(left=10))
+    fleet = logs_health([testdata_dir / "tlparse" / "simple.log"])
+    assert fleet.texts_not_kept == 3 and fleet.summary()["texts_not_kept"] == 3
+    write_fleet(fleet, tmp_path)
+    page = (tmp_path / "compile_health.html").read_text()
+    assert "3 graph / guard / code text(s) are not linked" in page
+    assert "compile_ids/" not in page
     big = TextBudget()
     kept = big.take("x" * (MAX_TEXT_BYTES + 5))
     assert kept is not None and kept.startswith("x" * MAX_TEXT_BYTES) and "cut at" in kept
