@@ -56,6 +56,8 @@ class _Name(StrEnum):
     TRITON_CACHE = "triton_cache"
     VLLM_RPC = "vllm_rpc"
     ANALYSIS_DIR = "analysis"
+    RANK_DIR_PREFIX = "rank_"  # rank_<r>/: one rank's outputs in a parallel job
+    COLLECTIVES = "collectives.jsonl"  # in a rank dir: core.parallel.CollectiveRecord lines
 
 
 _MODES = ("train",)
@@ -122,6 +124,14 @@ class JobPaths:
     def analysis(self, name: str) -> Path:
         """``analysis/<name>/``: one analysis's outputs and its record."""
         return self.analyses / name
+
+    def rank(self, rank: int) -> Path:
+        """``rank_<r>/``: one rank's outputs in a parallel job (simulated or real ranks)."""
+        return self.dir / f"{_Name.RANK_DIR_PREFIX}{rank}"
+
+    def collectives(self, rank: int) -> Path:
+        """``rank_<r>/collectives.jsonl``: the rank's collectives, in program order."""
+        return self.rank(rank) / _Name.COLLECTIVES
 
 
 @dataclass(frozen=True, slots=True)
