@@ -15,6 +15,7 @@ from urllib.parse import quote
 import jinja2
 from markupsafe import Markup
 
+from kerneltracer.core.templates import html_environment
 from kerneltracer.report.collect import PHASES, ModelRow, RunData
 from kerneltracer.report.coverage_view import CoverageView
 from kerneltracer.report.ops_view import TOP as TOP_OPS
@@ -54,15 +55,8 @@ def assets() -> Assets:
 
 @cache
 def environment() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("kerneltracer.report", "templates"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters.update(dur=fmt_duration, mib=fmt_mib, size=fmt_size, urlq=_urlq)
-    return env
+    filters = {"dur": fmt_duration, "mib": fmt_mib, "size": fmt_size, "urlq": _urlq}
+    return html_environment("kerneltracer.report", trim=True, filters=filters)
 
 
 def _urlq(value: str) -> str:
@@ -92,9 +86,7 @@ def render_index(run: RunData, jobs_base: str, coverage_note: str | None) -> str
     )
 
 
-def render_model(
-    run: RunData, model: ModelRow, jobs_base: str, ops: ModelOps | None = None
-) -> str:
+def render_model(run: RunData, model: ModelRow, jobs_base: str, ops: ModelOps | None = None) -> str:
     jobs = sorted(
         (model.jobs[c] for c in run.columns if c in model.jobs),
         key=lambda j: j.variant.rank,
