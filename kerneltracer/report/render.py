@@ -55,8 +55,11 @@ def assets() -> Assets:
 
 @cache
 def environment() -> jinja2.Environment:
-    filters = {"dur": fmt_duration, "mib": fmt_mib, "size": fmt_size, "urlq": _urlq}
-    return html_environment("kerneltracer.report", trim=True, filters=filters)
+    return html_environment(
+        "kerneltracer.report",
+        trim=True,
+        filters={"dur": fmt_duration, "mib": fmt_mib, "size": fmt_size, "urlq": _urlq},
+    )
 
 
 def _urlq(value: str) -> str:
