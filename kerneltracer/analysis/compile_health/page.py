@@ -5,17 +5,14 @@ id, reason and frame is escaped by jinja2's autoescape."""
 from __future__ import annotations
 
 from functools import cache
-from typing import TYPE_CHECKING
 
 import jinja2
 from markupsafe import Markup
 
+from kerneltracer.analysis.compile_health.diff import CompileDiff
 from kerneltracer.analysis.compile_health.fleet import FleetHealth
 from kerneltracer.analysis.compile_health.records import PHASES
 from kerneltracer.core.templates import html_environment
-
-if TYPE_CHECKING:
-    from kerneltracer.analysis.compile_health.diff import CompileDiff
 
 MAX_ROWS = 2000
 MAX_COMPILE_IDS = 500  # per job on the page; compile_health.json has them all
