@@ -46,7 +46,7 @@ from kerneltracer.inputguard import check_input_file
     help="A trace of the CUDA graph capture (or of an eager run of the same step): "
     "attributes kernels replayed by graph launches to the captured ops.",
 )
-@device_options_for("the trace's GPU when the table has it")
+@device_options_for("the trace's GPU when the table has it, else no estimate")
 @input_limit_options
 def timeline(
     traces: tuple[Path, ...],
