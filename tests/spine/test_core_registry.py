@@ -118,3 +118,18 @@ def test_with_entries_adds_loaded_objects_and_leaves_the_table_alone() -> None:
     table: Registry[type] = Registry("voice", [])
     more = table.with_entries(Hum)
     assert more["hum"] is Hum and "hum" not in table
+
+
+def test_every_table_of_the_package_is_one_keyed_by_its_classes_names() -> None:
+    from kerneltracer.analysis.records.reporters import REPORTERS
+    from kerneltracer.analysis.registry import ANALYSES
+    from kerneltracer.analysis.structured_logs.rendering.registry import MODULES
+    from kerneltracer.cli.main import _COMMANDS
+    from kerneltracer.fx.passes.registry import PASSES
+    from kerneltracer.tracers.registry import TRACERS
+    from kerneltracer.worker.frameworks.registry import LOADERS
+
+    tables = (TRACERS, _COMMANDS, LOADERS, PASSES, ANALYSES, REPORTERS, MODULES)
+    for table in tables:
+        assert isinstance(table, Registry) and len(table) >= 2
+        assert [table[name].name for name in table] == list(table), table.kind
