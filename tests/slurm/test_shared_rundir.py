@@ -28,7 +28,7 @@ def test_a_shard_on_another_host_is_running_exactly_while_its_lock_is_held(
     tmp_path: Path,
 ) -> None:
     run_dir = _shard_run(tmp_path / "run", "some-other-node")
-    lock = RunDirLock(run_dir, RunPaths(run_dir).lock("shard-2-of-3").name)
+    lock = RunDirLock(RunPaths(run_dir).lock("shard-2-of-3"))
     lock.acquire()
     try:
         data = collect_run(run_dir)
@@ -43,12 +43,12 @@ def test_a_shard_on_another_host_is_running_exactly_while_its_lock_is_held(
 def test_a_reader_probing_the_lock_never_makes_a_starting_run_fail(tmp_path: Path) -> None:
     from kerneltracer.core.runlock import lock_held
 
-    lock = RunDirLock(tmp_path, ".kerneltracer.lock")
+    lock = RunDirLock(RunPaths(tmp_path).lock())
     lock.acquire()
     assert lock_held(lock.path) is True
     lock.release()
     assert lock_held(lock.path) is False
-    again = RunDirLock(tmp_path, ".kerneltracer.lock")
+    again = RunDirLock(RunPaths(tmp_path).lock())
     again.acquire()  # the probe's shared lock is gone: nothing blocks
     again.release()
 
