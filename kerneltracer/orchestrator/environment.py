@@ -17,7 +17,7 @@ from pathlib import Path
 
 from kerneltracer.core.jobspec import JobSpec
 from kerneltracer.core.layout import JobPaths
-from kerneltracer.core.workerenv import ENV_GPU_SLOT, ENV_ORCHESTRATOR_PID
+from kerneltracer.environ import ENV_GPU_SLOT, ENV_ORCHESTRATOR_PID
 from kerneltracer.jsonio import stable_hash
 from kerneltracer.tracers.registry import TRACERS
 

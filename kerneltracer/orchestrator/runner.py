@@ -20,6 +20,7 @@ from pathlib import Path
 from types import FrameType
 
 from kerneltracer.core.identity import EXCLUSIVE_SKIP
+from kerneltracer.core.jobspec import JobFile
 from kerneltracer.core.layout import JOB, JobPaths
 from kerneltracer.core.oserrors import os_error_status, os_error_text, stops_run
 from kerneltracer.core.status import (
@@ -31,7 +32,7 @@ from kerneltracer.core.status import (
     write_status,
 )
 from kerneltracer.core.stop import StopKind, StopReason
-from kerneltracer.jsonio import atomic_write_json, remove_orphaned_temps
+from kerneltracer.jsonio import remove_orphaned_temps
 from kerneltracer.orchestrator import environment as envmod
 from kerneltracer.orchestrator.classify import classify_exit, interrupted_phase
 from kerneltracer.orchestrator.events import NullObserver, RunObserver
@@ -330,7 +331,7 @@ def _start(
     _prepare_dir(job_dir)
     attempt = uuid.uuid4().hex
     job_file = JobPaths(job_dir).job_file
-    atomic_write_json(job_file, {"attempt": attempt, "job": job.model_dump(mode="json")})
+    JobFile(attempt=attempt, job=job).write(job_file)
     env = envmod.worker_env(job, job_dir, os.environ, threads, gpu)
     argv = envmod.worker_argv(envmod.python_for(job.framework, options.interpreters), job_file)
     observer.job_started(job)

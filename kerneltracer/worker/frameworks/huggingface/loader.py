@@ -6,12 +6,11 @@ alone, before any weights are read, and raise :class:`UnsupportedError`.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from kerneltracer.core.jobspec import JobSpec
-from kerneltracer.core.workerenv import ENV_GPU_SLOT
+from kerneltracer.environ import KtEnv
 from kerneltracer.errors import UnsupportedError
 from kerneltracer.worker.frameworks.base import FrameworkLoader
 from kerneltracer.worker.frameworks.huggingface import size
@@ -47,7 +46,7 @@ def resolve_device(requested: str) -> str:
         if not has_cuda:
             raise UnsupportedError(f"device {requested} requested but no CUDA device is visible")
         # The orchestrator pinned one GPU with CUDA_VISIBLE_DEVICES: it is cuda:0 here.
-        return "cuda:0" if os.environ.get(ENV_GPU_SLOT) else requested
+        return "cuda:0" if KtEnv.read().gpu_slot else requested
     return requested
 
 
