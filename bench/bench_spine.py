@@ -97,11 +97,11 @@ def bench_plan(n_jobs: int, repeat: int) -> dict[str, float]:
     from safetensors.numpy import save_file
 
     sys.path.insert(0, str(REPO))
-    from kerneltracer.config import load_config
     from kerneltracer.core.layout import RunPaths
     from kerneltracer.core.status import JobStatus, base_status, describe_output, write_status
     from kerneltracer.orchestrator import RunRequest, open_run
     from kerneltracer.orchestrator.expand import plan_jobs
+    from kerneltracer.orchestrator.planning import load_config
     from kerneltracer.tracers.registry import TRACERS
 
     tracers = TRACERS.names_for("huggingface")

@@ -15,7 +15,7 @@ from pathlib import Path
 from types import TracebackType
 
 from kerneltracer import __version__
-from kerneltracer.config import RunConfig, load_config
+from kerneltracer.config import RunConfig
 from kerneltracer.core import layout
 from kerneltracer.core.jobspec import JobSpec
 from kerneltracer.core.manifest import ManifestJob, OrchestratorInfo, RunManifest, write_manifest
@@ -30,6 +30,7 @@ from kerneltracer.orchestrator.interpreters import worker_interpreters
 from kerneltracer.orchestrator.lock import RunDirLock
 from kerneltracer.orchestrator.models import resolve_models
 from kerneltracer.orchestrator.planner import RunPlan, plan_run
+from kerneltracer.orchestrator.planning import load_config
 from kerneltracer.orchestrator.runner import RunOptions, RunResult, execute, save_status
 from kerneltracer.orchestrator.shard import Shard, select_shard
 from kerneltracer.tracers.registry import TRACERS

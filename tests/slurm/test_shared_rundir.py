@@ -56,8 +56,8 @@ def test_a_reader_probing_the_lock_never_makes_a_starting_run_fail(tmp_path: Pat
 def test_results_json_keeps_every_shards_models(
     tmp_path: Path, tiny_models: dict[str, Path]
 ) -> None:
-    from kerneltracer.config import load_config
     from kerneltracer.orchestrator.expand import plan_jobs
+    from kerneltracer.orchestrator.planning import load_config
     from kerneltracer.orchestrator.shard import split_jobs
     from tests.helpers import write_config
 

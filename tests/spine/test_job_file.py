@@ -62,7 +62,7 @@ def test_a_malformed_job_file_is_one_line_naming_it(
 
 
 def test_a_missing_job_file_is_one_line(tmp_path: Path) -> None:
-    with pytest.raises(InputFileError, match="JOB.json"):
+    with pytest.raises(InputFileError, match=r"JOB\.json"):
         JobFile.read(tmp_path / "JOB.json")
 
 

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from kerneltracer.config import load_config
 from kerneltracer.core.jobspec import JobSpec
 from kerneltracer.core.layout import RunPaths
 from kerneltracer.core.rootcause import last_exception_line
@@ -26,6 +25,7 @@ from kerneltracer.core.stop import StopKind, StopReason
 from kerneltracer.orchestrator.classify import classify_exit, fault_frame
 from kerneltracer.orchestrator.expand import plan_jobs
 from kerneltracer.orchestrator.planner import plan_run
+from kerneltracer.orchestrator.planning import load_config
 from kerneltracer.worker.failure import classify_exception
 
 
