@@ -15,6 +15,7 @@ from kerneltracer.errors import UnsupportedError
 from kerneltracer.worker.frameworks.base import FrameworkLoader
 from kerneltracer.worker.frameworks.huggingface import size
 from kerneltracer.worker.frameworks.huggingface.context import HFContext
+from kerneltracer.worker.frameworks.tokenizer import load_tokenizer
 
 if TYPE_CHECKING:
     from kerneltracer.worker.inputs import Workload
@@ -190,18 +191,10 @@ def _model_type(path: Path) -> str | None:
 def _tokenizer(path: str, remote: bool) -> tuple[Any, str | None]:
     """The model's tokenizer, else None (inputs fall back to seeded random ids) and, when
     the files are there but need a package this interpreter lacks, a note that says so."""
-    import transformers
-
-    from kerneltracer.worker.dependencies import missing_dependency
-
-    try:
-        return transformers.AutoTokenizer.from_pretrained(path, trust_remote_code=remote), None
-    except Exception as exc:  # a tokenizer is optional: no step depends on its text
-        missing = missing_dependency(exc)
-        if missing is None:
-            return None, None
-        return None, (f"tokenizer not loaded, {missing.reason('')}: "
-                      "input ids are seeded random ids")
+    got = load_tokenizer(path, remote)
+    if got.missing is None:
+        return got.tokenizer, None
+    return None, f"tokenizer not loaded, {got.missing.reason('')}: input ids are seeded random ids"
 
 
 def example_workload(
