@@ -22,9 +22,12 @@ outside core spells one out.
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path, PurePosixPath
+
+from kerneltracer.jsonio import stable_hash
 
 
 class _Name(StrEnum):
@@ -63,6 +66,10 @@ class _Name(StrEnum):
     RANK_DIR_PREFIX = "rank_"  # rank_<r>/: one rank's outputs in a parallel job
     COLLECTIVES = "collectives.jsonl"  # in a rank dir: core.parallel.CollectiveRecord lines
 
+
+# A unix socket path holds at most 107 bytes; vLLM appends a 37-byte uuid to its base path.
+_RPC_PATH_MAX = 64
+_RPC_SHORT_PREFIX = "kt-rpc-"
 
 _MODES = ("train",)
 _PHASES = ("decode", "generate")
@@ -117,8 +124,13 @@ class JobPaths:
 
     @property
     def rpc(self) -> Path:
-        """Where vLLM's sockets go, unless this path is too long for a unix socket."""
-        return self.tmp / _Name.VLLM_RPC
+        """Where vLLM's sockets go (``VLLM_RPC_BASE_PATH``): in the tmp dir, or a short path
+        in the system's temp dir, unique to the job dir, when that is too long."""
+        path = self.tmp / _Name.VLLM_RPC
+        if len(str(path)) <= _RPC_PATH_MAX:
+            return path
+        digest = stable_hash(str(self.dir.resolve()), 12)
+        return Path(tempfile.gettempdir()) / f"{_RPC_SHORT_PREFIX}{digest}"
 
     @property
     def vllm_cache(self) -> Path:

@@ -402,7 +402,7 @@ def _seal(act: _Active, rc: int, stop: _Stop) -> TraceStatus:
     status.log_path = str(JOB.worker_log)
     # Scratch space goes first: on a full disk it is what lets the status be written.
     shutil.rmtree(JobPaths(job_dir).tmp, ignore_errors=True)
-    shutil.rmtree(envmod.rpc_dir(job_dir), ignore_errors=True)
+    shutil.rmtree(JobPaths(job_dir).rpc, ignore_errors=True)
     # The worker tree is gone: a write it was killed in the middle of will never finish.
     # `analyze` (another process, never the worker) may be writing an earlier attempt's
     # analyses.

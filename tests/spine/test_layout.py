@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,6 +32,13 @@ def test_paths_of_a_run_dir_and_a_job_dir() -> None:
     assert run.report.corpus == Path("/r/report/corpus")
     assert run.report.replay == run.report.corpus / "replay"
     assert run.slurm_logs == Path("/r/slurm/logs")
+
+
+def test_a_socket_dir_too_long_for_a_unix_socket_is_a_short_one_per_job() -> None:
+    deep = RunPaths(Path("/" + "d" * 60)).job("m/vllm_profiler")
+    other = RunPaths(Path("/" + "e" * 60)).job("m/vllm_profiler")
+    assert deep.rpc.parent == Path(tempfile.gettempdir())
+    assert deep.rpc.name.startswith("kt-rpc-") and deep.rpc != other.rpc
 
 
 def test_relative_paths_are_the_bare_names() -> None:
