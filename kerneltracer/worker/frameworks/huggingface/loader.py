@@ -15,7 +15,6 @@ from kerneltracer.errors import UnsupportedError
 from kerneltracer.worker.frameworks.base import FrameworkLoader
 from kerneltracer.worker.frameworks.huggingface import size
 from kerneltracer.worker.frameworks.huggingface.context import HFContext
-from kerneltracer.worker.frameworks.tokenizer import load_tokenizer
 
 if TYPE_CHECKING:
     from kerneltracer.worker.inputs import Workload
@@ -191,6 +190,9 @@ def _model_type(path: Path) -> str | None:
 def _tokenizer(path: str, remote: bool) -> tuple[Any, str | None]:
     """The model's tokenizer, else None (inputs fall back to seeded random ids) and, when
     the files are there but need a package this interpreter lacks, a note that says so."""
+    # Here, not at the top: the worker's entry point imports this loader and no more.
+    from kerneltracer.worker.frameworks.tokenizer import load_tokenizer
+
     got = load_tokenizer(path, remote)
     if got.missing is None:
         return got.tokenizer, None
