@@ -209,9 +209,20 @@ def test_remote_code_frames_point_at_the_model_dir(tmp_path: Path) -> None:
     (job_dir / "torch_trace" / "t.log").write_bytes(log_bytes)
     model = ModelRef(display="m", slug="m", path=str(model_dir))
     spec = JobSpec(
-        key="m/torch_compile", model=model, tracer="torch_compile", tracer_version="1",
-        exclusive_group=None, framework="huggingface", mode="eval", device="cpu",
-        dtype="float32", batch_size=1, seq_len=8, options={}, timeout_s=60.0, max_rss_gb=None,
+        key="m/torch_compile",
+        model=model,
+        tracer="torch_compile",
+        tracer_version="1",
+        exclusive_group=None,
+        framework="huggingface",
+        mode="eval",
+        device="cpu",
+        dtype="float32",
+        batch_size=1,
+        seq_len=8,
+        options={},
+        timeout_s=60.0,
+        max_rss_gb=None,
     )
     JobFile(attempt="a", job=spec).write(JobPaths(job_dir).job_file)
     (job,) = run_health(run).jobs
