@@ -97,10 +97,11 @@ def bench_plan(n_jobs: int, repeat: int) -> dict[str, float]:
     from safetensors.numpy import save_file
 
     sys.path.insert(0, str(REPO))
-    from kerneltracer.config import load_config
+    from kerneltracer.core.layout import RunPaths
     from kerneltracer.core.status import JobStatus, base_status, describe_output, write_status
     from kerneltracer.orchestrator import RunRequest, open_run
     from kerneltracer.orchestrator.expand import plan_jobs
+    from kerneltracer.orchestrator.planning import load_config
     from kerneltracer.tracers.registry import TRACERS
 
     tracers = TRACERS.names_for("huggingface")
@@ -125,7 +126,7 @@ def bench_plan(n_jobs: int, repeat: int) -> dict[str, float]:
         )
         config, base = load_config(cfg)
         for job in plan_jobs(config, base):
-            job_dir = job.job_dir(root / "run")
+            job_dir = RunPaths(root / "run").job(job.key).dir
             job_dir.mkdir(parents=True)
             outputs = []
             for name in ("a.jsonl", "b.json", "c.csv"):

@@ -223,13 +223,13 @@ class Run:
 
         from kerneltracer.analysis.timeline.job import TimelineAnalysis
         from kerneltracer.analysis.timeline.ops_csv import OPS_COLUMNS, OPS_PARQUET
-        from kerneltracer.core.analysis_record import AnalysisPaths
+        from kerneltracer.core.layout import JobPaths
 
         pd = _pd()
         head = ("key", "model", "trace")
         frames = []
         for record in self._dir.records():
-            found = AnalysisPaths(record.job_dir, TimelineAnalysis.name).dir
+            found = JobPaths(record.job_dir).analysis(TimelineAnalysis.name).dir
             for path in sorted(found.glob(f"*/{OPS_PARQUET}")):
                 try:
                     frame = _table_frame(pq.read_table(path))

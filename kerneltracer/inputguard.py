@@ -32,20 +32,21 @@ import os
 import re
 import stat
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, cast
 
+from kerneltracer.environ import ENV_MAX_EVENTS, ENV_MAX_INPUT_SIZE, KtEnv
 from kerneltracer.errors import InputFileError, InputTooLargeError, TruncatedInputError
 
 DEFAULT_MAX_BYTES = 2 << 30
 DEFAULT_MAX_EVENTS = 20_000_000
 # Status files, manifests, configs, support lists: small by nature, whatever the flags say.
 SMALL_FILE_BYTES = 64 << 20
-SIZE_ENV = "KT_MAX_INPUT_SIZE"
-EVENTS_ENV = "KT_MAX_EVENTS"
+SIZE_ENV = ENV_MAX_INPUT_SIZE
+EVENTS_ENV = ENV_MAX_EVENTS
 _GZIP_MAGIC = b"\x1f\x8b"
 _SNIFF = 64 << 10
 _BLOCK = 1 << 20
@@ -81,11 +82,11 @@ class InputLimits:
     adjustable: bool = True  # False: a fixed bound the flags do not move (metadata files)
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> InputLimits:
-        """The limits the environment sets; a malformed value is an error naming it."""
-        env = os.environ if env is None else env
-        size = env.get(SIZE_ENV, "").strip()
-        events = env.get(EVENTS_ENV, "").strip()
+    def from_env(cls, env: KtEnv | None = None) -> InputLimits:
+        """The limits the environment sets (read now when ``env`` is None); a malformed
+        value is an error naming it."""
+        env = KtEnv.read() if env is None else env
+        size, events = env.max_input_size, env.max_events
         max_bytes: int | None = DEFAULT_MAX_BYTES
         max_events: int | None = DEFAULT_MAX_EVENTS
         if size:

@@ -27,13 +27,12 @@ from kerneltracer.analysis.isolation import (
     run_isolated,
 )
 from kerneltracer.core.analysis_record import (
-    AnalysisPaths,
     AnalysisRecord,
     AnalysisState,
     read_analysis_record,
     write_analysis_record,
 )
-from kerneltracer.core.layout import JobPaths
+from kerneltracer.core.layout import AnalysisPaths, JobPaths
 from kerneltracer.core.rundir import RunDir
 from kerneltracer.jsonio import sha256_file
 
@@ -106,7 +105,7 @@ class _Task:
 
     @property
     def paths(self) -> AnalysisPaths:
-        return AnalysisPaths(self.job.job_dir, self.name)
+        return JobPaths(self.job.job_dir).analysis(self.name)
 
 
 def _plan(
@@ -203,7 +202,7 @@ def format_bytes(n: int) -> str:
 
 
 def _unchanged(job: AnalysisJob, name: str, analysis: JobAnalysis, status_sha: str) -> bool:
-    previous = read_analysis_record(AnalysisPaths(job.job_dir, name))
+    previous = read_analysis_record(JobPaths(job.job_dir).analysis(name))
     return isinstance(previous, AnalysisRecord) and previous.same_inputs(
         name, analysis.version, status_sha
     )

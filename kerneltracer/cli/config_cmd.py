@@ -25,9 +25,9 @@ def schema() -> None:
 @click.argument("path", type=click.Path(path_type=Path, dir_okay=False))
 def validate(path: Path) -> None:
     """Validate CONFIG, its worker interpreters, and list the jobs it plans (nothing runs)."""
-    from kerneltracer.config import load_config
     from kerneltracer.orchestrator.expand import plan_jobs
     from kerneltracer.orchestrator.interpreters import worker_interpreters
+    from kerneltracer.orchestrator.planning import load_config
 
     cfg, base_dir = load_config(path)
     jobs = plan_jobs(cfg, base_dir)

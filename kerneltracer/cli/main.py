@@ -6,7 +6,6 @@ anything else prints one line too, plus the traceback only with ``--debug`` / ``
 
 from __future__ import annotations
 
-import os
 import sys
 import traceback
 from typing import Any
@@ -60,8 +59,10 @@ def _report(ctx: click.Context, exc: BaseException, line: str) -> None:
 
 
 def _debug(ctx: click.Context) -> bool:
+    from kerneltracer.environ import KtEnv
+
     root = ctx.find_root()
-    return bool((root.obj or {}).get("debug")) or os.environ.get("KT_DEBUG", "") not in ("", "0")
+    return bool((root.obj or {}).get("debug")) or KtEnv.read().debug
 
 
 @click.group(cls=_Root, context_settings={"help_option_names": ["-h", "--help"]})

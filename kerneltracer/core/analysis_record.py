@@ -2,9 +2,9 @@
 
 ``kerneltracer analyze`` writes one record per (job, analysis) with
 :func:`write_analysis_record`; everything that looks at analyses (the rerun check, the
-report, the fleet op view) reads it with :func:`read_analysis_record`. The names of the
-analysis folder, the record and the log are private here: callers get paths from
-:class:`AnalysisPaths`, so a job's path object can hand them out without knowing the names.
+report, the fleet op view) reads it with :func:`read_analysis_record`. Where the folder,
+the record and the log are is the layout's (``JobPaths.analysis(name)``, an
+:class:`~kerneltracer.core.layout.AnalysisPaths`).
 
 Reading is lenient the way status files and manifests are: a record written by an older
 runner (no ``schema_version``, no stamp, absolute ``files``) still reads, a field of the
@@ -24,14 +24,10 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from kerneltracer.core.layout import JOB, JobPaths
+from kerneltracer.core.layout import JOB, AnalysisPaths, JobPaths
 from kerneltracer.errors import InputFileError
 from kerneltracer.inputguard import SMALL_FILE, read_input
 from kerneltracer.jsonio import atomic_write_bytes
-
-# The folder is the job's (JobPaths.analysis); the files in it are the record's.
-_RECORD_FILE = "_ANALYSIS.json"
-_LOG_FILE = "_ANALYSIS.log"  # the analysis's stdout/stderr, its traceback or crash dump
 
 SCHEMA_VERSION = 1
 
@@ -86,36 +82,6 @@ class AnalysisProblem:
     reason: str
 
 
-@dataclass(frozen=True)
-class AnalysisPaths:
-    """Where one analysis of one job writes: its folder, its record and its log."""
-
-    job_dir: Path
-    name: str
-
-    @property
-    def dir(self) -> Path:
-        return JobPaths(self.job_dir).analysis(self.name)
-
-    @property
-    def record(self) -> Path:
-        return self.dir / _RECORD_FILE
-
-    @property
-    def log(self) -> Path:
-        return self.dir / _LOG_FILE
-
-    @property
-    def relative(self) -> PurePosixPath:
-        """The folder relative to the job dir (links in a report that moves with the run)."""
-        return PurePosixPath(JOB.analysis(self.name))
-
-
-def owned_names() -> frozenset[str]:
-    """The file names of an analysis folder (the layout owns the folder's own name)."""
-    return frozenset({_RECORD_FILE, _LOG_FILE})
-
-
 def analysis_names(job_dir: Path) -> list[str]:
     """The analyses that have a folder in ``job_dir``, sorted (none: an empty list)."""
     try:
@@ -138,7 +104,7 @@ def write_analysis_record(paths: AnalysisPaths, record: AnalysisRecord) -> Analy
     except FileNotFoundError:
         pass
     kept = paths.log.is_file()
-    written = record.model_copy(update={"log": _LOG_FILE if kept else None})
+    written = record.model_copy(update={"log": paths.log.name if kept else None})
     data = written.model_dump_json(indent=2, exclude_none=True).encode() + b"\n"
     atomic_write_bytes(paths.record, data)
     return written

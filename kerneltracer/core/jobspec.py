@@ -1,6 +1,8 @@
 """A job's spec: one (model, tracer, mode, phase) to run in one worker.
 
-A :class:`JobSpec` is written to ``JOB.json`` in the job dir and is all the worker knows.
+A :class:`JobSpec` is written to ``JOB.json`` in the job dir, in a :class:`JobFile` envelope
+with the attempt's id, and is all the worker knows: the orchestrator writes the envelope
+and the worker reads it, both through :class:`JobFile`.
 Its :attr:`JobSpec.request` is what a finished job must match to be bypassed: the same
 tracer and version, model and revision, framework, device, mode, dtype and options.
 """
@@ -13,10 +15,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+import orjson
+from pydantic import BaseModel, ConfigDict, ValidationError
 
-from kerneltracer.core import layout
-from kerneltracer.jsonio import stable_hash
+from kerneltracer.errors import InputFileError
+from kerneltracer.inputguard import SMALL_FILE, read_input
+from kerneltracer.jsonio import atomic_write_json, stable_hash
 
 
 class ModelRef(BaseModel):
@@ -98,11 +102,40 @@ class JobSpec(BaseModel):
     def request_hash(self) -> str:
         return stable_hash(self.request)
 
-    def job_dir(self, run_dir: Path) -> Path:
-        return layout.job_dir(run_dir, self.key)
-
 
 _CACHED = ("options_hash", "request", "request_hash")
+
+
+class JobFile(BaseModel):
+    """``JOB.json``: one attempt at one job, as the orchestrator hands it to a worker."""
+
+    model_config = ConfigDict(frozen=True)
+
+    attempt: str  # this start's id; the status the worker writes carries it back
+    job: JobSpec
+
+    def write(self, path: Path) -> None:
+        atomic_write_json(path, self.model_dump(mode="json"))
+
+    @classmethod
+    def read(cls, path: Path) -> JobFile:
+        """The envelope at ``path``; InputFileError (one line, naming the file and the
+        first problem) when it is unreadable, not JSON or not a job file."""
+        data = read_input(path, SMALL_FILE, what="job file", gzip=False)
+        try:
+            raw = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise InputFileError(f"job file {path}: not valid JSON ({exc})") from None
+        try:
+            return cls.model_validate(raw)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(part) for part in err["loc"]) or "the file"
+            more = len(exc.errors()) - 1
+            also = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+            raise InputFileError(
+                f"job file {path}: not a job file: {where}: {err['msg']}{also}"
+            ) from None
 
 
 def slugify(text: str) -> str:

@@ -13,7 +13,7 @@
       jobs/<model slug>/<column>/   one job dir: JOB.json, worker.log, phases.log,
                                     _TRACE_STATUS.json (written last), outputs, tmp/
                                     (TMPDIR, compiler caches, vLLM sockets),
-                                    analysis/<name>/ (its record: core.analysis_record)
+                                    analysis/<name>/ (_ANALYSIS.json: core.analysis_record)
 
 A job's key is ``<model slug>/<column>`` with column ``<tracer>[.train][.decode|.generate]``.
 :class:`RunPaths`, :class:`JobPaths` and :class:`ReportPaths` own these names; nothing
@@ -22,9 +22,12 @@ outside core spells one out.
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path, PurePosixPath
+
+from kerneltracer.jsonio import stable_hash
 
 
 class _Name(StrEnum):
@@ -56,9 +59,17 @@ class _Name(StrEnum):
     TRITON_CACHE = "triton_cache"
     VLLM_RPC = "vllm_rpc"
     ANALYSIS_DIR = "analysis"
+    ANALYSIS_RECORD = "_ANALYSIS.json"  # in analysis/<name>/: core.analysis_record
+    ANALYSIS_LOG = "_ANALYSIS.log"  # the analysis's stdout/stderr, its traceback or crash dump
+    VLLM_CACHE = "vllm_cache"  # in tmp/: vLLM's compile cache (cold, never shared)
+    PROFILER_EXPORT = "trace.json"  # in tmp/: torch.profiler's export, before it is gzipped
     RANK_DIR_PREFIX = "rank_"  # rank_<r>/: one rank's outputs in a parallel job
     COLLECTIVES = "collectives.jsonl"  # in a rank dir: core.parallel.CollectiveRecord lines
 
+
+# A unix socket path holds at most 107 bytes; vLLM appends a 37-byte uuid to its base path.
+_RPC_PATH_MAX = 64
+_RPC_SHORT_PREFIX = "kt-rpc-"
 
 _MODES = ("train",)
 _PHASES = ("decode", "generate")
@@ -113,17 +124,32 @@ class JobPaths:
 
     @property
     def rpc(self) -> Path:
-        """Where vLLM's sockets go, unless this path is too long for a unix socket."""
-        return self.tmp / _Name.VLLM_RPC
+        """Where vLLM's sockets go (``VLLM_RPC_BASE_PATH``): in the tmp dir, or a short path
+        in the system's temp dir, unique to the job dir, when that is too long."""
+        path = self.tmp / _Name.VLLM_RPC
+        if len(str(path)) <= _RPC_PATH_MAX:
+            return path
+        digest = stable_hash(str(self.dir.resolve()), 12)
+        return Path(tempfile.gettempdir()) / f"{_RPC_SHORT_PREFIX}{digest}"
+
+    @property
+    def vllm_cache(self) -> Path:
+        """vLLM's compile cache (``VLLM_CACHE_ROOT``): cold for every job."""
+        return self.tmp / _Name.VLLM_CACHE
+
+    @property
+    def profiler_export(self) -> Path:
+        """Where torch.profiler exports its chrome trace before it is compressed."""
+        return self.tmp / _Name.PROFILER_EXPORT
 
     @property
     def analyses(self) -> Path:
         """``analysis/``: one sub-dir per analysis run on this job."""
         return self.dir / _Name.ANALYSIS_DIR
 
-    def analysis(self, name: str) -> Path:
-        """``analysis/<name>/``: one analysis's outputs and its record."""
-        return self.analyses / name
+    def analysis(self, name: str) -> AnalysisPaths:
+        """``analysis/<name>/``: one analysis's outputs, its record and its log."""
+        return AnalysisPaths(self.analyses / name)
 
     def rank(self, rank: int) -> Path:
         """``rank_<r>/``: one rank's outputs in a parallel job (simulated or real ranks)."""
@@ -132,6 +158,31 @@ class JobPaths:
     def collectives(self, rank: int) -> Path:
         """``rank_<r>/collectives.jsonl``: the rank's collectives, in program order."""
         return self.rank(rank) / _Name.COLLECTIVES
+
+
+@dataclass(frozen=True, slots=True)
+class AnalysisPaths:
+    """Where one analysis of one job writes (``JobPaths.analysis``): its folder, its record
+    (core.analysis_record) and its log."""
+
+    dir: Path
+
+    @property
+    def name(self) -> str:
+        return self.dir.name
+
+    @property
+    def record(self) -> Path:
+        return self.dir / _Name.ANALYSIS_RECORD
+
+    @property
+    def log(self) -> Path:
+        return self.dir / _Name.ANALYSIS_LOG
+
+    @property
+    def relative(self) -> PurePosixPath:
+        """The folder relative to the job dir (links in a report that moves with the run)."""
+        return PurePosixPath(_Name.ANALYSIS_DIR, self.name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,12 +195,10 @@ class RunPaths:
     def jobs(self) -> Path:
         return self.root / _Name.JOBS_DIR
 
-    def job_dir(self, key: str) -> Path:
-        # An f-string, not Path joins: planning thousands of jobs builds one of these per job.
-        return Path(f"{self.root}/{_Name.JOBS_DIR}/{key}")
-
     def job(self, key: str) -> JobPaths:
-        return JobPaths(self.job_dir(key))
+        """The paths of the job ``<model slug>/<column>``: the one way to a job dir."""
+        # An f-string, not Path joins: planning thousands of jobs builds one of these per job.
+        return JobPaths(Path(f"{self.root}/{_Name.JOBS_DIR}/{key}"))
 
     def manifest(self, shard_tag: str | None = None) -> Path:
         return self.root / manifest_name(shard_tag)
@@ -261,10 +310,6 @@ def lock_name(shard_tag: str | None = None) -> str:
 
 def is_lock_name(name: str) -> bool:
     return name.startswith(".kerneltracer") and name.endswith(".lock")
-
-
-def job_dir(run_dir: Path | str, key: str) -> Path:
-    return RunPaths(Path(run_dir)).job_dir(key)
 
 
 def is_safe_key(key: str) -> bool:

@@ -268,9 +268,6 @@ class RunDir:
     def jobs_root(self) -> Path:
         return self.paths.jobs
 
-    def job_dir(self, key: str) -> Path:
-        return self.paths.job_dir(key)
-
     def manifest_paths(self) -> list[Path]:
         return manifest_paths(self.path)
 
@@ -306,7 +303,7 @@ class RunDir:
         ]
 
     def record(self, key: str, planned: ManifestJob | None = None) -> JobRecord:
-        return JobRecord.read(self.job_dir(key), key, planned)
+        return JobRecord.read(self.paths.job(key).dir, key, planned)
 
     def records(
         self, keys: Iterable[str] | None = None, manifests: Iterable[RunManifest] | None = None

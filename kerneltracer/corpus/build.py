@@ -67,7 +67,7 @@ def corpus_from_refs(
             continue
         rels = ref.artefact_names(KIND)
         if not rels and ref.tracer in source_tracers:
-            where = str(RUN.job_dir(ref.key))
+            where = str(RUN.job(ref.key).dir)
             problems.append((CorpusProblem(ref.model, where, f"lists no {KIND} artefact"), None))
         read.update([ref.tracer] if rels else [])
         if rels and ref.weights == "fake":
@@ -105,7 +105,7 @@ def corpus_from_refs(
 def _read_job(
     table: dict[bytes, Signature], models: set[str], ref: JobRef, rel: str
 ) -> list[CorpusProblem]:
-    where = str(RUN.job_dir(ref.key) / rel)
+    where = str(RUN.job(ref.key).dir / rel)
     try:
         lines = read_input(ref.job_dir / rel, what="job output", text=True, gzip=False).splitlines()
     except InputFileError as exc:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from kerneltracer.analysis.timeline.job import TimelineAnalysis
 from kerneltracer.analysis.timeline.ops_csv import OPS_CSV, read_ops_csv
-from kerneltracer.core.analysis_record import AnalysisPaths
+from kerneltracer.core.layout import JobPaths
 from kerneltracer.errors import InputFileError
 
 
@@ -21,7 +21,7 @@ def attributed_gpu_time(job_dir: Path) -> dict[str, float] | None:
     attribution with GPU work (no timeline analysis yet, CPU-only traces, unreadable files)."""
     found: dict[str, float] = {}
     gpu_total = 0.0
-    timeline = AnalysisPaths(job_dir, TimelineAnalysis.name).dir
+    timeline = JobPaths(job_dir).analysis(TimelineAnalysis.name).dir
     for path in sorted(timeline.glob(f"*/{OPS_CSV}")):
         try:
             rows = read_ops_csv(path)

@@ -291,4 +291,4 @@ def coverage_from_refs(
 
 
 def _run_rel(ref: JobRef, rel: str) -> str:
-    return str(RUN.job_dir(ref.key) / rel)
+    return str(RUN.job(ref.key).dir / rel)

@@ -27,7 +27,7 @@ from pydantic import BaseModel
 
 from kerneltracer.config import DownloadSettings
 from kerneltracer.core.jobspec import ModelRef
-from kerneltracer.core.workerenv import ENV_ORCHESTRATOR_PID
+from kerneltracer.environ import ENV_ORCHESTRATOR_PID
 from kerneltracer.jsonio import atomic_write_bytes, read_json
 from kerneltracer.orchestrator.fetch import (
     REQUEST_SUFFIX,

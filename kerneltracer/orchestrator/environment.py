@@ -11,14 +11,12 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
 from kerneltracer.core.jobspec import JobSpec
 from kerneltracer.core.layout import JobPaths
-from kerneltracer.core.workerenv import ENV_GPU_SLOT, ENV_ORCHESTRATOR_PID
-from kerneltracer.jsonio import stable_hash
+from kerneltracer.environ import ENV_GPU_SLOT, ENV_ORCHESTRATOR_PID
 from kerneltracer.tracers.registry import TRACERS
 
 
@@ -36,12 +34,13 @@ def worker_env(
     env = common_env(base, threads)
     paths = JobPaths(job_dir)
     paths.tmp.mkdir(parents=True, exist_ok=True)
+    paths.rpc.mkdir(parents=True, exist_ok=True)
     env.update(
         {
             "TMPDIR": str(paths.tmp),
             "TORCHINDUCTOR_CACHE_DIR": str(paths.inductor_cache),
             "TRITON_CACHE_DIR": str(paths.triton_cache),
-            "VLLM_RPC_BASE_PATH": str(rpc_dir(job_dir, create=True)),
+            "VLLM_RPC_BASE_PATH": str(paths.rpc),
         }
     )
     if gpu is not None:
@@ -72,21 +71,6 @@ def common_env(base: Mapping[str, str], threads: int) -> dict[str, str]:
     # An explicit thread count from the user wins; otherwise share the cores fairly.
     env.setdefault("OMP_NUM_THREADS", str(threads))
     return env
-
-
-# A unix socket path holds at most 107 bytes; vLLM appends a 37-byte uuid to its base path.
-_RPC_PATH_MAX = 64
-
-
-def rpc_dir(job_dir: Path, create: bool = False) -> Path:
-    """Where the job's vLLM sockets go: in its tmp dir, or a short path when that is too long."""
-    path = JobPaths(job_dir).rpc
-    if len(str(path)) > _RPC_PATH_MAX:
-        digest = stable_hash(str(job_dir.resolve()), 12)
-        path = Path(tempfile.gettempdir()) / f"kt-rpc-{digest}"
-    if create:
-        path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def python_for(framework: str, interpreters: Mapping[str, str]) -> str:

@@ -9,10 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kerneltracer.config import RunConfig, planned_models
+from kerneltracer.config import RunConfig
 from kerneltracer.core.jobspec import JobSpec, ModelRef
 from kerneltracer.errors import ConfigError
 from kerneltracer.jsonio import stable_hash
+from kerneltracer.orchestrator.planning import planned_models
 from kerneltracer.tracers.registry import TRACERS, TracerRegistry
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from types import TracebackType
 
 from kerneltracer import __version__
-from kerneltracer.config import RunConfig, load_config
+from kerneltracer.config import RunConfig
 from kerneltracer.core import layout
 from kerneltracer.core.jobspec import JobSpec
 from kerneltracer.core.manifest import ManifestJob, OrchestratorInfo, RunManifest, write_manifest
@@ -30,6 +30,7 @@ from kerneltracer.orchestrator.interpreters import worker_interpreters
 from kerneltracer.orchestrator.lock import RunDirLock
 from kerneltracer.orchestrator.models import resolve_models
 from kerneltracer.orchestrator.planner import RunPlan, plan_run
+from kerneltracer.orchestrator.planning import load_config
 from kerneltracer.orchestrator.runner import RunOptions, RunResult, execute, save_status
 from kerneltracer.orchestrator.shard import Shard, select_shard
 from kerneltracer.tracers.registry import TRACERS
@@ -48,15 +49,6 @@ class RunRequest:
     share_gpus: bool = False
     preload: bool = True  # False: every worker starts a fresh interpreter (--no-preload)
     shard: Shard | None = None  # run only this slice of the jobs (see orchestrator.shard)
-
-
-def manifest_name(shard: Shard | None) -> str:
-    """Each shard writes its own manifest, so concurrent shards never clobber each other's."""
-    return layout.manifest_name(shard.tag if shard else None)
-
-
-def lock_name(shard: Shard | None) -> str:
-    return layout.lock_name(shard.tag if shard else None)
 
 
 @dataclass
@@ -114,7 +106,7 @@ class RunSession:
             if reason is None:
                 continue
             status = base_status(job, "-", JobStatus.FAILED, reason=reason, finished_at=now_iso())
-            job_dir = job.job_dir(self.run_dir)
+            job_dir = layout.RunPaths(self.run_dir).job(job.key).dir
             try:
                 job_dir.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
@@ -212,11 +204,12 @@ def open_run(request: RunRequest, downloads: DownloadObserver | None = None) -> 
     interpreters = worker_interpreters(
         cfg, request.config_path, base_dir, {j.framework for j in jobs}
     )
-    lock = RunDirLock(run_dir, name=lock_name(request.shard))
+    paths = layout.RunPaths(run_dir)
+    lock = RunDirLock(paths.lock(request.shard.tag if request.shard else None))
     lock.acquire()
     try:
         jobs, failures = resolve_models(
-            jobs, cfg.download, log_dir=layout.RunPaths(run_dir).downloads, observer=downloads
+            jobs, cfg.download, log_dir=paths.downloads, observer=downloads
         )
         runnable = [j for j in jobs if j.model.slug not in failures]
         plan = plan_run(run_dir, runnable, force=request.force, verify=request.verify)

@@ -8,11 +8,10 @@ when the model's timeout is reached; the child also dies with the orchestrator
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
-from kerneltracer.core.workerenv import ENV_ORCHESTRATOR_PID
+from kerneltracer.environ import KtEnv
 from kerneltracer.jsonio import atomic_write_bytes, read_json
 from kerneltracer.orchestrator.fetch import REQUEST_SUFFIX, FetchRequest, fetch, result_path
 
@@ -24,8 +23,7 @@ def main(argv: list[str]) -> int:
         return 2
     from kerneltracer.worker import lifeline
 
-    parent = os.environ.get(ENV_ORCHESTRATOR_PID)
-    lifeline.install(int(parent) if parent else None)
+    lifeline.install(KtEnv.read().orchestrator_pid)
     request_path = Path(argv[0])
     req = FetchRequest.model_validate(read_json(request_path))
     result = fetch(req)

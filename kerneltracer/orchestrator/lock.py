@@ -17,15 +17,15 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from kerneltracer.core.layout import lock_name
 from kerneltracer.errors import RunDirLockedError
 
 _PROBE_RETRIES = 20  # x 50 ms: far longer than a reader's probe holds its shared lock
 
 
 class RunDirLock:
-    def __init__(self, run_dir: Path, name: str = lock_name()) -> None:
-        self.path = run_dir / name
+    def __init__(self, path: Path) -> None:
+        """``path``: the lock file, ``RunPaths.lock(shard_tag)``."""
+        self.path = path
         self._fd: int | None = None
 
     def acquire(self) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kerneltracer.core.jobspec import JobSpec
-from kerneltracer.core.layout import job_dir as job_dir_of
+from kerneltracer.core.layout import RunPaths
 from kerneltracer.core.rundir import JobRecord
 from kerneltracer.core.state import group_of, group_winners, job_state
 
@@ -51,8 +51,9 @@ def plan_run(
     run_dir: Path, jobs: list[JobSpec], force: bool = False, verify: bool = False
 ) -> RunPlan:
     planned = []
+    paths = RunPaths(run_dir)
     for job in jobs:
-        record = JobRecord.read(job_dir_of(run_dir, job.key), job.key)
+        record = JobRecord.read(paths.job(job.key).dir, job.key)
         if force:
             planned.append(PlannedJob(job, record.job_dir, record.raw, True, "--force"))
             continue

@@ -20,6 +20,7 @@ from types import FrameType
 
 from kerneltracer.core.identity import EXCLUSIVE_SKIP
 from kerneltracer.core.interrupts import handling_signals
+from kerneltracer.core.jobspec import JobFile
 from kerneltracer.core.layout import JOB, JobPaths
 from kerneltracer.core.oserrors import os_error_status, os_error_text, stops_run
 from kerneltracer.core.status import (
@@ -31,7 +32,7 @@ from kerneltracer.core.status import (
     write_status,
 )
 from kerneltracer.core.stop import StopKind, StopReason
-from kerneltracer.jsonio import atomic_write_json, remove_orphaned_temps
+from kerneltracer.jsonio import remove_orphaned_temps
 from kerneltracer.orchestrator import environment as envmod
 from kerneltracer.orchestrator.classify import classify_exit, interrupted_phase
 from kerneltracer.orchestrator.events import NullObserver, RunObserver
@@ -317,7 +318,7 @@ def _start(
     _prepare_dir(job_dir)
     attempt = uuid.uuid4().hex
     job_file = JobPaths(job_dir).job_file
-    atomic_write_json(job_file, {"attempt": attempt, "job": job.model_dump(mode="json")})
+    JobFile(attempt=attempt, job=job).write(job_file)
     env = envmod.worker_env(job, job_dir, os.environ, threads, gpu)
     argv = envmod.worker_argv(envmod.python_for(job.framework, options.interpreters), job_file)
     observer.job_started(job)
@@ -388,7 +389,7 @@ def _seal(act: _Active, rc: int, stop: _Stop) -> TraceStatus:
     status.log_path = str(JOB.worker_log)
     # Scratch space goes first: on a full disk it is what lets the status be written.
     shutil.rmtree(JobPaths(job_dir).tmp, ignore_errors=True)
-    shutil.rmtree(envmod.rpc_dir(job_dir), ignore_errors=True)
+    shutil.rmtree(JobPaths(job_dir).rpc, ignore_errors=True)
     # The worker tree is gone: a write it was killed in the middle of will never finish.
     # `analyze` (another process, never the worker) may be writing an earlier attempt's
     # analyses.

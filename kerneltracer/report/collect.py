@@ -17,7 +17,6 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from kerneltracer.core.analysis_record import (
-    AnalysisPaths,
     AnalysisRecord,
     AnalysisState,
     analysis_names,
@@ -26,7 +25,7 @@ from kerneltracer.core.analysis_record import (
 )
 from kerneltracer.core.artefacts import ArtefactKind, output_kind
 from kerneltracer.core.identity import Variant, collapsed_alternatives, variant_of
-from kerneltracer.core.layout import JOB
+from kerneltracer.core.layout import JOB, AnalysisPaths, JobPaths
 from kerneltracer.core.manifest import RunManifest
 from kerneltracer.core.rundir import PENDING, UNREADABLE, JobRecord, RunDir
 from kerneltracer.core.runlock import orchestrator_gone
@@ -368,7 +367,7 @@ def _read_analyses(job_dir: Path) -> tuple[AnalysisResult, ...]:
 
 
 def _read_analysis(job_dir: Path, name: str) -> AnalysisResult:
-    paths = AnalysisPaths(job_dir, name)
+    paths = JobPaths(job_dir).analysis(name)
     record = read_analysis_record(paths)
     if not isinstance(record, AnalysisRecord):
         return AnalysisResult(paths, UNREADABLE, record.reason, ())

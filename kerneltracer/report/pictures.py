@@ -252,7 +252,7 @@ def compile_phases(run_dir: Path, job: Job) -> dict[str, float]:
     if summary is None or job.status != "ok":
         return {}
     try:
-        doc = orjson.loads((RunPaths(run_dir).job_dir(job.key) / summary.path).read_bytes())
+        doc = orjson.loads((RunPaths(run_dir).job(job.key).dir / summary.path).read_bytes())
         frames = [f for f in doc.get("frames") or [] if isinstance(f, dict)]
     except (OSError, orjson.JSONDecodeError, AttributeError):
         return {}
@@ -333,7 +333,7 @@ def op_timeline(run_dir: Path, job: Job) -> Markup:
     ref = next((o for o in job.outputs if o.kind == ArtefactKind.CHROME_TRACE), None)
     if ref is None or job.status != "ok" or job.weights == "fake":
         return Markup("")
-    path = RunPaths(run_dir).job_dir(job.key) / ref.path
+    path = RunPaths(run_dir).job(job.key).dir / ref.path
     try:
         if path.stat().st_size > MAX_TRACE_BYTES:
             return Markup("")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from kerneltracer.config import RunConfig, load_config
+from kerneltracer.config import RunConfig
 from kerneltracer.core.jobspec import JobSpec, slugify
 from kerneltracer.core.layout import RunPaths
 from kerneltracer.core.rundir import JobRecord, RunDir
@@ -27,6 +27,7 @@ from kerneltracer.jsonio import atomic_write_json, atomic_write_text, read_json
 from kerneltracer.orchestrator.expand import plan_jobs
 from kerneltracer.orchestrator.facade import run_dir_for
 from kerneltracer.orchestrator.models import resolve_cached
+from kerneltracer.orchestrator.planning import load_config
 from kerneltracer.orchestrator.shard import MAX_SHARDS, split_jobs
 from kerneltracer.slurm import cluster
 from kerneltracer.slurm.fit import fit

@@ -23,7 +23,7 @@ from kerneltracer.core.artefacts import (
     ArtefactPatterns,
 )
 from kerneltracer.core.layout import JobPaths
-from kerneltracer.jsonio import atomic_write_bytes
+from kerneltracer.jsonio import atomic_write_bytes, atomic_writer
 from kerneltracer.tracers.base import Tracer, TraceResult, TracerOptions
 
 if TYPE_CHECKING:
@@ -102,13 +102,15 @@ class TorchProfilerTracer(Tracer["HFContext"]):
     def write(self, ctx: HFContext, traced: Any, job_dir: Path) -> TraceResult:
         opts = self.options
         assert isinstance(opts, ProfilerOptions)
-        raw = JobPaths(job_dir).tmp / "trace.json"
+        raw = JobPaths(job_dir).profiler_export
         raw.parent.mkdir(parents=True, exist_ok=True)
         traced.export_chrome_trace(str(raw))
-        tmp_gz = job_dir / f".{TRACE_FILE}.tmp"
-        with open(raw, "rb") as src, gzip.open(tmp_gz, "wb", compresslevel=opts.gzip_level) as dst:
+        with (
+            open(raw, "rb") as src,
+            atomic_writer(job_dir / TRACE_FILE) as out,
+            gzip.GzipFile(fileobj=out, mode="wb", compresslevel=opts.gzip_level) as dst,
+        ):
             shutil.copyfileobj(src, dst, 1 << 20)
-        tmp_gz.replace(job_dir / TRACE_FILE)
         raw.unlink()
         averages = traced.key_averages(group_by_input_shape=opts.record_shapes)
         rows = [[_cell(getattr(evt, attr, None)) for _, attr in _COLUMNS] for evt in averages]

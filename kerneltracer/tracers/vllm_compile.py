@@ -42,7 +42,7 @@ class VllmCompileOptions(VllmEngineOptions):
 
 
 def _cache_root(job_dir: Path) -> Path:
-    return JobPaths(job_dir).tmp / "vllm_cache"
+    return JobPaths(job_dir).vllm_cache
 
 
 class VllmCompileTracer(Tracer["VLLMContext"]):

@@ -33,7 +33,7 @@ from typing import Any
 
 import orjson
 
-from kerneltracer.core.workerenv import ENV_ORCHESTRATOR_PID
+from kerneltracer.environ import ENV_ORCHESTRATOR_PID, KtEnv
 from kerneltracer.worker import lifeline
 
 # The server's children get this long after SIGTERM to take their trees down (their own
@@ -215,8 +215,7 @@ def main(argv: list[str]) -> int:
     # only after the preload, a cold import that takes tens of seconds on a loaded machine.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the orchestrator's to handle
-    parent = os.environ.get(ENV_ORCHESTRATOR_PID)
-    if not lifeline.arm_parent_death(signal.SIGTERM, int(parent) if parent else None):
+    if not lifeline.arm_parent_death(signal.SIGTERM, KtEnv.read().orchestrator_pid):
         return 1  # the orchestrator is already gone
     server.serve()
     return 0

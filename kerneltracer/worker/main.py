@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kerneltracer.core.jobspec import JobSpec
+from kerneltracer.core.jobspec import JobFile, JobSpec
 from kerneltracer.core.layout import JOB, JobPaths
 from kerneltracer.core.status import (
     JobStatus,
@@ -25,9 +25,9 @@ from kerneltracer.core.status import (
     now_iso,
     write_status,
 )
-from kerneltracer.core.workerenv import ENV_ORCHESTRATOR_PID
-from kerneltracer.errors import UnsupportedError
-from kerneltracer.jsonio import read_json, remove_orphaned_temps
+from kerneltracer.environ import KtEnv
+from kerneltracer.errors import InputFileError, UnsupportedError
+from kerneltracer.jsonio import remove_orphaned_temps
 from kerneltracer.tracers.registry import TRACERS
 from kerneltracer.worker import lifeline
 from kerneltracer.worker.failure import classify_exception
@@ -49,8 +49,12 @@ def main(argv: list[str]) -> int:
         print(f"usage: python -m kerneltracer.worker {JOB.job_file}", file=sys.stderr)
         return 2
     job_file = Path(argv[0]).resolve()
-    data = read_json(job_file)
-    job, attempt, job_dir = JobSpec.model_validate(data["job"]), data["attempt"], job_file.parent
+    try:
+        envelope = JobFile.read(job_file)
+    except InputFileError as exc:  # no job to write a status for: say why, exit
+        print(f"kerneltracer worker: {exc}", file=sys.stderr)
+        return 2
+    job, attempt, job_dir = envelope.job, envelope.attempt, job_file.parent
     phases = PhaseLog(JobPaths(job_dir).phase_log, node=job.tracer)
 
     def last_words(signame: str) -> None:
@@ -62,8 +66,7 @@ def main(argv: list[str]) -> int:
         # when Slurm signals the whole task, no orchestrator may live to sweep after us.
         remove_orphaned_temps(job_dir, skip=[JobPaths(job_dir).analyses])
 
-    parent = os.environ.get(ENV_ORCHESTRATOR_PID)
-    lifeline.install(int(parent) if parent else None, last_words)
+    lifeline.install(KtEnv.read().orchestrator_pid, last_words)
     faulthandler.enable()  # a segfault prints the Python stack into worker.log
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     with Heartbeat(phases, log.info, HEARTBEAT_S):

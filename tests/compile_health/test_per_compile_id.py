@@ -15,6 +15,8 @@ from kerneltracer.analysis.compile_health.export import TABLE_COLUMNS, write_fle
 from kerneltracer.analysis.compile_health.fleet import FleetHealth, logs_health, run_health
 from kerneltracer.analysis.compile_health.health import job_health
 from kerneltracer.analysis.compile_health.sources import read_sources
+from kerneltracer.core.jobspec import JobFile, JobSpec, ModelRef
+from kerneltracer.core.layout import JobPaths
 from tests.report.runs import make_run, status
 from tests.support.compile_logs import SynthModel, write_log
 
@@ -205,8 +207,24 @@ def test_remote_code_frames_point_at_the_model_dir(tmp_path: Path) -> None:
     job_dir = run / "jobs" / "m" / "torch_compile"
     (job_dir / "torch_trace").mkdir()
     (job_dir / "torch_trace" / "t.log").write_bytes(log_bytes)
-    spec = {"job": {"model": {"path": str(model_dir)}, "options": {}}}
-    (job_dir / "JOB.json").write_text(json.dumps(spec))
+    model = ModelRef(display="m", slug="m", path=str(model_dir))
+    spec = JobSpec(
+        key="m/torch_compile",
+        model=model,
+        tracer="torch_compile",
+        tracer_version="1",
+        exclusive_group=None,
+        framework="huggingface",
+        mode="eval",
+        device="cpu",
+        dtype="float32",
+        batch_size=1,
+        seq_len=8,
+        options={},
+        timeout_s=60.0,
+        max_rss_gb=None,
+    )
+    JobFile(attempt="a", job=spec).write(JobPaths(job_dir).job_file)
     (job,) = run_health(run).jobs
     want = str(model_dir / "modeling_my.py")
     assert job.breaks and all(b.frame == f"{want}:10" for b in job.breaks)

@@ -15,6 +15,7 @@ from kerneltracer.analysis.base import AnalysisJob
 from kerneltracer.analysis.fx_redundancy.job import FxRedundancyAnalysis, graph_files
 from kerneltracer.analysis.registry import ANALYSES
 from kerneltracer.core.jobspec import JobSpec, ModelRef
+from kerneltracer.core.layout import RunPaths
 from kerneltracer.core.status import JobStatus, base_status, describe_output, write_status
 from kerneltracer.fx.graph_table import to_table
 from kerneltracer.fx.models import RedundantModel
@@ -62,7 +63,7 @@ def make_job(run_dir: Path, outputs_for: str = "files") -> Path:
                    exclusive_group=None, framework="huggingface", mode="eval", device="cpu",
                    dtype="float32", batch_size=1, seq_len=8, options={}, timeout_s=60.0,
                    max_rss_gb=None)
-    job_dir = spec.job_dir(run_dir)
+    job_dir = RunPaths(run_dir).job(spec.key).dir
     rels = write_graphs(job_dir / "graphs")
     listed = rels if outputs_for == "files" else []
     status = base_status(spec, "1", JobStatus.OK,

@@ -16,8 +16,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kerneltracer.config import RunConfig, load_config
+from kerneltracer.config import RunConfig
 from kerneltracer.errors import ConfigError
+from kerneltracer.orchestrator.planning import load_config
 
 _SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 _VALID = (

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kerneltracer.config import load_config
 from kerneltracer.errors import ConfigError
+from kerneltracer.orchestrator.planning import load_config
 
 M = "models:\n  - path: m\n"
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from kerneltracer.environ import KtEnv
 from kerneltracer.errors import InputFileError, InputTooLargeError, TruncatedInputError
 from kerneltracer.inputguard import (
     DEFAULT_MAX_BYTES,
@@ -144,14 +145,17 @@ def test_invalid_utf8_names_line_and_column(tmp_path: Path) -> None:
 
 
 def test_limits_from_the_environment() -> None:
-    assert InputLimits.from_env({}) == InputLimits()
-    got = InputLimits.from_env({"KT_MAX_INPUT_SIZE": "8G", "KT_MAX_EVENTS": "0"})
+    def limits(env: dict[str, str]) -> InputLimits:
+        return InputLimits.from_env(KtEnv.read(env))
+
+    assert limits({}) == InputLimits()
+    got = limits({"KT_MAX_INPUT_SIZE": "8G", "KT_MAX_EVENTS": "0"})
     assert got == InputLimits(max_bytes=8 << 30, max_events=None)
-    assert InputLimits.from_env(got.env()) == got
+    assert limits(got.env()) == got
     with pytest.raises(InputFileError, match="KT_MAX_INPUT_SIZE='lots' is not a size"):
-        InputLimits.from_env({"KT_MAX_INPUT_SIZE": "lots"})
+        limits({"KT_MAX_INPUT_SIZE": "lots"})
     with pytest.raises(InputFileError, match="KT_MAX_EVENTS='-1' is not a count"):
-        InputLimits.from_env({"KT_MAX_EVENTS": "-1"})
+        limits({"KT_MAX_EVENTS": "-1"})
 
 
 def test_event_limit_names_the_flag() -> None:

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from kerneltracer.config import RunConfig, load_config
+from kerneltracer.config import RunConfig
 from kerneltracer.errors import ConfigError
+from kerneltracer.orchestrator.planning import load_config
 
 
 def _load(tmp_path: Path, text: str) -> RunConfig:

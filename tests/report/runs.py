@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from kerneltracer.core.analysis_record import AnalysisPaths
+from kerneltracer.core.layout import JobPaths
 
 
 def status(key: str, display: str, status: str = "ok", **fields: Any) -> dict[str, Any]:
@@ -70,7 +70,7 @@ def add_analysis(
 ) -> Path:
     """An analysis dir with ``files`` and a record of exactly ``marker``, raw: as an older or
     odd runner may have left it (None: no record at all)."""
-    paths = AnalysisPaths(job_dir, name)
+    paths = JobPaths(job_dir).analysis(name)
     paths.dir.mkdir(parents=True, exist_ok=True)
     for rel, text in files.items():
         (paths.dir / rel).parent.mkdir(parents=True, exist_ok=True)

@@ -17,11 +17,11 @@ import psutil
 import pytest
 
 from kerneltracer.core.analysis_record import (
-    AnalysisPaths,
     AnalysisRecord,
     AnalysisState,
     read_analysis_record,
 )
+from kerneltracer.core.layout import AnalysisPaths, JobPaths
 from tests.helpers import kt, kt_popen, write_config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -64,7 +64,7 @@ def _marker(run_dir: Path, name: str) -> AnalysisRecord:
 
 
 def _paths(run_dir: Path, name: str) -> AnalysisPaths:
-    return AnalysisPaths(run_dir / "jobs" / KEY, name)
+    return JobPaths(run_dir / "jobs" / KEY).analysis(name)
 
 
 def _out(run_dir: Path, name: str) -> Path:

@@ -8,11 +8,11 @@ from pathlib import Path
 from kerneltracer.analysis.base import AnalysisJob, JobAnalysis
 from kerneltracer.analysis.runner import AnalysisOutcome, analyze_run
 from kerneltracer.core.analysis_record import (
-    AnalysisPaths,
     AnalysisRecord,
     AnalysisState,
     read_analysis_record,
 )
+from kerneltracer.core.layout import JobPaths
 from tests.helpers import kt
 from tests.report.runs import make_run, status
 
@@ -67,7 +67,7 @@ def test_jobs_run_in_worker_processes_and_outcomes_stream(tmp_path: Path) -> Non
     assert set(states.values()) == {"done"}
     pids = {int(p.read_text()) for p in run.glob("jobs/*/*/analysis/pid/sub/pid.txt")}
     assert len(pids) >= 1 and os.getpid() not in pids
-    marker = read_analysis_record(AnalysisPaths(run / "jobs/m0/torch_dispatch", "pid"))
+    marker = read_analysis_record(JobPaths(run / "jobs/m0/torch_dispatch").analysis("pid"))
     assert isinstance(marker, AnalysisRecord)
     assert marker.files == ["sub/pid.txt"]  # relative to the analysis dir, not the cwd
     again = analyze_run(run, analyses, workers=2)
@@ -97,7 +97,7 @@ def test_cli_jobs_option(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.count("done ") == 3 and "3 analysis run(s), 0 failed" in proc.stdout
     for i in range(3):
-        paths = AnalysisPaths(run / f"jobs/m{i}/torch_dispatch", "records")
+        paths = JobPaths(run / f"jobs/m{i}/torch_dispatch").analysis("records")
         marker = read_analysis_record(paths)
         assert isinstance(marker, AnalysisRecord) and marker.state is AnalysisState.DONE
         assert all((paths.dir / f).is_file() for f in marker.files)

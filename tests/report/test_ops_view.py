@@ -10,11 +10,11 @@ from typing import Any
 from kerneltracer.analysis.timeline.pipeline import OpsOptions
 from kerneltracer.analysis.timeline.writer import run_timeline
 from kerneltracer.core.analysis_record import (
-    AnalysisPaths,
     AnalysisRecord,
     AnalysisState,
     write_analysis_record,
 )
+from kerneltracer.core.layout import JobPaths
 from kerneltracer.report.build import build_report
 from kerneltracer.report.collect import collect_run
 from kerneltracer.report.ops_view import FLEET_CSV, build_ops_view
@@ -43,7 +43,7 @@ def _run_with_two_models(tmp_path: Path) -> Path:
     ):
         job_dir = run / "jobs" / key
         trace = write_trace(job_dir / "trace.json.gz", events)
-        paths = AnalysisPaths(job_dir, "timeline")
+        paths = JobPaths(job_dir).analysis("timeline")
         files = run_timeline([trace], paths.dir, convert=False, ops=OpsOptions(device="H100"))
         listed = [f.relative_to(paths.dir).as_posix() for f in files]
         write_analysis_record(paths, AnalysisRecord(state=AnalysisState.DONE, files=listed))

@@ -9,9 +9,9 @@ import pytest
 
 from kerneltracer.config import RunConfig
 from kerneltracer.core.jobspec import JobSpec
+from kerneltracer.core.layout import RunPaths
 from kerneltracer.errors import RunDirLockedError, UsageError
 from kerneltracer.orchestrator.expand import plan_jobs
-from kerneltracer.orchestrator.facade import lock_name, manifest_name
 from kerneltracer.orchestrator.lock import RunDirLock
 from kerneltracer.orchestrator.shard import Shard, parse_shard, select_shard, split_jobs
 
@@ -84,10 +84,11 @@ def test_bad_shard_is_one_clear_line(text: str, message: str) -> None:
 
 def test_shards_lock_and_record_separately(tmp_path: Path) -> None:
     one, two = Shard(1, 2), Shard(2, 2)
-    assert len({manifest_name(None), manifest_name(one), manifest_name(two)}) == 3
+    run = RunPaths(tmp_path)
+    assert len({run.manifest(None), run.manifest(one.tag), run.manifest(two.tag)}) == 3
     with (
-        RunDirLock(tmp_path, name=lock_name(one)),
-        RunDirLock(tmp_path, name=lock_name(two)),
+        RunDirLock(run.lock(one.tag)),
+        RunDirLock(run.lock(two.tag)),
         pytest.raises(RunDirLockedError),
     ):
-        RunDirLock(tmp_path, name=lock_name(one)).acquire()
+        RunDirLock(run.lock(one.tag)).acquire()

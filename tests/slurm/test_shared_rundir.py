@@ -28,7 +28,7 @@ def test_a_shard_on_another_host_is_running_exactly_while_its_lock_is_held(
     tmp_path: Path,
 ) -> None:
     run_dir = _shard_run(tmp_path / "run", "some-other-node")
-    lock = RunDirLock(run_dir, RunPaths(run_dir).lock("shard-2-of-3").name)
+    lock = RunDirLock(RunPaths(run_dir).lock("shard-2-of-3"))
     lock.acquire()
     try:
         data = collect_run(run_dir)
@@ -43,12 +43,12 @@ def test_a_shard_on_another_host_is_running_exactly_while_its_lock_is_held(
 def test_a_reader_probing_the_lock_never_makes_a_starting_run_fail(tmp_path: Path) -> None:
     from kerneltracer.core.runlock import lock_held
 
-    lock = RunDirLock(tmp_path, ".kerneltracer.lock")
+    lock = RunDirLock(RunPaths(tmp_path).lock())
     lock.acquire()
     assert lock_held(lock.path) is True
     lock.release()
     assert lock_held(lock.path) is False
-    again = RunDirLock(tmp_path, ".kerneltracer.lock")
+    again = RunDirLock(RunPaths(tmp_path).lock())
     again.acquire()  # the probe's shared lock is gone: nothing blocks
     again.release()
 
@@ -56,8 +56,8 @@ def test_a_reader_probing_the_lock_never_makes_a_starting_run_fail(tmp_path: Pat
 def test_results_json_keeps_every_shards_models(
     tmp_path: Path, tiny_models: dict[str, Path]
 ) -> None:
-    from kerneltracer.config import load_config
     from kerneltracer.orchestrator.expand import plan_jobs
+    from kerneltracer.orchestrator.planning import load_config
     from kerneltracer.orchestrator.shard import split_jobs
     from tests.helpers import write_config
 

@@ -11,7 +11,6 @@ import pytest
 from kerneltracer.analysis.isolation import Died
 from kerneltracer.analysis.runner import UNCHANGED, AnalysisOutcome
 from kerneltracer.core.analysis_record import (
-    AnalysisPaths,
     AnalysisProblem,
     AnalysisRecord,
     AnalysisState,
@@ -20,10 +19,11 @@ from kerneltracer.core.analysis_record import (
     record_files,
     write_analysis_record,
 )
+from kerneltracer.core.layout import AnalysisPaths, JobPaths
 
 
 def _paths(tmp_path: Path, name: str = "timeline") -> AnalysisPaths:
-    return AnalysisPaths(tmp_path / "jobs" / "m" / "torch_profiler", name)
+    return JobPaths(tmp_path / "jobs" / "m" / "torch_profiler").analysis(name)
 
 
 def _raw(paths: AnalysisPaths, data: bytes) -> None:
@@ -65,7 +65,7 @@ def test_the_log_is_named_only_when_it_holds_something(tmp_path: Path) -> None:
 def test_the_writer_makes_the_folder_of_an_analysis_that_died_before_it(tmp_path: Path) -> None:
     paths = _paths(tmp_path)
     write_analysis_record(paths, AnalysisRecord(state=AnalysisState.CRASHED, error="SIGSEGV"))
-    assert analysis_names(paths.job_dir) == ["timeline"]
+    assert analysis_names(paths.dir.parent.parent) == ["timeline"]
 
 
 def test_a_record_from_before_the_schema_still_reads(tmp_path: Path) -> None:
@@ -117,7 +117,7 @@ def test_listed_files_are_those_inside_the_folder_older_paths_recovered(tmp_path
     (paths.dir / "sub").mkdir(parents=True)
     for rel in ("r.json", "r.txt", "sub/p.html"):
         (paths.dir / rel).write_text("x")
-    (paths.job_dir / "JOB.json").write_text("{}")
+    (paths.dir.parent.parent / "JOB.json").write_text("{}")
     listed = [
         "sub/p.html",
         "runs/demo/jobs/m/print_fx/analysis/fx_redundancy/r.json",  # another cwd
@@ -131,7 +131,7 @@ def test_listed_files_are_those_inside_the_folder_older_paths_recovered(tmp_path
 
 def test_paths_relative_to_the_job_dir_are_what_links_use(tmp_path: Path) -> None:
     paths = _paths(tmp_path, "structured_logs")
-    assert paths.job_dir / paths.relative == paths.dir
+    assert paths.dir.parent.parent / paths.relative == paths.dir
     assert paths.record.parent == paths.log.parent == paths.dir
     assert analysis_names(tmp_path / "nowhere") == []
 

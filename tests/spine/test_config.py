@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from kerneltracer.config import load_config, planned_tracers
 from kerneltracer.errors import ConfigError
 from kerneltracer.orchestrator.expand import plan_jobs
+from kerneltracer.orchestrator.planning import load_config, planned_tracers
 from kerneltracer.tracers.registry import TRACERS
 from tests.helpers import kt
 
@@ -135,3 +135,35 @@ def test_config_schema_and_validate(tmp_path: Path) -> None:
     assert "models" in schema["properties"] and "defaults" in schema["properties"]
     proc = kt("config", "validate", str(_write(tmp_path, "models:\n  - path: m\n")))
     assert proc.returncode == 0 and f"{len(TRACERS.names_for('huggingface'))} job(s)" in proc.stdout
+
+
+def test_reading_a_config_loads_no_tracer_and_no_planning(tmp_path: Path) -> None:
+    """config is the schema: parsing a file (schema errors included) needs neither the tracer
+    registry nor the orchestrator (the import-linter contract config-is-schema, at run time)."""
+    import subprocess
+    import sys
+
+    path = _write(tmp_path, "models:\n  - path: m\n    batch_size: 0\n")
+    probe = (
+        "import sys\n"
+        "from kerneltracer.config import read_config\n"
+        "from kerneltracer.errors import ConfigError\n"
+        "try:\n"
+        "    read_config(sys.argv[1])\n"
+        "except ConfigError as exc:\n"
+        "    print('error:', exc)\n"
+        "print(*sorted(m for m in sys.modules if m.startswith(\n"
+        "    ('kerneltracer.tracers', 'kerneltracer.orchestrator', 'kerneltracer.worker'))))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe, str(path)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    error, loaded = proc.stdout.splitlines()
+    assert "models[0].batch_size" in error and ":3" in error
+    assert loaded == ""
+
+
+def test_a_planning_problem_names_the_line_of_the_config(tmp_path: Path) -> None:
+    message = _error(tmp_path, "models:\n  - path: m\n    tracers: [no_such]\n")
+    assert ":3" in message and "unknown tracer 'no_such'" in message

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kerneltracer.core.jobspec import JobSpec
-from kerneltracer.core.layout import JobKey, manifest_name
+from kerneltracer.core.layout import JobKey, RunPaths, manifest_name
 from kerneltracer.core.manifest import (
     ManifestJob,
     OrchestratorInfo,
@@ -41,9 +41,11 @@ def jobs(tmp_path: Path) -> list[JobSpec]:
 CORE_DIR = Path(__file__).resolve().parents[2] / "kerneltracer" / "core"
 CORE = sorted(p.stem for p in CORE_DIR.glob("*.py") if p.stem != "__init__")
 # What core may use of the rest of the package: leaf modules that import nothing of ours
-# (inputguard only errors), so every command can read run dirs without planning or config.
+# (inputguard only errors and environ), so every command can read run dirs without planning
+# or config.
 CORE_MAY_USE = {
     "kerneltracer",
+    "kerneltracer.environ",
     "kerneltracer.errors",
     "kerneltracer.inputguard",
     "kerneltracer.jsonio",
@@ -58,7 +60,7 @@ def test_core_imports_nothing_of_ours_outside_core_but_the_leaf_modules() -> Non
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded = set(proc.stdout.split())
-    assert {"layout", "status", "workerenv"} <= set(CORE)
+    assert {"layout", "status", "jobspec"} <= set(CORE)
     assert {f"kerneltracer.core.{m}" for m in CORE} <= loaded  # the probe really ran
     heavy = {"torch", "transformers", "vllm", "yaml"}
     assert not heavy & loaded, sorted(heavy & loaded)
@@ -109,7 +111,7 @@ def test_records_say_why_a_status_is_unusable(jobs: list[JobSpec], tmp_path: Pat
     with pytest.raises(RunDirError, match="does not exist"):
         RunDir.open(run_dir)
     job = jobs[0]
-    job_dir = job.job_dir(run_dir)
+    job_dir = RunPaths(run_dir).job(job.key).dir
     job_dir.mkdir(parents=True)
     (job_dir / "out.txt").write_text("x")
     ok = base_status(

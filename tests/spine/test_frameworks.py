@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from kerneltracer.config import load_config
 from kerneltracer.core.jobspec import JobSpec
 from kerneltracer.errors import UnsupportedError
 from kerneltracer.orchestrator.expand import plan_jobs
+from kerneltracer.orchestrator.planning import load_config
 from kerneltracer.tracers.registry import FRAMEWORKS, TRACERS
 from kerneltracer.worker.frameworks.huggingface import HFContext
 from kerneltracer.worker.frameworks.registry import LOADERS, get_loader, version_modules

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from kerneltracer.config import load_config
 from kerneltracer.errors import ConfigError, UsageError
 from kerneltracer.orchestrator.interpreters import probe_interpreter, worker_interpreters
+from kerneltracer.orchestrator.planning import load_config
 from tests.helpers import kt, write_config
 
 VLLM_JOB = {"id": "org/never-downloaded", "framework": "vllm"}

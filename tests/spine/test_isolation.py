@@ -73,10 +73,10 @@ def test_tiny_models_load_offline(
 def test_exclusive_group_runs_alternatives_until_one_succeeds(
     tmp_path: Path, tiny_models: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kerneltracer.config import load_config
     from kerneltracer.orchestrator.expand import plan_jobs
     from kerneltracer.orchestrator.models import resolve_models
     from kerneltracer.orchestrator.planner import plan_run
+    from kerneltracer.orchestrator.planning import load_config
     from kerneltracer.orchestrator.runner import RunOptions, execute
 
     monkeypatch.setenv("OMP_NUM_THREADS", "1")

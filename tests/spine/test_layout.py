@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import ast
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from kerneltracer.core import analysis_record, layout
+from kerneltracer.core import layout
 from kerneltracer.core.layout import JOB, REPORT, RUN, JobPaths, RunPaths
 
 PACKAGE = Path(__file__).resolve().parents[2] / "kerneltracer"
@@ -23,7 +24,9 @@ def test_paths_of_a_run_dir_and_a_job_dir() -> None:
         "phases.log",
     )
     assert job.rpc.parent == job.inductor_cache.parent == job.tmp == job.dir / "tmp"
-    assert job.analysis("timeline") == job.dir / "analysis" / "timeline"
+    assert job.analysis("timeline").dir == job.dir / "analysis" / "timeline"
+    assert job.analysis("timeline").record == job.dir / "analysis/timeline/_ANALYSIS.json"
+    assert job.vllm_cache.parent == job.profiler_export.parent == job.tmp
     assert run.manifest() == Path("/r/run.json") != run.manifest("shard-1-of-2")
     assert run.lock().parent == run.root and run.lock("a") != run.lock()
     assert run.report.corpus == Path("/r/report/corpus")
@@ -31,10 +34,17 @@ def test_paths_of_a_run_dir_and_a_job_dir() -> None:
     assert run.slurm_logs == Path("/r/slurm/logs")
 
 
+def test_a_socket_dir_too_long_for_a_unix_socket_is_a_short_one_per_job() -> None:
+    deep = RunPaths(Path("/" + "d" * 60)).job("m/vllm_profiler")
+    other = RunPaths(Path("/" + "e" * 60)).job("m/vllm_profiler")
+    assert deep.rpc.parent == Path(tempfile.gettempdir())
+    assert deep.rpc.name.startswith("kt-rpc-") and deep.rpc != other.rpc
+
+
 def test_relative_paths_are_the_bare_names() -> None:
     """What a status file records and a report links: relative to the job / run / report."""
-    assert str(JOB.worker_log) == "worker.log" and str(JOB.analysis("x")) == "analysis/x"
-    assert str(RUN.job_dir("m/t")) == "jobs/m/t" and str(RUN.report.dir) == "report"
+    assert str(JOB.worker_log) == "worker.log" and str(JOB.analysis("x").dir) == "analysis/x"
+    assert str(RUN.job("m/t").dir) == "jobs/m/t" and str(RUN.report.dir) == "report"
     assert str(REPORT.compile_health) == "compile_health"
     assert JobPaths(Path()).bookkeeping == JOB.bookkeeping
 
@@ -85,7 +95,7 @@ def _run_dir_names_outside_core(root: Path, names: frozenset[str]) -> list[str]:
 
 
 def test_no_run_dir_name_is_spelt_out_outside_core() -> None:
-    names = layout.owned_names() | analysis_record.owned_names()
+    names = layout.owned_names()
     assert {"tmp", "report", "corpus", "JOB.json", "_TRACE_STATUS.json"} <= names
     assert "_ANALYSIS.json" in names
     assert _run_dir_names_outside_core(PACKAGE, names) == []

@@ -75,6 +75,12 @@ def _lint_imports(root: Path, contract: str) -> subprocess.CompletedProcess[str]
             "kerneltracer.fx.planted -> transformers",
         ),
         (
+            "config-is-schema",
+            "config.py",
+            "from kerneltracer.tracers.registry import TRACERS\n",
+            "kerneltracer.config -> kerneltracer.tracers.registry",
+        ),
+        (
             "analysis-not-cli",
             "analysis/timeline/planted.py",
             "from kerneltracer.cli import options\n",

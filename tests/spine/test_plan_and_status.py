@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kerneltracer.config import load_config
 from kerneltracer.core.jobspec import JobSpec
+from kerneltracer.core.layout import RunPaths
 from kerneltracer.core.rootcause import last_exception_line
 from kerneltracer.core.status import (
     JobStatus,
@@ -25,6 +25,7 @@ from kerneltracer.core.stop import StopKind, StopReason
 from kerneltracer.orchestrator.classify import classify_exit, fault_frame
 from kerneltracer.orchestrator.expand import plan_jobs
 from kerneltracer.orchestrator.planner import plan_run
+from kerneltracer.orchestrator.planning import load_config
 from kerneltracer.worker.failure import classify_exception
 
 
@@ -39,7 +40,7 @@ def jobs(tmp_path: Path) -> list[JobSpec]:
 
 
 def _complete(job: JobSpec, run_dir: Path) -> Path:
-    job_dir = job.job_dir(run_dir)
+    job_dir = RunPaths(run_dir).job(job.key).dir
     job_dir.mkdir(parents=True)
     (job_dir / "out.txt").write_text("hello")
     status = base_status(
@@ -91,7 +92,7 @@ def test_corrupt_status_is_treated_as_missing(
 
 
 def test_directory_alone_is_not_complete(jobs: list[JobSpec], tmp_path: Path) -> None:
-    jobs[0].job_dir(tmp_path / "run").mkdir(parents=True)
+    RunPaths(tmp_path / "run").job(jobs[0].key).dir.mkdir(parents=True)
     plan = plan_run(tmp_path / "run", jobs)
     assert plan.jobs[0].run and plan.jobs[0].reason == "no valid status file"
 

@@ -9,17 +9,17 @@ from typing import Any, ClassVar
 
 import pytest
 
-from kerneltracer.config import check_semantics, load_config
 from kerneltracer.errors import KernelTracerError
 from kerneltracer.orchestrator.expand import plan_jobs
+from kerneltracer.orchestrator.planning import check_semantics, load_config
 from kerneltracer.tracers.base import Tracer, TraceResult
 from kerneltracer.tracers.registry import BUILTIN, TRACERS, TracerEntry, TracerRegistry
 
 _PROBE = """
 import sys
 from pathlib import Path
-import kerneltracer.config, kerneltracer.orchestrator.expand
-kerneltracer.config.load_config(Path(sys.argv[1]))
+import kerneltracer.orchestrator.expand, kerneltracer.orchestrator.planning
+kerneltracer.orchestrator.planning.load_config(Path(sys.argv[1]))
 heavy = ("torch", "transformers", "vllm")
 names = {e.name for e in __import__("kerneltracer.tracers.registry").tracers.registry.BUILTIN}
 loaded = sorted(m for m in sys.modules if m.split(".")[0] in heavy

@@ -16,7 +16,6 @@ from typing import Any
 
 import orjson
 
-from kerneltracer.core import layout
 from kerneltracer.core.artefacts import ArtefactKind
 from kerneltracer.core.layout import JobPaths, RunPaths
 
@@ -76,7 +75,7 @@ def make_synthetic_run(
             planned.append(
                 {"key": key, "model": _display(i), "tracer": tracer.name, "mode": "eval"}
             )
-            _write_job(layout.job_dir(run_dir, key), i, tracer, n_models, extra_ops)
+            _write_job(RunPaths(run_dir).job(key).dir, i, tracer, n_models, extra_ops)
     manifest = {
         "kerneltracer_version": "0.1.0",
         "config": "synthetic.yaml",

@@ -44,7 +44,7 @@ _.sort_variant
 _.context_type  # ClassVar each framework loader declares: the tracers' context type
 
 # Read by tests/spine/test_layout.py, which fails on any of these names spelt out outside core.
-_.owned_names  # core.layout and core.analysis_record
+_.owned_names  # core.layout
 
 # Attributes set on other libraries' objects: the assignment is the use.
 _.tempdir  # tempfile.tempdir, reset so a forked worker honours its own TMPDIR

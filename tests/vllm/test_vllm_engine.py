@@ -152,13 +152,13 @@ def test_engine_failure_reports_the_engine_processes_root_cause(vllm_run: dict[s
 def test_nothing_of_the_engine_is_left(vllm_run: dict[str, Any]) -> None:
     assert processes_under(vllm_run["run_dir"]) == []
     assert vllm_run["shm_after"] - vllm_run["shm_before"] == set()
-    from kerneltracer.orchestrator.environment import rpc_dir
+    from kerneltracer.core.layout import JobPaths
 
     job_dirs = [p.parent for p in vllm_run["run_dir"].glob("jobs/*/*/JOB.json")]
     assert job_dirs
     # Each job's tmp dir, and its vLLM socket dir (moved to a short path when the job dir is
     # too deep for a unix socket, as under pytest's tmp) are gone with the job.
-    assert [d for d in job_dirs if (d / "tmp").exists() or rpc_dir(d).exists()] == []
+    assert [d for d in job_dirs if (d / "tmp").exists() or JobPaths(d).rpc.exists()] == []
 
 
 def test_vllm_compile_captures_vllms_own_torch_compile(vllm_run: dict[str, Any]) -> None:

@@ -15,8 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from kerneltracer.analysis.compile_health.health import (
     FAILED,
     NO_LOG,
@@ -32,7 +30,9 @@ from kerneltracer.analysis.compile_health.health import (
 from kerneltracer.analysis.compile_health.records import PHASES, TextBudget
 from kerneltracer.analysis.compile_health.sources import LogHealth, SourceProblem, read_sources
 from kerneltracer.core.artefacts import TORCH_TRACE_DIR, ArtefactKind, kind_from_name
+from kerneltracer.core.jobspec import JobFile, JobSpec
 from kerneltracer.core.layout import JobPaths
+from kerneltracer.errors import InputFileError
 
 TOP_N = 20
 
@@ -243,28 +243,20 @@ def _read_all(
     return found, problems
 
 
-def _job_spec(job_dir: Path) -> dict[str, Any]:
-    """The job's spec (``job`` of its JOB.json); {} when it cannot be read."""
+def _job_spec(job_dir: Path) -> JobSpec | None:
+    """The job's spec from its JOB.json; None when it cannot be read."""
     try:
-        spec = orjson.loads(JobPaths(job_dir).job_file.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return {}
-    job = spec.get("job") if isinstance(spec, dict) else None
-    return job if isinstance(job, dict) else {}
-
-
-def _options(spec: dict[str, Any]) -> dict[str, Any]:
-    """The tracer options the job ran with, for the table and the diff."""
-    opts = spec.get("options")
-    return dict(opts) if isinstance(opts, dict) else {}
-
-
-def _model_dir(spec: dict[str, Any]) -> Path | None:
-    """The user's model directory (``path:`` models), else where the worker loaded from."""
-    model = spec.get("model")
-    if not isinstance(model, dict):
+        return JobFile.read(JobPaths(job_dir).job_file).job
+    except InputFileError:
         return None
-    for key in ("path", "local_dir"):
-        if isinstance(model.get(key), str) and model[key]:
-            return Path(model[key])
-    return None
+
+
+def _options(spec: JobSpec | None) -> dict[str, Any]:
+    """The tracer options the job ran with, for the table and the diff."""
+    return dict(spec.options) if spec is not None else {}
+
+
+def _model_dir(spec: JobSpec | None) -> Path | None:
+    """The user's model directory (``path:`` models), else where the worker loaded from."""
+    where = spec.model.path or spec.model.local_dir if spec is not None else None
+    return Path(where) if where else None

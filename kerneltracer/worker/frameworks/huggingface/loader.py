@@ -6,12 +6,11 @@ alone, before any weights are read, and raise :class:`UnsupportedError`.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from kerneltracer.core.jobspec import JobSpec
-from kerneltracer.core.workerenv import ENV_GPU_SLOT
+from kerneltracer.environ import KtEnv
 from kerneltracer.errors import UnsupportedError
 from kerneltracer.worker.frameworks.base import FrameworkLoader
 from kerneltracer.worker.frameworks.huggingface import size
@@ -47,7 +46,7 @@ def resolve_device(requested: str) -> str:
         if not has_cuda:
             raise UnsupportedError(f"device {requested} requested but no CUDA device is visible")
         # The orchestrator pinned one GPU with CUDA_VISIBLE_DEVICES: it is cuda:0 here.
-        return "cuda:0" if os.environ.get(ENV_GPU_SLOT) else requested
+        return "cuda:0" if KtEnv.read().gpu_slot else requested
     return requested
 
 
@@ -191,18 +190,13 @@ def _model_type(path: Path) -> str | None:
 def _tokenizer(path: str, remote: bool) -> tuple[Any, str | None]:
     """The model's tokenizer, else None (inputs fall back to seeded random ids) and, when
     the files are there but need a package this interpreter lacks, a note that says so."""
-    import transformers
+    # Here, not at the top: the worker's entry point imports this loader and no more.
+    from kerneltracer.worker.frameworks.tokenizer import load_tokenizer
 
-    from kerneltracer.worker.dependencies import missing_dependency
-
-    try:
-        return transformers.AutoTokenizer.from_pretrained(path, trust_remote_code=remote), None
-    except Exception as exc:  # a tokenizer is optional: no step depends on its text
-        missing = missing_dependency(exc)
-        if missing is None:
-            return None, None
-        return None, (f"tokenizer not loaded, {missing.reason('')}: "
-                      "input ids are seeded random ids")
+    got = load_tokenizer(path, remote)
+    if got.missing is None:
+        return got.tokenizer, None
+    return None, f"tokenizer not loaded, {got.missing.reason('')}: input ids are seeded random ids"
 
 
 def example_workload(

@@ -21,6 +21,7 @@ from kerneltracer.core.jobspec import JobSpec
 from kerneltracer.errors import ModelFilesError, UnsupportedError
 from kerneltracer.orchestrator.snapshot import model_files_problems
 from kerneltracer.worker import lifeline, shm
+from kerneltracer.worker.frameworks.tokenizer import load_tokenizer
 from kerneltracer.worker.frameworks.vllm.context import EngineSettings, VLLMContext
 from kerneltracer.worker.frameworks.vllm.loader import VLLMLoader
 
@@ -144,18 +145,6 @@ def engine_length(
     return length, None
 
 
-def has_tokenizer(path: Path, trust_remote_code: bool) -> str | None:
-    """None when the model's tokenizer loads, else why not (no files, a missing package)."""
-    import transformers
-
-    try:
-        transformers.AutoTokenizer.from_pretrained(str(path), trust_remote_code=trust_remote_code)
-    except Exception as exc:  # any reason: the engine then runs on token ids alone
-        text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        return f"{type(exc).__name__}: {text}"[:200]
-    return None
-
-
 def build_engine(
     job: JobSpec, path: Path, config: dict[str, Any], settings: EngineSettings,
     length: int, tokenizer: bool,
@@ -233,7 +222,8 @@ def load_vllm(job: JobSpec, job_dir: Path, settings: EngineSettings) -> VLLMCont
     config = prevalidate(Path(path))
     check_architecture(config, job.model.trust_remote_code)
     length, length_note = engine_length(job.seq_len, config, settings)
-    no_tokenizer = has_tokenizer(Path(path), job.model.trust_remote_code)
+    # Any reason a tokenizer does not load (no files, a package): token ids alone then.
+    no_tokenizer = load_tokenizer(path, job.model.trust_remote_code).problem
     notes = [n for n in (length_note,) if n is not None]
     if no_tokenizer is not None:
         notes.append(f"no tokenizer ({no_tokenizer}): prompts are seeded token ids, the "
