@@ -11,6 +11,8 @@ whose verdict they could change is ``unknown``.
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -55,6 +57,28 @@ def block_of(module: str | None) -> str:
         return module
     rest = module[len(layer) + 1 :].split(".")
     return f"{layer}.{rest[0]}"
+
+
+def natural(name: str) -> tuple[tuple[int, int | str], ...]:
+    return tuple((1, int(p)) if p.isdigit() else (0, p) for p in re.split(r"(\d+)", name) if p)
+
+
+def layer_order(layers: Iterable[str], records: list[CollectiveRecord]) -> list[str]:
+    """Layers in program order, as far as the records tell it: a layer that issued a
+    collective where its first one is; one that issued none after the layer before it in
+    index order (``model.layers.3`` after ``model.layers.2``); embeddings first and other
+    modules outside the stack (``lm_head``, a final norm) last."""
+    layers = list(layers)
+    key: dict[str, float] = {}
+    for i, record in enumerate(records):
+        key.setdefault(layer_of(record.module), float(i))
+    indexed = sorted((x for x in layers if x[-1:].isdigit()), key=natural)
+    previous = -0.5
+    for layer in indexed:
+        previous = key.setdefault(layer, previous + 1e-6)
+    for layer in layers:
+        key.setdefault(layer, -1.0 if "embed" in layer else math.inf)
+    return sorted(key, key=lambda x: (key[x], natural(x)))
 
 
 @dataclass
@@ -123,31 +147,26 @@ def rank_cost(
     device: Device,
     layout: Layout | None = None,
 ) -> RankCost:
-    """``rank``'s layers in program order: compute from ``rows`` (a dispatch trace, rows in
-    first-call order), communication from ``collectives`` (in program order)."""
+    """``rank``'s layers in program order (:func:`layer_order`): compute from ``rows`` (a
+    dispatch trace), communication from ``collectives`` (in program order)."""
     out = RankCost(rank, device.key)
-    order: dict[str, int] = {}  # layer -> the first row index or collective seq that names it
-    for index, row in enumerate(rows):
+    records = list(collectives)
+    for row in rows:
         if is_comm_op(row.op):
             continue
         cost = estimate(row.op, row.inputs, row.kwargs, row.outputs)
         point = _PerCall.of(roofline(cost, device)) if cost is not None else None
         recorded = 0
         for module, calls in row.modules.items():
-            layer = layer_of(module)
-            order.setdefault(layer, index)
-            _layer(out, layer).compute.add(point, calls)
+            _layer(out, layer_of(module)).compute.add(point, calls)
             recorded += calls
         if row.count > recorded:
-            order.setdefault(UNRECORDED, index)
             _layer(out, UNRECORDED).compute.add(point, row.count - recorded)
-    for record in collectives:
+    for record in records:
         comm = collective_cost(record, device, layout, rank)
         out.collectives.append(comm)
-        layer = layer_of(record.module)
-        _layer(out, layer).add_comm(comm)
-        order.setdefault(layer, len(order) + 10**9)
-    out.layers = dict(sorted(out.layers.items(), key=lambda kv: order.get(kv[0], 0)))
+        _layer(out, layer_of(record.module)).add_comm(comm)
+    out.layers = {name: out.layers[name] for name in layer_order(out.layers, records)}
     return out
 
 

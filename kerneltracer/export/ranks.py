@@ -1,0 +1,155 @@
+"""A parallel job's rank dirs read back: each rank's dispatch signatures and collectives, and
+the job's layout.
+
+A job that simulated (or ran) a parallel layout has ``rank_<r>/`` dirs
+(:meth:`kerneltracer.core.layout.JobPaths.rank`), each with torch_dispatch's
+``dispatch_ops.jsonl`` and ``collectives.jsonl`` (:mod:`kerneltracer.core.parallel`). The layout
+comes from the job's spec (a ``parallel`` mapping in ``JOB.json``, or in its options); a job
+whose spec names none gets the degrees its collectives' groups show, and says it inferred
+them. Bad lines are counted by kind, never dropped silently.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from kerneltracer.core.artefacts import DISPATCH_OPS_FILE
+from kerneltracer.core.dispatch_row import BadDispatchRow, DispatchRow, parse_dispatch_line
+from kerneltracer.core.layout import JobPaths
+from kerneltracer.core.parallel import (
+    AXES,
+    BadParallelRecord,
+    CollectiveRecord,
+    Layout,
+    parse_collectives,
+)
+from kerneltracer.errors import InputFileError
+from kerneltracer.inputguard import SMALL_FILE, read_input
+
+FROM_SPEC = "job spec"
+INFERRED = "inferred from the collectives' groups"
+
+
+@dataclass
+class RankData:
+    rank: int
+    dir: Path
+    rows: list[DispatchRow] = field(default_factory=list)  # first-call order
+    collectives: list[CollectiveRecord] = field(default_factory=list)  # program order
+    bad: Counter[str] = field(default_factory=Counter)  # "<file>: <kind>" -> lines
+    missing: list[str] = field(default_factory=list)  # expected files that are not there
+
+
+@dataclass
+class RankJob:
+    job_dir: Path
+    layout: Layout
+    layout_source: str  # FROM_SPEC or INFERRED
+    ranks: dict[int, RankData]
+
+    @property
+    def missing_ranks(self) -> list[int]:
+        """Ranks of the layout without a rank dir (a simulation writes one per rank role)."""
+        return [r for r in range(self.layout.world_size) if r not in self.ranks]
+
+
+def rank_dirs(job_dir: Path) -> dict[int, Path]:
+    """``rank -> its dir`` for every rank dir of ``job_dir``, by rank."""
+    paths = JobPaths(job_dir)
+    found: dict[int, Path] = {}
+    try:
+        children = sorted(p for p in job_dir.iterdir() if p.is_dir())
+    except OSError:
+        return found
+    for child in children:
+        _, _, number = child.name.rpartition("_")
+        if number.isdigit() and paths.rank(int(number)) == child:
+            found[int(number)] = child
+    return dict(sorted(found.items()))
+
+
+def read_rank(rank: int, rank_dir: Path) -> RankData:
+    out = RankData(rank, rank_dir)
+    dispatch = rank_dir / DISPATCH_OPS_FILE
+    collectives = JobPaths(rank_dir.parent).collectives(rank)
+    data = _read(dispatch, out)
+    for line in data.splitlines() if data is not None else ():
+        if not line.strip():
+            continue
+        try:
+            out.rows.append(parse_dispatch_line(line))
+        except BadDispatchRow as exc:
+            out.bad[f"{DISPATCH_OPS_FILE}: {exc.kind}"] += 1
+    data = _read(collectives, out)
+    if data is not None:
+        read = parse_collectives(data)
+        out.collectives = sorted(read.records, key=lambda r: r.seq)
+        for kind, n in read.bad.items():
+            out.bad[f"{collectives.name}: {kind}"] += n
+    return out
+
+
+def _read(path: Path, out: RankData) -> bytes | None:
+    if not path.is_file():
+        out.missing.append(path.name)
+        return None
+    try:
+        return read_input(path, what="rank output", gzip=False)
+    except InputFileError:
+        out.bad[f"{path.name}: unreadable"] += 1
+        return None
+
+
+def read_rank_job(job_dir: Path) -> RankJob | None:
+    """The job's ranks and layout; None when ``job_dir`` has no rank dirs."""
+    dirs = rank_dirs(job_dir)
+    if not dirs:
+        return None
+    ranks = {r: read_rank(r, d) for r, d in dirs.items()}
+    layout = _spec_layout(job_dir)
+    if layout is not None:
+        return RankJob(job_dir, layout, FROM_SPEC, ranks)
+    return RankJob(job_dir, infer_layout(ranks), INFERRED, ranks)
+
+
+def _spec_layout(job_dir: Path) -> Layout | None:
+    path = JobPaths(job_dir).job_file
+    try:
+        spec = orjson.loads(read_input(path, SMALL_FILE, what="job spec", gzip=False))
+    except (InputFileError, orjson.JSONDecodeError, OSError):
+        return None
+    if not isinstance(spec, dict):
+        return None
+    options = spec.get("options")
+    for where in (spec, options if isinstance(options, dict) else {}):
+        found = where.get("parallel")
+        if isinstance(found, dict):
+            return layout_of(found)
+    return None
+
+
+def layout_of(raw: dict[str, Any]) -> Layout | None:
+    try:
+        return Layout(**{axis: raw[axis] for axis in AXES if axis in raw})
+    except BadParallelRecord:
+        return None
+
+
+def infer_layout(ranks: dict[int, RankData]) -> Layout:
+    """The degrees the collectives' axis groups show; the rest of the world (by the highest
+    rank dir) along dp, when that makes the product whole."""
+    degrees: dict[str, int] = {}
+    for data in ranks.values():
+        for record in data.collectives:
+            if record.group in AXES and record.group_size > 1:
+                degrees[record.group] = max(degrees.get(record.group, 1), record.group_size)
+    layout = Layout(**degrees)
+    world = max(ranks) + 1
+    if "dp" not in degrees and world > layout.world_size and world % layout.world_size == 0:
+        layout = Layout(**degrees, dp=world // layout.world_size)
+    return layout
