@@ -106,6 +106,7 @@ _COMMANDS = {
     "replay": "replay_cmd:replay",
     "readiness": "readiness_cmd:readiness",
     "compile-health": "compile_health_cmd:compile_health",
+    "export": "export_cmd:export",
 }
 
 

@@ -28,6 +28,8 @@ from kerneltracer.core.parallel import (
     Layout,
     parse_collectives,
 )
+from kerneltracer.core.rundir import RunDir
+from kerneltracer.core.status import JobStatus
 from kerneltracer.errors import InputFileError
 from kerneltracer.inputguard import SMALL_FILE, read_input
 
@@ -153,3 +155,12 @@ def infer_layout(ranks: dict[int, RankData]) -> Layout:
     if "dp" not in degrees and world > layout.world_size and world % layout.world_size == 0:
         layout = Layout(**degrees, dp=world // layout.world_size)
     return layout
+
+
+def rank_jobs(run_dir: Path) -> dict[str, Path]:
+    """``key -> job dir`` of every ok job of ``run_dir`` that has rank dirs, in plan order."""
+    found: dict[str, Path] = {}
+    for record in RunDir.open(run_dir).records():
+        if record.state == JobStatus.OK and rank_dirs(record.job_dir):
+            found[record.key] = record.job_dir
+    return found
