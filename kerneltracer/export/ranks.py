@@ -33,7 +33,7 @@ from kerneltracer.core.status import JobStatus
 from kerneltracer.errors import InputFileError
 from kerneltracer.inputguard import SMALL_FILE, read_input
 
-FROM_SPEC = "job spec"
+FROM_SPEC = "from the job spec"
 INFERRED = "inferred from the collectives' groups"
 
 
