@@ -40,7 +40,7 @@ from kerneltracer.costmodel.estimate import estimate
 from kerneltracer.costmodel.layers import block_of, is_comm_op, layer_of, layer_order, natural
 from kerneltracer.costmodel.roofline import roofline
 from kerneltracer.export import protowire as pw
-from kerneltracer.export.ranks import RankData, RankJob
+from kerneltracer.export.ranks import RankData, RankJob, as_rank
 from kerneltracer.jsonio import atomic_write_bytes, atomic_write_json
 
 SCHEMA_VERSION = "0.0.4"
@@ -280,10 +280,13 @@ def rank_trace(data: RankData, layout: Layout, device: Device, groups: Groups) -
     return RankTrace(data.rank, nodes, len(nodes) - comm, comm, unknown)
 
 
-def metadata(rank: int, layout: Layout, device: Device, source: str) -> bytes:
+def metadata(rank: int, layout: Layout, device: Device, source: str, role: int) -> bytes:
+    """``role``: the rank dir whose program this rank runs (itself, or the role it is a
+    tp / dp peer of)."""
     attrs = [
         Attr("schema", f"kerneltracer {SCHEMA_VERSION}"),
         Attr("rank", rank),
+        Attr("role_rank", role),
         Attr("world_size", layout.world_size),
         Attr("layout", layout.label()),
         *(Attr(axis, getattr(layout, axis)) for axis in AXES),
@@ -333,19 +336,25 @@ class ChakraExport:
 
 
 def export_chakra(job: RankJob, device: Device, out_dir: Path) -> ChakraExport:
-    """Write ``trace.<rank>.et`` per rank dir of ``job``, ``comm_group.json`` and a summary."""
+    """Write ``trace.<rank>.et`` for every rank a rank dir stands for (a simulation's role
+    dir stands for its tp / dp peers), ``comm_group.json`` and a summary."""
     out_dir.mkdir(parents=True, exist_ok=True)
     groups = Groups()
     files: list[Path] = []
     traces: list[RankTrace] = []
     bad: dict[str, int] = {}
-    for rank, data in job.ranks.items():
+    for rank in range(job.layout.world_size):
+        source = job.source_of(rank)
+        if source is None:
+            continue
+        data = as_rank(job.ranks[source], rank, job.layout)
         trace = rank_trace(data, job.layout, device, groups)
-        meta = metadata(rank, job.layout, device, job.layout_source)
+        meta = metadata(rank, job.layout, device, job.layout_source, source)
         path = out_dir / f"{TRACE_PREFIX}.{rank}.et"
         atomic_write_bytes(path, encode_trace(meta, trace.nodes))
         files.append(path)
         traces.append(trace)
+    for rank, data in job.ranks.items():
         for kind, n in data.bad.items():
             bad[f"rank {rank} {kind}"] = n
     atomic_write_json(out_dir / COMM_GROUP_FILE, groups.to_json())

@@ -3,16 +3,18 @@ the job's layout.
 
 A job that simulated (or ran) a parallel layout has ``rank_<r>/`` dirs
 (:meth:`kerneltracer.core.layout.JobPaths.rank`), each with torch_dispatch's
-``dispatch_ops.jsonl`` and ``collectives.jsonl`` (:mod:`kerneltracer.core.parallel`). The layout
-comes from the job's spec (a ``parallel`` mapping in ``JOB.json``, or in its options); a job
-whose spec names none gets the degrees its collectives' groups show, and says it inferred
-them. Bad lines are counted by kind, never dropped silently.
+``dispatch_ops.jsonl`` and ``collectives.jsonl`` (:mod:`kerneltracer.core.parallel`). A
+simulation writes one dir per rank *role*: ``roles.json`` says which ranks each one stands
+for (tp and dp peers run the same shapes). The layout comes from the job's spec (its
+``parallel`` mapping in ``JOB.json``), else ``roles.json``; a job with neither gets the
+degrees its collectives' groups show, and says it inferred them. Bad lines are counted by
+kind, never dropped silently.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +36,10 @@ from kerneltracer.errors import InputFileError
 from kerneltracer.inputguard import SMALL_FILE, read_input
 
 FROM_SPEC = "from the job spec"
+FROM_ROLES = "from the rank roles"
 INFERRED = "inferred from the collectives' groups"
+# The rank simulation's list of roles (kerneltracer.worker.parallel.simulate writes it).
+ROLES_FILE = "roles.json"
 
 
 @dataclass
@@ -51,13 +56,26 @@ class RankData:
 class RankJob:
     job_dir: Path
     layout: Layout
-    layout_source: str  # FROM_SPEC or INFERRED
+    layout_source: str  # FROM_SPEC, FROM_ROLES or INFERRED
     ranks: dict[int, RankData]
+    # rank dir -> the ranks it stands for (its own at least), from roles.json
+    stands_for: dict[int, tuple[int, ...]] = field(default_factory=dict)
+
+    def peers(self, rank: int) -> tuple[int, ...]:
+        """The ranks ``rank``'s dir stands for."""
+        return self.stands_for.get(rank, (rank,))
+
+    def source_of(self, rank: int) -> int | None:
+        """The rank dir whose program ``rank`` runs; None when no dir stands for it."""
+        if rank in self.ranks:
+            return rank
+        return next((r for r in self.ranks if rank in self.peers(r)), None)
 
     @property
     def missing_ranks(self) -> list[int]:
-        """Ranks of the layout without a rank dir (a simulation writes one per rank role)."""
-        return [r for r in range(self.layout.world_size) if r not in self.ranks]
+        """Ranks of the layout that no rank dir stands for."""
+        covered = {p for r in self.ranks for p in self.peers(r)}
+        return [r for r in range(self.layout.world_size) if r not in covered]
 
 
 def rank_dirs(job_dir: Path) -> dict[int, Path]:
@@ -113,18 +131,39 @@ def read_rank_job(job_dir: Path) -> RankJob | None:
     if not dirs:
         return None
     ranks = {r: read_rank(r, d) for r, d in dirs.items()}
+    roles = _read_json(job_dir / ROLES_FILE, "rank roles")
+    stands_for = _stands_for(roles, ranks)
     layout = _spec_layout(job_dir)
     if layout is not None:
-        return RankJob(job_dir, layout, FROM_SPEC, ranks)
-    return RankJob(job_dir, infer_layout(ranks), INFERRED, ranks)
+        return RankJob(job_dir, layout, FROM_SPEC, ranks, stands_for)
+    raw = roles.get("layout") if isinstance(roles, dict) else None
+    layout = layout_of(raw) if isinstance(raw, dict) else None
+    if layout is not None:
+        return RankJob(job_dir, layout, FROM_ROLES, ranks, stands_for)
+    return RankJob(job_dir, infer_layout(ranks), INFERRED, ranks, stands_for)
+
+
+def _read_json(path: Path, what: str) -> Any:
+    try:
+        return orjson.loads(read_input(path, SMALL_FILE, what=what, gzip=False))
+    except (InputFileError, orjson.JSONDecodeError, OSError):
+        return None
+
+
+def _stands_for(roles: Any, ranks: dict[int, RankData]) -> dict[int, tuple[int, ...]]:
+    out: dict[int, tuple[int, ...]] = {}
+    entries = roles.get("roles") if isinstance(roles, dict) else None
+    for entry in entries if isinstance(entries, list) else []:
+        if not isinstance(entry, dict):
+            continue
+        rank, peers = entry.get("rank"), entry.get("ranks")
+        if isinstance(rank, int) and rank in ranks and isinstance(peers, list):
+            out[rank] = tuple(sorted({rank, *(p for p in peers if isinstance(p, int))}))
+    return out
 
 
 def _spec_layout(job_dir: Path) -> Layout | None:
-    path = JobPaths(job_dir).job_file
-    try:
-        spec = orjson.loads(read_input(path, SMALL_FILE, what="job spec", gzip=False))
-    except (InputFileError, orjson.JSONDecodeError, OSError):
-        return None
+    spec = _read_json(JobPaths(job_dir).job_file, "job spec")
     if not isinstance(spec, dict):
         return None
     options = spec.get("options")
@@ -164,3 +203,19 @@ def rank_jobs(run_dir: Path) -> dict[str, Path]:
         if record.state == JobStatus.OK and rank_dirs(record.job_dir):
             found[record.key] = record.job_dir
     return found
+
+
+def as_rank(data: RankData, rank: int, layout: Layout) -> RankData:
+    """``data`` (a role's dir) as the peer ``rank`` it stands for runs it: the same program,
+    send / recv peers moved along their axis to ``rank``'s own coordinates."""
+    if rank == data.rank:
+        return data
+    mine = layout.coords(rank)
+    moved = []
+    for record in data.collectives:
+        if record.peer is not None and record.group in AXES and record.peer < layout.world_size:
+            axis = record.group
+            peer = layout.rank_of({**mine, axis: layout.coords(record.peer)[axis]})
+            record = replace(record, peer=peer)
+        moved.append(record)
+    return RankData(rank, data.dir, data.rows, moved, data.bad, data.missing)

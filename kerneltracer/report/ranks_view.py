@@ -2,8 +2,9 @@
 see it: ops x ranks, the collectives of one step with their bytes, and per layer the
 estimated compute against the communication, with what bounds each layer.
 
-Ranks that run the same program (every rank of a TP group, usually) are one column: a
-*role*, named by its ranks. Times are estimates on the cost model's default device (the
+Ranks that run the same program (every rank of a TP group, usually; a simulation writes
+one dir for them and lists the others in ``roles.json``) are one column: a *role*, named by
+its ranks. Times are estimates on the cost model's default device (the
 roofline from shapes, the alpha-beta model for collectives), never measured.
 """
 
@@ -31,13 +32,10 @@ COMMUNICATION = "communication"
 
 @dataclass(frozen=True)
 class Role:
-    """Ranks that run the same program; ``rank`` is the one shown for all of them."""
+    """Ranks that run the same program; ``rank`` (a rank dir) is shown for all of them."""
 
     ranks: tuple[int, ...]
-
-    @property
-    def rank(self) -> int:
-        return self.ranks[0]
+    rank: int
 
     @property
     def label(self) -> str:
@@ -108,10 +106,15 @@ def _program(data: RankData) -> bytes:
 
 
 def roles(job: RankJob) -> list[Role]:
+    """Rank dirs running the same program, each with the peers it stands for."""
     groups: dict[bytes, list[int]] = {}
     for rank, data in job.ranks.items():
         groups.setdefault(_program(data), []).append(rank)
-    return sorted((Role(tuple(r)) for r in groups.values()), key=lambda r: r.rank)
+    found = [
+        Role(tuple(sorted({p for d in dirs for p in job.peers(d)})), dirs[0])
+        for dirs in groups.values()
+    ]
+    return sorted(found, key=lambda r: r.ranks[0])
 
 
 def _job_view(key: str, job: RankJob, device: Device) -> JobRanks:

@@ -194,3 +194,28 @@ def moe_ep_job(job_dir: Path, ep: int, known: bool) -> Layout:
         ]
         write_rank(job_dir, rank, rows, records)
     return layout
+
+
+def keep_roles(job_dir: Path, layout: Layout, spec: bool = True) -> dict[int, list[int]]:
+    """The job as the rank simulation leaves it: one dir per (pp stage, ep rank) role, tp
+    and dp peers only listed in ``roles.json``; the layout in JOB.json's ``parallel``."""
+    import shutil
+
+    roles: dict[int, list[int]] = {}
+    for rank in range(layout.world_size):
+        c = layout.coords(rank)
+        role = layout.rank_of({**c, "tp": 0, "dp": 0})
+        roles.setdefault(role, []).append(rank)
+    for rank in range(layout.world_size):
+        if rank not in roles:
+            shutil.rmtree(JobPaths(job_dir).rank(rank))
+    doc = {
+        "layout": layout.to_json(),
+        "label": layout.label(),
+        "world_size": layout.world_size,
+        "roles": [{"rank": r, "ranks": peers} for r, peers in roles.items()],
+    }
+    (job_dir / "roles.json").write_text(json.dumps(doc))
+    if spec:
+        JobPaths(job_dir).job_file.write_text(json.dumps({"parallel": layout.to_json()}))
+    return roles

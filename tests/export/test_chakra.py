@@ -15,12 +15,13 @@ from kerneltracer.core.parallel import Layout
 from kerneltracer.costmodel import load_devices
 from kerneltracer.export import protowire as pw
 from kerneltracer.export.chakra import export_chakra
-from kerneltracer.export.ranks import FROM_SPEC, INFERRED, read_rank_job
+from kerneltracer.export.ranks import FROM_ROLES, FROM_SPEC, INFERRED, read_rank_job
 from tests.conftest import require
 from tests.export.synth_ranks import (
     Dense,
     dense_tp_job,
     dense_tp_pp_job,
+    keep_roles,
     moe_ep_job,
     write_spec,
 )
@@ -212,3 +213,28 @@ def test_missing_ranks_and_bad_lines_are_reported(tmp_path: Path) -> None:
 def test_a_job_without_rank_dirs_is_not_a_rank_job(tmp_path: Path) -> None:
     (tmp_path / "job" / "rank_x").mkdir(parents=True)
     assert read_rank_job(tmp_path / "job") is None
+
+
+@pytest.mark.parametrize("spec", [True, False])
+def test_role_dirs_stand_for_their_peers(
+    tmp_path: Path, chakra: SimpleNamespace, spec: bool
+) -> None:
+    # The simulation writes rank_0 (stage 0) and rank_8 (stage 1) and lists their tp peers.
+    job = tmp_path / "job"
+    layout = dense_tp_pp_job(job, Dense(layers=4), tp=8, pp=2)
+    assert keep_roles(job, layout, spec=spec) == {0: list(range(8)), 8: list(range(8, 16))}
+    ranks = read_rank_job(job)
+    assert ranks is not None and sorted(ranks.ranks) == [0, 8]
+    assert ranks.layout == layout and ranks.layout_source == (FROM_SPEC if spec else FROM_ROLES)
+    assert ranks.missing_ranks == []
+    result = export_chakra(ranks, H100, tmp_path / "et")
+    assert len(result.files) == 16
+    meta, nodes = _read(chakra, tmp_path / "et" / "trace.3.et")
+    assert (_attrs(meta)["rank"], _attrs(meta)["role_rank"]) == (3, 0)
+    send = nodes[-1]
+    assert (_attrs(send)["comm_src"], _attrs(send)["comm_dst"]) == (3, 11)
+    groups = json.loads((tmp_path / "et" / "comm_group.json").read_text())
+    assert groups[_attrs(send)["pg_name"]] == [3, 11]
+    assert groups[_attrs(nodes[3])["pg_name"]] == list(range(8))  # rank 3's tp all_reduce
+    _, peer = _read(chakra, tmp_path / "et" / "trace.11.et")
+    assert (_attrs(peer[0])["comm_src"], _attrs(peer[0])["comm_dst"]) == (3, 11)

@@ -12,7 +12,7 @@ from kerneltracer.report.build import build_report
 from kerneltracer.report.ranks_view import build_ranks_view
 from tests.conftest import require
 from tests.coverage.synth import dispatch_files, make_job
-from tests.export.synth_ranks import Dense, dense_tp_pp_job, moe_ep_job
+from tests.export.synth_ranks import Dense, dense_tp_pp_job, keep_roles, moe_ep_job
 from tests.report.cdp import CHROMIUM, Browser
 
 
@@ -125,3 +125,12 @@ def test_ranks_page_in_chromium(run: Path, browser: Browser, width: int) -> None
     first = browser.evaluate(rows)
     browser.evaluate("document.querySelector('#roles-1 thead th').click()")
     assert browser.evaluate(rows) == first[::-1] and len(first) == 2
+
+
+def test_role_dirs_cover_their_peers_on_the_page(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    job = make_job(run, "meta-llama/Llama-3.1-70B", "torch_dispatch", dispatch_files({}))
+    keep_roles(job, dense_tp_pp_job(job, Dense(layers=4), tp=8, pp=2))
+    (view,) = build_ranks_view(run).jobs
+    assert [(r.role.label, r.role.rank) for r in view.roles] == [("0–7", 0), ("8–15", 8)]
+    assert view.missing == [] and view.ranks == 2
