@@ -115,11 +115,6 @@ class LayerCost:
             return UNKNOWN if self.compute.unknown_calls else NONE
         return COMPUTE
 
-    @property
-    def serial_s(self) -> float:
-        """Compute then communication, nothing overlapped (known parts only)."""
-        return self.compute.time_s + self.comm_s
-
 
 @dataclass
 class RankCost:
