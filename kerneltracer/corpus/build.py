@@ -31,7 +31,7 @@ from kerneltracer.corpus.model import (
 from kerneltracer.corpus.operator_inp import LOG_NAME, inert_calls
 from kerneltracer.coverage.scan import InputProblem, JobRef, iter_job_refs
 from kerneltracer.errors import InputFileError
-from kerneltracer.export.ranks import RankJob, rank_dirs, read_rank_job
+from kerneltracer.export.ranks import RankJob, rank_dirs, rank_label, read_rank_job
 from kerneltracer.inputguard import read_input
 
 KIND = ArtefactKind.DISPATCH_SIGNATURES
@@ -114,11 +114,6 @@ def corpus_from_refs(
         log_calls,
         {m: p for m, p in placements.items() if m in models},
     )
-
-
-def rank_label(model: str, layout: str, rank: int) -> str:
-    """A parallel job's rank as a model label: ``Llama-3.3-70B [tp8.pp2 rank 8]``."""
-    return f"{model} [{layout} rank {rank}]"
 
 
 def _read_ranks(

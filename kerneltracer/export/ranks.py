@@ -132,15 +132,40 @@ def read_rank_job(job_dir: Path) -> RankJob | None:
         return None
     ranks = {r: read_rank(r, d) for r, d in dirs.items()}
     roles = _read_json(job_dir / ROLES_FILE, "rank roles")
-    stands_for = _stands_for(roles, ranks)
+    layout, source = _layout(job_dir, roles, ranks)
+    return RankJob(job_dir, layout, source, ranks, _stands_for(roles, ranks))
+
+
+def job_layout(job_dir: Path) -> tuple[Layout, str]:
+    """The layout of a job with rank dirs and where it comes from, reading no dispatch rows
+    (only the collectives, when neither the spec nor ``roles.json`` names it)."""
+    roles = _read_json(job_dir / ROLES_FILE, "rank roles")
+    found = _declared(job_dir, roles)
+    if found is not None:
+        return found
+    ranks = {r: RankData(r, d) for r, d in rank_dirs(job_dir).items()}
+    for r, data in ranks.items():
+        text = _read(JobPaths(job_dir).collectives(r), data)
+        data.collectives = parse_collectives(text).records if text is not None else []
+    return infer_layout(ranks), INFERRED
+
+
+def rank_label(model: str, layout: str, rank: int) -> str:
+    """A parallel job's rank as a model label of its own: ``Llama [tp8.pp2 rank 8]``."""
+    return f"{model} [{layout} rank {rank}]"
+
+
+def _declared(job_dir: Path, roles: Any) -> tuple[Layout, str] | None:
     layout = _spec_layout(job_dir)
     if layout is not None:
-        return RankJob(job_dir, layout, FROM_SPEC, ranks, stands_for)
+        return layout, FROM_SPEC
     raw = roles.get("layout") if isinstance(roles, dict) else None
     layout = layout_of(raw) if isinstance(raw, dict) else None
-    if layout is not None:
-        return RankJob(job_dir, layout, FROM_ROLES, ranks, stands_for)
-    return RankJob(job_dir, infer_layout(ranks), INFERRED, ranks, stands_for)
+    return (layout, FROM_ROLES) if layout is not None else None
+
+
+def _layout(job_dir: Path, roles: Any, ranks: dict[int, RankData]) -> tuple[Layout, str]:
+    return _declared(job_dir, roles) or (infer_layout(ranks), INFERRED)
 
 
 def _read_json(path: Path, what: str) -> Any:
