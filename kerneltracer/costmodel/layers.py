@@ -30,10 +30,14 @@ UNKNOWN = "unknown"
 NONE = "none"
 # Ops that are collectives or wait on one: their time is the communication's, not compute.
 COMM_NAMESPACES = ("_c10d_functional", "c10d", "_c10d_functional_autograd", "_dtensor")
+# Ops that launch nothing: markers (record_function's enter / exit around FSDP's steps).
+MARKER_NAMESPACES = ("profiler",)
 
 
-def is_comm_op(op: str) -> bool:
-    return op.split(".", 1)[0] in COMM_NAMESPACES
+def is_compute_op(op: str) -> bool:
+    """Not a collective, nor a marker: an op whose time is the rank's compute."""
+    namespace = op.split(".", 1)[0]
+    return namespace not in COMM_NAMESPACES and namespace not in MARKER_NAMESPACES
 
 
 def layer_of(module: str | None) -> str:
@@ -147,7 +151,7 @@ def rank_cost(
     out = RankCost(rank, device.key)
     records = list(collectives)
     for row in rows:
-        if is_comm_op(row.op):
+        if not is_compute_op(row.op):
             continue
         cost = estimate(row.op, row.inputs, row.kwargs, row.outputs)
         point = _PerCall.of(roofline(cost, device)) if cost is not None else None

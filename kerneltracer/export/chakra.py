@@ -37,7 +37,7 @@ from kerneltracer.costmodel.aggregate import UNRECORDED, Totals, _PerCall
 from kerneltracer.costmodel.comm import collective_cost, group_members
 from kerneltracer.costmodel.devices import Device
 from kerneltracer.costmodel.estimate import estimate
-from kerneltracer.costmodel.layers import block_of, is_comm_op, layer_of, layer_order, natural
+from kerneltracer.costmodel.layers import block_of, is_compute_op, layer_of, layer_order, natural
 from kerneltracer.costmodel.roofline import roofline
 from kerneltracer.export import protowire as pw
 from kerneltracer.export.ranks import RankData, RankJob, as_rank
@@ -139,7 +139,7 @@ class Groups:
 def _blocks(data: RankData, device: Device) -> dict[str, _Block]:
     blocks: dict[str, _Block] = {}
     for row in data.rows:
-        if is_comm_op(row.op):
+        if not is_compute_op(row.op):
             continue
         cost = estimate(row.op, row.inputs, row.kwargs, row.outputs)
         point = _PerCall.of(roofline(cost, device)) if cost is not None else None

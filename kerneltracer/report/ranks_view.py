@@ -20,7 +20,7 @@ from kerneltracer.core.layout import RunPaths
 from kerneltracer.core.parallel import CollectiveRecord
 from kerneltracer.costmodel import DEFAULT_DEVICE, Device, load_devices
 from kerneltracer.costmodel.comm import CommCost, collective_cost
-from kerneltracer.costmodel.layers import LayerCost, RankCost, is_comm_op, rank_cost
+from kerneltracer.costmodel.layers import LayerCost, RankCost, is_compute_op, rank_cost
 from kerneltracer.export.ranks import RankData, RankJob, rank_jobs, read_rank_job
 from kerneltracer.report.charts import stacked_bars
 
@@ -130,7 +130,7 @@ def _job_view(key: str, job: RankJob, device: Device) -> JobRanks:
         ]
         views.append(RoleView(role, cost, cost.total(), rows, _chart(role, cost)))
         for row in data.rows:
-            if not is_comm_op(row.op):
+            if is_compute_op(row.op):
                 calls.setdefault(row.op, [0] * len(found))[i] += row.count
     ops = sorted(calls.items(), key=lambda kv: (-sum(kv[1]), kv[0]))
     bad: dict[str, int] = {}

@@ -207,3 +207,23 @@ def test_a_tp8_layer_is_bound_by_its_all_reduce() -> None:
     total = cost.total()
     assert total.compute.calls == 2  # the wait is communication, not compute
     assert total.comm_calls == 2 and total.comm_unknown == 1
+
+
+def test_fsdp_copies_are_memory_ops_and_markers_no_compute() -> None:
+    from kerneltracer.costmodel import estimate
+
+    # One layer's 8 shards (4 MiB of bf16 each) copied into the all-gather input; the
+    # all-gather output (8x) is only allocated: 32 MiB read, 32 MiB written.
+    shards = [_t([2 * 1024 * 1024])] * 8
+    ag_in, ag_out = _t([16 * 1024 * 1024]), _t([128 * 1024 * 1024])
+    cost = estimate("fsdp.all_gather_copy_in.default", [shards], {}, [ag_in, ag_out])
+    assert cost is not None and cost.flops == 0 and cost.category == "memory"
+    assert (cost.bytes_read, cost.bytes_written) == (32 << 20, 32 << 20)
+    chunk = estimate("fsdp.chunk_cat.default", [[ag_in], 0, 8], {}, [ag_in])
+    assert chunk is not None and chunk.bytes == 64 << 20
+    marker = DispatchRow(
+        "profiler._record_function_enter_new.default", "forward", 3, ["FSDP::pre_forward"], {},
+        [], {"model.layers.0": 3},
+    )  # fmt: skip
+    cost_of_rank = rank_cost(0, [marker], [], H100, Layout(dp=8))
+    assert cost_of_rank.layers == {}  # a marker launches nothing: no call, known or not
