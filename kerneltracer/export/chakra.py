@@ -17,8 +17,10 @@ before it:
 
 A dispatch trace keeps one row per call signature, not the call sequence, so the order
 comes from the collectives (program order, each with the module that issued it) and the
-module paths: layers where their first collective is (else by index), a block that issued a
-collective just before it, the blocks that issued none (norms) at their layer's start.
+module paths: layers where their first collective is (else by index), a block that issued
+collectives just before the last of them (a row-parallel linear before its all_reduce, an
+MoE block's experts between dispatch and combine), blocks that issued none (norms) at their
+layer's start.
 Collectives never leave their own order (simulators match them across ranks by it). A
 collective whose bytes are unknown gets no ``comm_size`` and ``comm_size_known`` false;
 the export counts them. The wire format is written by :mod:`.protowire`; the field numbers
@@ -161,8 +163,8 @@ def _block(blocks: dict[str, _Block], name: str) -> _Block:
 
 def program(blocks: dict[str, _Block], records: list[CollectiveRecord]) -> list[_Block | int]:
     """The rank's steps: compute blocks and collectives (their index in ``records``), in
-    program order. Collectives keep their own order; a block that issued a collective runs
-    just before its first one, a block that issued none (a norm) at its layer's start."""
+    program order. Collectives keep their own order; a block that issued collectives runs
+    just before the last of them, a block that issued none (a norm) at its layer's start."""
     by_layer: dict[str, list[_Block]] = {}
     for block in blocks.values():
         by_layer.setdefault(block.layer, []).append(block)
@@ -188,10 +190,14 @@ def program(blocks: dict[str, _Block], records: list[CollectiveRecord]) -> list[
                         done.add(block.name)
             next_layer += 1
 
+    # A block's compute runs before the last collective it issues: a row-parallel linear's
+    # all_reduce follows it; an MoE block's dispatch all_to_all precede its experts, the
+    # combine follows them.
+    last = {block_of(r.module): i for i, r in enumerate(records)}
     for index, record in enumerate(records):
         layer_start(layer_of(record.module))
         name = block_of(record.module)
-        if name in blocks and name not in done:
+        if name in blocks and name not in done and last[name] == index:
             steps.append(blocks[name])
             done.add(name)
         steps.append(index)
