@@ -68,6 +68,7 @@ class JobRanks:
     ops: list[tuple[str, list[int]]]  # op -> calls per role, most calls first
     ops_left_out: int
     bad: dict[str, int]
+    missing_files: list[str]  # "rank 0: collectives.jsonl"
 
 
 @dataclass(frozen=True)
@@ -134,9 +135,11 @@ def _job_view(key: str, job: RankJob, device: Device) -> JobRanks:
                 calls.setdefault(row.op, [0] * len(found))[i] += row.count
     ops = sorted(calls.items(), key=lambda kv: (-sum(kv[1]), kv[0]))
     bad: dict[str, int] = {}
+    missing: list[str] = []
     for rank, data in job.ranks.items():
         for what, n in data.bad.items():
             bad[f"rank {rank} {what}"] = n
+        missing += [f"rank {rank}: {name}" for name in data.missing]
     return JobRanks(
         key,
         job.layout.label(),
@@ -147,6 +150,7 @@ def _job_view(key: str, job: RankJob, device: Device) -> JobRanks:
         ops[:OPS_SHOWN],
         max(len(ops) - OPS_SHOWN, 0),
         bad,
+        missing,
     )
 
 

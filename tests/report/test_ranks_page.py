@@ -134,3 +134,16 @@ def test_role_dirs_cover_their_peers_on_the_page(tmp_path: Path) -> None:
     (view,) = build_ranks_view(run).jobs
     assert [(r.role.label, r.role.rank) for r in view.roles] == [("0–7", 0), ("8–15", 8)]
     assert view.missing == [] and view.ranks == 2
+
+
+def test_missing_and_bad_rank_files_are_said(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    job = make_job(run, "meta-llama/Llama-3.1-70B", "torch_dispatch", dispatch_files({}))
+    dense_tp_pp_job(job, Dense(layers=4), tp=8, pp=2)
+    (job / "rank_3" / "collectives.jsonl").unlink()
+    with (job / "rank_5" / "dispatch_ops.jsonl").open("a") as fh:
+        fh.write("{not json\n")
+    build_report(run)
+    html = (run / "report" / "ranks.html").read_text()
+    assert "Not written: rank 3: collectives.jsonl (read as empty)." in html
+    assert "rank 5 dispatch_ops.jsonl: not_json ×1" in html
