@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from kerneltracer import _API as _TOP_LEVEL
 from kerneltracer.errors import InputFileError, UsageError
 
 if TYPE_CHECKING:
@@ -36,21 +37,8 @@ if TYPE_CHECKING:
     from kerneltracer.coverage.diff_schema import DiffReport
     from kerneltracer.report.build import ReportResult
 
-__all__ = [
-    "JOB_COLUMNS",
-    "OUTPUT_COLUMNS",
-    "CompileHealth",
-    "Diff",
-    "LogsResult",
-    "ProgressEvent",
-    "Run",
-    "TimelineResult",
-    "compile_health",
-    "logs",
-    "open_run",
-    "timeline",
-    "trace",
-]
+# What ``import kerneltracer`` offers (lazily, so the list lives there) and two constants.
+__all__ = ["JOB_COLUMNS", "OUTPUT_COLUMNS", *_TOP_LEVEL]
 
 PathLike = str | os.PathLike[str]
 
@@ -511,8 +499,6 @@ def trace(
     (failed jobs are rows of ``run.jobs``, not exceptions); a bad config raises
     :class:`kerneltracer.errors.ConfigError` with the CLI's message.
     """
-    from kerneltracer.orchestrator import RunRequest
-
     if isinstance(config, str | os.PathLike):
         return _trace_file(
             Path(config), output_dir, jobs, tracers, models, force, preload, on_progress
@@ -528,16 +514,7 @@ def trace(
     with tempfile.TemporaryDirectory(prefix="kerneltracer-config-") as tmp:
         path = Path(tmp) / "config.yaml"
         path.write_text(yaml.safe_dump(data, sort_keys=False))
-        request = RunRequest(
-            config_path=path,
-            output_dir=run_dir,
-            only=tuple(tracers),
-            models=tuple(models),
-            force=force,
-            jobs=jobs,
-            preload=preload,
-        )
-        return _execute(request, on_progress)
+        return _trace_file(path, run_dir, jobs, tracers, models, force, preload, on_progress)
 
 
 def _trace_file(

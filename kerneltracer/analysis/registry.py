@@ -7,14 +7,15 @@ adapter from a job to the analysis: every analysis names it so) + one line here.
 from __future__ import annotations
 
 from kerneltracer.analysis.base import JobAnalysis
-from kerneltracer.analysis.fx_redundancy.job import FxRedundancyAnalysis
-from kerneltracer.analysis.records.job import RecordsAnalysis
-from kerneltracer.analysis.structured_logs.job import StructuredLogsAnalysis
-from kerneltracer.analysis.timeline.job import TimelineAnalysis
+from kerneltracer.core.registry import Registry
 
-ANALYSES: dict[str, type[JobAnalysis]] = {
-    "records": RecordsAnalysis,
-    "fx_redundancy": FxRedundancyAnalysis,
-    "structured_logs": StructuredLogsAnalysis,
-    "timeline": TimelineAnalysis,
-}
+ANALYSES: Registry[type[JobAnalysis]] = Registry(
+    "analysis",
+    [
+        ".records.job:RecordsAnalysis",
+        ".fx_redundancy.job:FxRedundancyAnalysis",
+        ".structured_logs.job:StructuredLogsAnalysis",
+        ".timeline.job:TimelineAnalysis",
+    ],
+    package=__package__,
+)

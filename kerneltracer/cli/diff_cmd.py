@@ -88,7 +88,7 @@ def diff(
     or 1 with --fail-on-change when anything differs; unreadable inputs are listed but
     are not changes.
     """
-    from kerneltracer.analysis.compile_health.diff import write_compile_diff
+    from kerneltracer.analysis.compile_health.diff_files import write_compile_diff
     from kerneltracer.coverage.diff import diff_runs
     from kerneltracer.coverage.diff_html import write_diff
     from kerneltracer.errors import RunDirError

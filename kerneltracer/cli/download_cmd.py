@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from kerneltracer.cli.options import models_option, split_values
+
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress, TaskID
@@ -97,12 +99,7 @@ def _config_only(result: ModelDownload) -> str:
 
 @click.command()
 @click.argument("config", type=click.Path(path_type=Path, dir_okay=False))
-@click.option(
-    "--models",
-    multiple=True,
-    metavar="PATTERN",
-    help="Only models whose id/path/name matches a glob (repeat or comma-separate).",
-)
+@models_option
 @click.option(
     "-j",
     "--max-workers",
@@ -123,7 +120,6 @@ def download(config: Path, models: tuple[str, ...], max_workers: int | None, ref
     """
     from rich.markup import escape
 
-    from kerneltracer.cli.options import split_values
     from kerneltracer.cli.tables import console
     from kerneltracer.config import load_config
     from kerneltracer.orchestrator.download import ensure_models_downloaded

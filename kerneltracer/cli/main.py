@@ -6,7 +6,6 @@ anything else prints one line too, plus the traceback only with ``--debug`` / ``
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 import traceback
@@ -15,6 +14,7 @@ from typing import Any
 import click
 
 from kerneltracer import __version__
+from kerneltracer.core.registry import Entry, Registry
 from kerneltracer.errors import KernelTracerError, one_line
 
 
@@ -23,14 +23,9 @@ class _Root(click.Group):
         return sorted({*super().list_commands(ctx), *_COMMANDS})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        spec = _COMMANDS.get(cmd_name)
-        if spec is None:
+        if cmd_name not in _COMMANDS:
             return super().get_command(ctx, cmd_name)
-        module, attr = spec.split(":")
-        command: click.Command = getattr(
-            importlib.import_module(f"kerneltracer.cli.{module}"), attr
-        )
-        return command
+        return _COMMANDS[cmd_name]
 
     def invoke(self, ctx: click.Context) -> Any:
         from kerneltracer.core.interrupts import interrupt_on_signals, signal_of
@@ -82,32 +77,35 @@ def root(ctx: click.Context, debug: bool) -> None:
     ctx.obj = {"debug": debug}
 
 
-# Sub-commands: name -> "module:attribute" under kerneltracer.cli, one line per command.
-# A command's module is imported only when that command runs (or help lists it): importing
-# them all cost every command ~0.1 s of start-up (rich for status, the replay machinery…).
-_COMMANDS = {
-    "run": "run_cmd:run",
-    "status": "status_cmd:status",
-    "tracers": "tracers_cmd:tracers",
-    "config": "config_cmd:config",
-    "models": "models_cmd:models",
-    "analyze": "analyze_cmd:analyze",
-    "download": "download_cmd:download",
-    "slurm": "slurm_cmd:slurm",
-    # Analysis commands (each module defines one click command or group).
-    "report": "report_cmd:report",
-    "logs": "logs_cmd:logs",
-    "records": "records_cmd:records",
-    "fx": "fx_cmd:fx",
-    "timeline": "timeline_cmd:timeline",
-    "coverage": "coverage_cmd:coverage",
-    "diff": "diff_cmd:diff",
-    "corpus": "corpus_cmd:corpus",
-    "replay": "replay_cmd:replay",
-    "readiness": "readiness_cmd:readiness",
-    "compile-health": "compile_health_cmd:compile_health",
-    "export": "export_cmd:export",
-}
+# Sub-commands, each imported only when it runs (or help lists it): importing them all
+# cost every command ~0.1 s of start-up (rich for status, the replay machinery…), so each
+# names itself here too (a click command's name; loading checks they agree).
+_COMMANDS: Registry[click.Command] = Registry(
+    "command",
+    [
+        Entry("run", ".run_cmd:run"),
+        Entry("status", ".status_cmd:status"),
+        Entry("tracers", ".tracers_cmd:tracers"),
+        Entry("config", ".config_cmd:config"),
+        Entry("models", ".models_cmd:models"),
+        Entry("analyze", ".analyze_cmd:analyze"),
+        Entry("download", ".download_cmd:download"),
+        Entry("slurm", ".slurm_cmd:slurm"),
+        Entry("report", ".report_cmd:report"),
+        Entry("logs", ".logs_cmd:logs"),
+        Entry("records", ".records_cmd:records"),
+        Entry("fx", ".fx_cmd:fx"),
+        Entry("timeline", ".timeline_cmd:timeline"),
+        Entry("coverage", ".coverage_cmd:coverage"),
+        Entry("diff", ".diff_cmd:diff"),
+        Entry("corpus", ".corpus_cmd:corpus"),
+        Entry("replay", ".replay_cmd:replay"),
+        Entry("readiness", ".readiness_cmd:readiness"),
+        Entry("compile-health", ".compile_health_cmd:compile_health"),
+        Entry("export", ".export_cmd:export"),
+    ],
+    package=__package__,
+)
 
 
 def main() -> None:

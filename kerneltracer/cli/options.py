@@ -43,6 +43,16 @@ def strict_option(help: str) -> Callable[[F], F]:
     return click.option("--strict", is_flag=True, help=help)
 
 
+def models_option(command: F) -> F:
+    """``--models PATTERN``: the models of a config a command works on (``split_values``)."""
+    return click.option(
+        "--models",
+        multiple=True,
+        metavar="PATTERN",
+        help="Only models whose id/path/name matches a glob (repeat or comma-separate).",
+    )(command)
+
+
 def split_values(values: tuple[str, ...]) -> list[str]:
     """Values of a repeatable option that also accepts commas: ``--x a,b --x c`` → a, b, c."""
     return [v.strip() for item in values for v in item.split(",") if v.strip()]
@@ -52,24 +62,34 @@ def split_values(values: tuple[str, ...]) -> list[str]:
 BUILT_IN_DEVICES = "H100 (default), H200, A100, B200, MI300X, MI250X, MI250"
 
 
-def device_options(command: F) -> F:
-    """``--device NAME`` and ``--devices FILE``: the device estimated op times are for.
+def device_options_for(default: str = "") -> Callable[[F], F]:
+    """``--device NAME`` and ``--devices FILE``: the device estimated op times are for;
+    ``default``, where given, says which one the command takes without ``--device``.
 
     No default value here: the device table (and the cost model with it) loads only when a
     command runs (:func:`resolve_device`), never for ``--help``."""
-    command = click.option(
-        "--devices",
-        "devices_file",
-        type=click.Path(path_type=Path, dir_okay=False, exists=True),
-        help="A devices YAML merged over the built-in table (same schema).",
-    )(command)
-    return click.option(
-        "--device",
-        "device_name",
-        metavar="NAME",
-        help=f"Device for estimated times (roofline lower bound from shapes): {BUILT_IN_DEVICES}"
-        " or one from --devices.",
-    )(command)
+
+    without = f" Without it: {default}." if default else ""
+
+    def decorate(command: F) -> F:
+        command = click.option(
+            "--devices",
+            "devices_file",
+            type=click.Path(path_type=Path, dir_okay=False, exists=True),
+            help="A devices YAML merged over the built-in table (same schema).",
+        )(command)
+        return click.option(
+            "--device",
+            "device_name",
+            metavar="NAME",
+            help="Device for estimated times (roofline lower bound from shapes): "
+            f"{BUILT_IN_DEVICES} or one from --devices.{without}",
+        )(command)
+
+    return decorate
+
+
+device_options = device_options_for()
 
 
 def resolve_device(name: str | None, devices_file: Path | None) -> Device:
@@ -94,38 +114,42 @@ class MemorySize(click.ParamType):
         return size
 
 
-def _export(name: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
-    # The readers (kerneltracer.inputguard) take their limits from the environment, so the
-    # value also reaches the analysis and replay worker processes a command starts.
+def _env_option(flag: str, kind: click.ParamType, env: str, help: str) -> Callable[[F], F]:
+    """An option whose value goes into ``env`` (its default when not given): the readers
+    (kerneltracer.inputguard) take their limits from the environment, so the value also
+    reaches the analysis and replay worker processes a command starts."""
+
     def callback(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
         if value is not None:
-            os.environ[name] = str(value)
+            os.environ[env] = str(value)
         return value
 
-    return callback
+    return click.option(
+        flag,
+        type=kind,
+        default=None,
+        expose_value=False,
+        callback=callback,
+        help=f"{help} (or ${env}).",
+    )
 
 
 def input_limit_options(func: F) -> F:
     """``--max-input-size`` and ``--max-events``: the bounds every reader of user files keeps."""
-    func = click.option(
+    func = _env_option(
         "--max-events",
-        type=click.IntRange(min=0),
-        default=None,
-        expose_value=False,
-        callback=_export(EVENTS_ENV),
-        help=f"Most events (trace events, log records, rows) read from one input file; "
-        f"0 = no limit. Default {DEFAULT_MAX_EVENTS:,} (or ${EVENTS_ENV}).",
+        click.IntRange(min=0),
+        EVENTS_ENV,
+        "Most events (trace events, log records, rows) read from one input file; "
+        f"0 = no limit. Default {DEFAULT_MAX_EVENTS:,}",
     )(func)
-    func = click.option(
+    return _env_option(
         "--max-input-size",
-        type=MemorySize(),
-        default=None,
-        expose_value=False,
-        callback=_export(SIZE_ENV),
-        help=f"Most bytes read from one input file once decompressed, e.g. 8G; 0 = no "
-        f"limit. Default {format_size(DEFAULT_MAX_BYTES)} (or ${SIZE_ENV}).",
+        MemorySize(),
+        SIZE_ENV,
+        "Most bytes read from one input file once decompressed, e.g. 8G; 0 = no "
+        f"limit. Default {format_size(DEFAULT_MAX_BYTES)}",
     )(func)
-    return func
 
 
 PROBLEMS_SHOWN = 20

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from kerneltracer.cli.options import split_values
+from kerneltracer.cli.options import models_option, split_values
 
 
 @click.command()
@@ -26,12 +26,7 @@ from kerneltracer.cli.options import split_values
     metavar="TRACER",
     help="Run only these tracers (repeat or comma-separate).",
 )
-@click.option(
-    "--models",
-    multiple=True,
-    metavar="PATTERN",
-    help="Run only models whose id/path/name matches a glob (repeat or comma-separate).",
-)
+@models_option
 @click.option("--force", is_flag=True, help="Re-run jobs even if they are complete.")
 @click.option(
     "--verify",

@@ -6,7 +6,12 @@ from pathlib import Path
 
 import click
 
-from kerneltracer.cli.options import input_limit_options, out_option, strict_option
+from kerneltracer.cli.options import (
+    device_options_for,
+    input_limit_options,
+    out_option,
+    strict_option,
+)
 from kerneltracer.errors import InputFileError, UsageError
 from kerneltracer.inputguard import check_input_file
 
@@ -41,18 +46,7 @@ from kerneltracer.inputguard import check_input_file
     help="A trace of the CUDA graph capture (or of an eager run of the same step): "
     "attributes kernels replayed by graph launches to the captured ops.",
 )
-@click.option(
-    "--device",
-    default=None,
-    help="Device for the per-op roofline (default: the trace's GPU when the table has it).",
-)
-@click.option(
-    "--devices",
-    "devices_file",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
-    help="A YAML of devices merged over the built-in table.",
-)
+@device_options_for("the trace's GPU when the table has it, else no estimate")
 @input_limit_options
 def timeline(
     traces: tuple[Path, ...],
@@ -62,7 +56,7 @@ def timeline(
     strict: bool,
     no_ops: bool,
     capture_trace: Path | None,
-    device: str | None,
+    device_name: str | None,
     devices_file: Path | None,
 ) -> None:
     """Analyse chrome traces (torch.profiler / Kineto / vLLM, .json or .json.gz).
@@ -77,13 +71,13 @@ def timeline(
     from kerneltracer.analysis.timeline.writer import run_timeline
     from kerneltracer.jsonio import outputs_all_or_none
 
-    ops = None if no_ops else OpsOptions(capture_trace, device, devices_file)
-    if ops is not None and (device or devices_file):
+    ops = None if no_ops else OpsOptions(capture_trace, device_name, devices_file)
+    if ops is not None and (device_name or devices_file):
         from kerneltracer.costmodel import load_devices
 
         table = load_devices(devices_file)  # a bad file or name: one line, before any work
-        if device:
-            table.get(device)
+        if device_name:
+            table.get(device_name)
     for trace in [*traces, *([capture_trace] if capture_trace and not no_ops else [])]:
         try:
             check_input_file(trace, "trace file")

@@ -8,8 +8,9 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
+from typing import Any
 
 
 class Interrupted(KeyboardInterrupt):
@@ -27,22 +28,28 @@ def signal_of(exc: BaseException) -> str:
 
 
 @contextlib.contextmanager
-def interrupt_on_signals() -> Iterator[None]:
-    """SIGINT and SIGTERM raise :class:`Interrupted` in the main thread (a batch system or
-    ``kill`` sends SIGTERM, whose default would end the process with no cleanup at all)."""
+def handling_signals(handler: Callable[[int, FrameType | None], Any]) -> Iterator[None]:
+    """``handler`` gets SIGINT and SIGTERM inside the block, the previous handlers after it.
+    Only the main thread may install handlers: elsewhere the block runs without."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        raise Interrupted(signal.Signals(signum).name)
-
     previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
         for s, old in previous.items():
             signal.signal(s, old)
+
+
+def interrupt_on_signals() -> contextlib.AbstractContextManager[None]:
+    """SIGINT and SIGTERM raise :class:`Interrupted` in the main thread (a batch system or
+    ``kill`` sends SIGTERM, whose default would end the process with no cleanup at all)."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise Interrupted(signal.Signals(signum).name)
+
+    return handling_signals(handler)
 
 
 def default_signals() -> None:

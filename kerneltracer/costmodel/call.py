@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import prod
 from typing import Any
 
 from kerneltracer.costmodel import values
@@ -100,10 +101,10 @@ class Call:
         dims = values.broadcast(*[_known(values.shape(t)) for t in values.tensors(self.inputs)])
         if dims is None:
             raise BadCall("inputs do not broadcast")
-        return _prod(dims)
+        return prod(dims)
 
     def in_numel(self, i: int = 0) -> int:
-        return _prod(self.shape(i))
+        return prod(self.shape(i))
 
     def dtype(self) -> str | None:
         return values.compute_dtype(self.inputs, self.outputs)
@@ -137,10 +138,3 @@ def _known(value: Any) -> Any:
     if value is None:
         raise BadCall("a tensor has a symbolic size or an unknown dtype")
     return value
-
-
-def _prod(dims: list[int]) -> int:
-    n = 1
-    for d in dims:
-        n *= d
-    return n

@@ -21,6 +21,7 @@ written once.
 from __future__ import annotations
 
 from collections.abc import Callable
+from math import prod
 
 from kerneltracer.costmodel import values
 from kerneltracer.costmodel.call import ATTENTION, CONV, MATMUL, BadCall, Call, OpCost
@@ -56,7 +57,7 @@ def bmm(c: Call) -> OpCost:
 
 
 def baddbmm(c: Call) -> OpCost:  # also addbmm: the same products, summed over the batch
-    return c.cost(_bmm(c.shape(1), c.shape(2)), MATMUL, out_numel=_prod(c.shape(0)))
+    return c.cost(_bmm(c.shape(1), c.shape(2)), MATMUL, out_numel=prod(c.shape(0)))
 
 
 def mv(c: Call) -> OpCost:
@@ -82,13 +83,13 @@ def matmul(c: Call) -> OpCost:
     batch = values.broadcast(a[:-2], b[:-2])
     if batch is None:
         raise BadCall(f"matmul batch dims {a} x {b} do not broadcast")
-    return c.cost(2 * _prod(batch) * m * n * k, MATMUL, out_numel=_prod(batch) * m * n)
+    return c.cost(2 * prod(batch) * m * n * k, MATMUL, out_numel=prod(batch) * m * n)
 
 
 def linear(c: Call) -> OpCost:
     x, w = c.shape(0), c.shape(1)
     n = w[0] if len(w) == 2 else 1
-    return c.cost(2 * _prod(x[:-1]) * n * x[-1], MATMUL, out_numel=_prod(x[:-1]) * n)
+    return c.cost(2 * prod(x[:-1]) * n * x[-1], MATMUL, out_numel=prod(x[:-1]) * n)
 
 
 def grouped_mm(c: Call) -> OpCost:
@@ -123,14 +124,14 @@ def gemm_like(c: Call) -> OpCost:
             k = x[-1]
             n = w[0] if w[1] == k else w[1] if w[0] == k else None
             if n is not None and k > 0:
-                m = _prod(x[:-1])
+                m = prod(x[:-1])
                 return c.cost(2 * m * n * k, MATMUL, out_numel=m * n)
     raise BadCall(f"no two input tensors multiply: {tensors}")
 
 
 def _conv_flops(x: list[int], w: list[int], spatial: list[int]) -> int:
     """flop_counter's count: 2 * N * prod(spatial) * prod(kernel) * w[0] * w[1]."""
-    return 2 * x[0] * _prod(spatial) * _prod(w[2:]) * w[0] * w[1]
+    return 2 * x[0] * prod(spatial) * prod(w[2:]) * w[0] * w[1]
 
 
 def _out_spatial(c: Call, x: list[int], w: list[int], args: tuple[int, int, int]) -> list[int]:
@@ -157,21 +158,21 @@ def convolution(c: Call) -> OpCost:
     if transposed:
         return c.cost(_conv_flops(x, w, x[2:]), CONV)
     spatial = _out_spatial(c, x, w, (3, 4, 5))
-    return c.cost(_conv_flops(x, w, spatial), CONV, out_numel=x[0] * w[0] * _prod(spatial))
+    return c.cost(_conv_flops(x, w, spatial), CONV, out_numel=x[0] * w[0] * prod(spatial))
 
 
 def convolution_nobias_order(c: Call) -> OpCost:
     """cudnn_convolution (self, weight, padding, stride, dilation, ...)."""
     x, w = c.shape(0), c.shape(1)
     spatial = _out_spatial(c, x, w, (3, 2, 4))
-    return c.cost(_conv_flops(x, w, spatial), CONV, out_numel=x[0] * w[0] * _prod(spatial))
+    return c.cost(_conv_flops(x, w, spatial), CONV, out_numel=x[0] * w[0] * prod(spatial))
 
 
 def mkldnn_convolution(c: Call) -> OpCost:
     """mkldnn_convolution (self, weight, bias, padding, stride, dilation, groups)."""
     x, w = c.shape(0), c.shape(1)
     spatial = _out_spatial(c, x, w, (4, 3, 5))
-    return c.cost(_conv_flops(x, w, spatial), CONV, out_numel=x[0] * w[0] * _prod(spatial))
+    return c.cost(_conv_flops(x, w, spatial), CONV, out_numel=x[0] * w[0] * prod(spatial))
 
 
 def convolution_backward(c: Call) -> OpCost:
@@ -236,13 +237,6 @@ def _per_dim(value: object, nd: int) -> list[int]:
     if not items or not all(isinstance(i, int) and not isinstance(i, bool) for i in items):
         raise BadCall(f"not a list of ints: {value!r}")
     return list(items) * nd if len(items) == 1 else list(items)  # type: ignore[arg-type]
-
-
-def _prod(dims: list[int]) -> int:
-    n = 1
-    for d in dims:
-        n *= d
-    return n
 
 
 _SDPA = (

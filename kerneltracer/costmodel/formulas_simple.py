@@ -22,7 +22,8 @@ Bytes, unless said otherwise: every input tensor read once, every output written
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
+from math import prod
 
 from kerneltracer.costmodel import values
 from kerneltracer.costmodel.call import (
@@ -192,7 +193,7 @@ def pool(c: Call) -> OpCost:
     for k in sizes * nd if len(sizes) == 1 else sizes:
         window *= k
     out = c.shape(0) if backward else _first_output_shape(c)
-    return c.cost(_prod(out) * window, REDUCTION)
+    return c.cost(prod(out) * window, REDUCTION)
 
 
 def norm(spec: tuple[int, int, int], backward: bool = False) -> Formula:
@@ -211,7 +212,7 @@ def norm(spec: tuple[int, int, int], backward: bool = False) -> Formula:
 def embedding(c: Call) -> OpCost:
     """(weight [V, D...], indices): reads the gathered rows and the indices."""
     w, idx = c.shape(0), c.arg(1)
-    row = _prod(w[1:]) * values.DTYPE_BYTES[str(c.arg(0)["dtype"])]
+    row = prod(w[1:]) * values.DTYPE_BYTES[str(c.arg(0)["dtype"])]
     n = values.numel(idx)
     index_bytes = values.nbytes(idx)
     if n is None or index_bytes is None:
@@ -272,13 +273,6 @@ def _first_output_shape(c: Call) -> list[int]:
     if out is None:
         raise BadCall("no output tensor recorded")
     return out
-
-
-def _prod(dims: Iterable[int]) -> int:
-    n = 1
-    for d in dims:
-        n *= d
-    return n
 
 
 FORMULAS: dict[str, Formula] = {

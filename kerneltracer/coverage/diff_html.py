@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import jinja2
-
+from kerneltracer.core.templates import html_environment
 from kerneltracer.coverage.diff_schema import DiffReport
 from kerneltracer.jsonio import atomic_write_bytes, atomic_write_text
 
@@ -18,11 +17,7 @@ DIFF_HTML = "diff.html"
 
 
 def render_diff_html(report: DiffReport) -> str:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("kerneltracer.coverage", "templates"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-    )
+    env = html_environment("kerneltracer.coverage")
     return env.get_template("diff.html.j2").render(report=report)
 
 

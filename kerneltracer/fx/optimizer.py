@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -22,22 +21,9 @@ from kerneltracer.fx.measure import state_storages
 from kerneltracer.fx.passes.base import OptimizationPass, PassContext, count_ops
 from kerneltracer.fx.passes.recompute import MemoryBudget, RecomputationPass
 from kerneltracer.fx.passes.registry import resolve
-from kerneltracer.fx.report import BenchmarkReport, run_benchmark
+from kerneltracer.fx.report import BenchmarkReport, PassRecord, run_benchmark
 from kerneltracer.fx.tracing import trace
 from kerneltracer.fx.verify import compare
-
-
-@dataclass(frozen=True)
-class PassRecord:
-    """What one applied pass did: node counts before/after, its analysis, its verification."""
-
-    name: str
-    nodes_before: int
-    nodes_after: int
-    compute_before: int
-    compute_after: int
-    stats: dict[str, Any] = field(default_factory=dict)
-    verification: str = ""
 
 
 def _move(value: Any, device: torch.device) -> Any:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import operator
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import torch
 import torch.utils.checkpoint
@@ -26,10 +26,20 @@ from kerneltracer.fx.measure import (
     time_train_steps,
 )
 
-if TYPE_CHECKING:
-    from kerneltracer.fx.optimizer import PassRecord
-
 _MB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class PassRecord:
+    """What one applied pass did: node counts before/after, its analysis, its verification."""
+
+    name: str
+    nodes_before: int
+    nodes_after: int
+    compute_before: int
+    compute_after: int
+    stats: dict[str, Any] = field(default_factory=dict)
+    verification: str = ""
 
 
 @dataclass(frozen=True)

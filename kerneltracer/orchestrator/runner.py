@@ -10,7 +10,6 @@ import contextlib
 import os
 import shutil
 import signal
-import threading
 import time
 import uuid
 from collections import deque
@@ -20,6 +19,7 @@ from pathlib import Path
 from types import FrameType
 
 from kerneltracer.core.identity import EXCLUSIVE_SKIP
+from kerneltracer.core.interrupts import handling_signals
 from kerneltracer.core.layout import JOB, JobPaths
 from kerneltracer.core.oserrors import os_error_status, os_error_text, stops_run
 from kerneltracer.core.status import (
@@ -101,19 +101,6 @@ class _Stop:
         return f"run stopped: {self.fatal}"
 
 
-@contextlib.contextmanager
-def _stop_on_signals(stop: _Stop) -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-
-
 def execute(plan: RunPlan, options: RunOptions, observer: RunObserver | None = None) -> RunResult:
     observer = observer or NullObserver()
     t0 = time.monotonic()
@@ -126,7 +113,7 @@ def execute(plan: RunPlan, options: RunOptions, observer: RunObserver | None = N
     stop = _Stop()
     threads = max(1, (os.cpu_count() or 1) // max(1, options.max_parallel))
     preloader = _preloader(plan, options, threads)
-    with _stop_on_signals(stop), _closing(preloader, options, observer):
+    with handling_signals(stop), _closing(preloader, options, observer):
         while (pending or active) and not stop.stopped:
             while pending and len(active) < options.max_parallel and not stop.stopped:
                 chain, index = pending[0]

@@ -15,6 +15,7 @@ from urllib.parse import quote
 import jinja2
 from markupsafe import Markup
 
+from kerneltracer.core.templates import html_environment
 from kerneltracer.report.collect import PHASES, ModelRow, RunData
 from kerneltracer.report.coverage_view import CoverageView
 from kerneltracer.report.ops_view import TOP as TOP_OPS
@@ -55,15 +56,11 @@ def assets() -> Assets:
 
 @cache
 def environment() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("kerneltracer.report", "templates"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
+    return html_environment(
+        "kerneltracer.report",
+        trim=True,
+        filters={"dur": fmt_duration, "mib": fmt_mib, "size": fmt_size, "urlq": _urlq},
     )
-    env.filters.update(dur=fmt_duration, mib=fmt_mib, size=fmt_size, urlq=_urlq)
-    return env
 
 
 def _urlq(value: str) -> str:

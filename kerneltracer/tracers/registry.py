@@ -10,37 +10,32 @@ are imported when the registry first lists them.
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
-from kerneltracer.errors import KernelTracerError, UsageError, choices
+from kerneltracer.core.registry import Entry, Registry
+from kerneltracer.errors import KernelTracerError
 
 if TYPE_CHECKING:
     from kerneltracer.tracers.base import Tracer
 
 FRAMEWORKS = ("huggingface", "vllm")
-ENTRY_POINT_GROUP = "kerneltracer.tracers"
 
 
 @dataclass(frozen=True)
-class TracerEntry:
+class TracerEntry(Entry):
     """What planning knows of a tracer without importing it; ``load`` gives the class."""
 
-    name: str
-    target: str  # "package.module:Class"
     frameworks: frozenset[str]
 
     def load(self) -> type[Tracer]:
-        module, _, attr = self.target.partition(":")
-        cls: type[Tracer] = getattr(importlib.import_module(module), attr)
+        cls: type[Tracer] = super().load()
         # The class is what runs: its description must be the one planning used.
-        if cls.name != self.name or frozenset(cls.frameworks) != self.frameworks:
+        if frozenset(cls.frameworks) != self.frameworks:
             raise KernelTracerError(
                 f"tracer {self.name!r}: registry entry ({sorted(self.frameworks)}) disagrees "
-                f"with {self.target} (name {cls.name!r}, frameworks {sorted(cls.frameworks)})"
+                f"with {self.target} (frameworks {sorted(cls.frameworks)})"
             )
         return cls
 
@@ -68,75 +63,36 @@ BUILTIN: tuple[TracerEntry, ...] = (
 )
 
 
-class TracerRegistry(Mapping[str, "type[Tracer]"]):
-    """name → Tracer class. Membership, names and frameworks import nothing; a lookup
-    imports that one tracer's module (once per registry)."""
-
-    def __init__(self, entries: Iterable[TracerEntry], plugins: bool = False) -> None:
-        self._given = tuple(entries)
-        self._plugins = plugins
-        self._classes: dict[str, type[Tracer]] = {}
-
-    @cached_property
-    def entries(self) -> dict[str, TracerEntry]:
-        found: dict[str, TracerEntry] = {}
-        for entry in (*self._given, *(_plugin_entries() if self._plugins else ())):
-            if entry.name in found:
-                raise KernelTracerError(f"tracer {entry.name!r} is registered twice")
-            found[entry.name] = entry
-        return found
-
-    def __getitem__(self, name: str) -> type[Tracer]:
-        cls = self._classes.get(name)
-        if cls is None:
-            cls = self._classes[name] = self.entries[name].load()
-        return cls
-
-    def __contains__(self, name: object) -> bool:
-        return name in self.entries
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.entries)
-
-    def __len__(self) -> int:
-        return len(self.entries)
+class TracerRegistry(Registry["type[Tracer]"]):
+    """name → Tracer class. Membership, names and frameworks import nothing but plug-ins;
+    a lookup imports that one tracer's module (once per registry)."""
 
     def frameworks(self, name: str) -> frozenset[str]:
-        return self.entries[name].frameworks
+        return self._entry(name).frameworks
 
     def names_for(self, framework: str) -> list[str]:
-        return [n for n, e in self.entries.items() if framework in e.frameworks]
+        return [n for n in self.entries if framework in self.frameworks(n)]
 
-    def with_tracers(self, *tracers: type[Tracer] | TracerEntry) -> TracerRegistry:
-        """A registry with these tracers added (classes or entries); self is unchanged."""
-        added = [t if isinstance(t, TracerEntry) else TracerEntry.of(t) for t in tracers]
-        return TracerRegistry([*self.entries.values(), *added])
+    def with_tracers(self, *tracers: type[Tracer]) -> TracerRegistry:
+        """A registry with these tracer classes added; self is unchanged."""
+        return cast(TracerRegistry, self.with_entries(*tracers))
 
+    def entry_of(self, obj: type[Tracer]) -> TracerEntry:
+        return TracerEntry.of(obj)
 
-def _plugin_entries() -> list[TracerEntry]:
-    """Tracers of installed packages: imported now, as only the class knows its frameworks."""
-    from importlib.metadata import entry_points  # ~20 ms: only when the names are needed
+    def plugin_entry(self, name: str, target: str) -> TracerEntry:
+        """Imported now: only the class knows its frameworks."""
+        tracer: type[Tracer] = Entry(name, target).load()
+        return TracerEntry(name, target, frozenset(tracer.frameworks))
 
-    found = []
-    for point in entry_points(group=ENTRY_POINT_GROUP):
-        module, _, attr = point.value.partition(":")
-        try:
-            tracer: type[Tracer] = getattr(importlib.import_module(module), attr)
-        except (ImportError, AttributeError) as exc:
-            raise KernelTracerError(
-                f"tracer plugin {point.name!r} ({point.value}) cannot be loaded: {exc}"
-            ) from None
-        found.append(TracerEntry(point.name, point.value, frozenset(tracer.frameworks)))
-    return found
+    def _entry(self, name: str) -> TracerEntry:
+        entry = self.entries.get(name)
+        if not isinstance(entry, TracerEntry):
+            raise self.unknown(name)
+        return entry
 
 
-TRACERS = TracerRegistry(BUILTIN, plugins=True)
-
-
-def get_tracer(name: str, registry: Mapping[str, type[Tracer]] = TRACERS) -> type[Tracer]:
-    if name not in registry:
-        raise UsageError(f"unknown tracer {name!r} (valid: {choices(registry)})")
-    return registry[name]
+TRACERS = TracerRegistry("tracer", BUILTIN, group="kerneltracer.tracers")
 
 
 def tracers_writing(kinds: Iterable[str], registry: TracerRegistry = TRACERS) -> frozenset[str]:

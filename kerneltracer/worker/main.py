@@ -28,7 +28,7 @@ from kerneltracer.core.status import (
 from kerneltracer.core.workerenv import ENV_ORCHESTRATOR_PID
 from kerneltracer.errors import UnsupportedError
 from kerneltracer.jsonio import read_json, remove_orphaned_temps
-from kerneltracer.tracers.registry import get_tracer
+from kerneltracer.tracers.registry import TRACERS
 from kerneltracer.worker import lifeline
 from kerneltracer.worker.failure import classify_exception
 from kerneltracer.worker.frameworks.registry import get_loader, version_modules
@@ -93,7 +93,7 @@ def run_job(job: JobSpec, attempt: str, job_dir: Path, phases: PhaseLog) -> Trac
     ctx: RunContext | None = None
     loader: FrameworkLoader | None = None
     try:
-        cls = get_tracer(job.tracer)
+        cls = TRACERS[job.tracer]
         tracer = cls(cls.Options.model_validate(job.options))
         _check_tracer(cls, job)
         loader = get_loader(job.framework)

@@ -12,8 +12,8 @@ from kerneltracer.analysis.compile_health.breaks import parse_break, recompile_k
 from kerneltracer.analysis.compile_health.diff import (
     code_location,
     diff_fleets,
-    write_compile_diff,
 )
+from kerneltracer.analysis.compile_health.diff_files import write_compile_diff
 from kerneltracer.analysis.compile_health.export import TABLE_COLUMNS, write_fleet
 from kerneltracer.analysis.compile_health.fleet import logs_health
 from tests.support.compile_logs import SynthModel, write_log

@@ -74,7 +74,7 @@ def test_user_errors_are_one_line(tmp_path: Path) -> None:
     log = write_log(tmp_path, TRANSDATA_ATOMIC)
     bad_reporter = kt("records", str(log), "-o", str(tmp_path / "o"), "--reporters", "flame")
     assert bad_reporter.returncode == 2
-    assert "unknown reporter(s): flame; valid: anomalies, op_statistic, summary, tracing" in (
+    assert "unknown reporter 'flame' (valid: anomalies, op_statistic, summary, tracing)" in (
         bad_reporter.stderr
     )
     missing = kt("records", str(tmp_path / "nope.log"), "-o", str(tmp_path / "o"))

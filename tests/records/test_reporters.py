@@ -153,9 +153,9 @@ def test_reporters_never_change_their_input(tmp_path: Path) -> None:
 
 
 def test_registry_validates_names_and_lists_choices() -> None:
-    assert [c.result_type for c in reporter_classes(["summary", "tracing", "summary"])] == [
+    assert [c.name for c in reporter_classes(["summary", "tracing", "summary"])] == [
         "summary", "tracing",
     ]  # fmt: skip
     with pytest.raises(UsageError, match=r"unknown reporter.*nope.*valid: anomalies, op_statistic"):
         reporter_classes(["summary", "nope"])
-    assert all(REPORTERS[name].result_type == name for name in REPORTERS)
+    assert all(REPORTERS[name].name == name for name in REPORTERS)

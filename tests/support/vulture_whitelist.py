@@ -18,6 +18,25 @@ _.TorchDispatchTracer
 _.TorchProfilerTracer
 _.VllmCompileTracer
 _.VllmProfilerTracer
+_.FxRedundancyAnalysis  # the other core.registry tables likewise (analyses, reporters, …)
+_.RecordsAnalysis
+_.StructuredLogsAnalysis
+_.AnomaliesReporter
+_.OpStatisticReporter
+_.SummaryReporter
+_.TracingReporter
+_.ChromiumModule
+_.RawModule
+_.CompileDirectoryModule
+_.ExportModule
+_.GraphViewerModule
+_.GuardsModule
+_.IndexModule
+_.InductorCodeModule
+_.CompilationMetricsModule
+_.FailuresModule
+_.SymbolicShapeModule
+_.RedundantOpElimination
 _.readable  # io.RawIOBase protocol of inputguard's capped reader (called by io.BufferedReader)
 _.readinto
 _.full_matrix  # report/templates/*.j2 read these view properties

@@ -9,23 +9,16 @@ code, not by its absolute path: two runs from different venvs or machines put th
 
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from kerneltracer.analysis.compile_health.fleet import FleetHealth
 from kerneltracer.analysis.compile_health.health import COUNT_COLUMNS, JobHealth
 from kerneltracer.analysis.compile_health.records import PHASES
-from kerneltracer.jsonio import atomic_write_json, atomic_write_text
 
 DEFAULT_TIME_THRESHOLD = 0.05
 # Phases under this many seconds in both runs are not compared (0 → 0.0004 s is +inf%).
 MIN_PHASE_S = 0.001
-DIFF_JSON = "compile_diff.json"
-DIFF_CSV = "compile_diff.csv"
-DIFF_HTML = "compile_diff.html"
 # Counts that describe the log rather than the compile: not a change of the model.
 _NOT_COMPARED = frozenset({"logs", "compile_ids"})
 COMPARED_COUNTS = tuple(c for c in COUNT_COLUMNS if c not in _NOT_COMPARED)
@@ -184,37 +177,6 @@ def _break_index(j: JobHealth) -> dict[tuple[str, str | None], dict[str, Any]]:
         }
         for b in j.breaks
     }
-
-
-def write_compile_diff(
-    diff: CompileDiff, out: Path, run_a: str = "", run_b: str = ""
-) -> list[Path]:
-    """compile_diff.json, .csv and .html into ``out``."""
-    from kerneltracer.analysis.compile_health.page import render_diff
-
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out / DIFF_HTML, render_diff(diff, run_a, run_b))
-    atomic_write_json(out / DIFF_JSON, diff.as_json())
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(("model", "job", "field", "before", "after"))
-    for j in diff.jobs:
-        for c in [*([j.status] if j.status else []), *j.counts, *j.times]:
-            w.writerow((j.model, j.job, c.field, c.before, c.after))
-        for x in j.breaks_added:
-            w.writerow((j.model, j.job, "break", "", f"{x['key']} at {x['location']}"))
-        for x in j.breaks_removed:
-            w.writerow((j.model, j.job, "break", f"{x['key']} at {x['location']}", ""))
-        for r in j.recompile_reasons_added:
-            w.writerow((j.model, j.job, "recompile_reason", "", r))
-        for r in j.recompile_reasons_removed:
-            w.writerow((j.model, j.job, "recompile_reason", r, ""))
-    for k in diff.only_in_a:
-        w.writerow(("", k, "job", "present", "absent"))
-    for k in diff.only_in_b:
-        w.writerow(("", k, "job", "absent", "present"))
-    atomic_write_text(out / DIFF_CSV, buf.getvalue())
-    return [out / DIFF_JSON, out / DIFF_CSV, out / DIFF_HTML]
 
 
 def summary_lines(diff: CompileDiff) -> list[str]:

@@ -5,16 +5,14 @@ id, reason and frame is escaped by jinja2's autoescape."""
 from __future__ import annotations
 
 from functools import cache
-from typing import TYPE_CHECKING
 
 import jinja2
 from markupsafe import Markup
 
+from kerneltracer.analysis.compile_health.diff import CompileDiff
 from kerneltracer.analysis.compile_health.fleet import FleetHealth
 from kerneltracer.analysis.compile_health.records import PHASES
-
-if TYPE_CHECKING:
-    from kerneltracer.analysis.compile_health.diff import CompileDiff
+from kerneltracer.core.templates import html_environment
 
 MAX_ROWS = 2000
 MAX_COMPILE_IDS = 500  # per job on the page; compile_health.json has them all
@@ -22,13 +20,7 @@ MAX_COMPILE_IDS = 500  # per job on the page; compile_health.json has them all
 
 @cache
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("kerneltracer.analysis.compile_health", "templates"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
+    return html_environment("kerneltracer.analysis.compile_health", trim=True)
 
 
 def render_body(fleet: FleetHealth, *, data_prefix: str = "") -> Markup:

@@ -10,11 +10,12 @@ nothing handed out can change the data, which is what lets several reporters sha
 from __future__ import annotations
 
 import hashlib
+from abc import ABC, abstractmethod
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import ClassVar
+from typing import ClassVar, Generic, TypeVar
 
 DEV_HOST_CPU = "Host CPU"
 DEV_DEVICE = "Device"
@@ -77,12 +78,20 @@ class EventRecord:
         return self.end - self.start
 
 
-class _Table:
-    """Read-only access to a set of equally long typed columns."""
+R = TypeVar("R")
+
+
+class _Table(ABC, Generic[R]):
+    """Read-only access to a set of equally long typed columns of one dump: ``names`` are
+    its interned strings, a row reads as one ``R``."""
 
     COLUMNS: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, columns: dict[str, array[int]]) -> None:
+    def __init__(
+        self, columns: dict[str, array[int]], names: tuple[str, ...], iteration: str
+    ) -> None:
+        self._names = names
+        self._iteration = iteration
         missing = set(self.COLUMNS) - set(columns)
         if missing:
             raise ValueError(f"missing columns: {sorted(missing)}")
@@ -94,6 +103,21 @@ class _Table:
 
     def __len__(self) -> int:
         return self._len
+
+    def __getitem__(self, i: int) -> R:
+        if not -self._len <= i < self._len:
+            raise IndexError(i)
+        return self._row(i)
+
+    def __iter__(self) -> Iterator[R]:
+        return (self._row(i) for i in range(self._len))
+
+    def _name(self, index: int) -> str | None:
+        return None if index == NO_NAME else self._names[index]
+
+    @abstractmethod
+    def _row(self, i: int) -> R:
+        """Row ``i`` (in range)."""
 
     def column(self, name: str) -> memoryview:
         """A read-only view of one column (iterate it, index it, never write it)."""
@@ -108,23 +132,13 @@ class _Table:
             h.update(self._cols[name].tobytes())
 
 
-class RecordTable(_Table):
+class RecordTable(_Table[Record]):
     COLUMNS = ("timestamp", "tid", "node", "event", "et", "device", "line")
 
-    def __init__(
-        self, columns: dict[str, array[int]], names: tuple[str, ...], iteration: str
-    ) -> None:
-        super().__init__(columns)
-        self._names = names
-        self._iteration = iteration
-
-    def __getitem__(self, i: int) -> Record:
+    def _row(self, i: int) -> Record:
         c = self._cols
-        if not -self._len <= i < self._len:
-            raise IndexError(i)
-        node = c["node"][i]
         return Record(
-            node_name=None if node == NO_NAME else self._names[node],
+            node_name=self._name(c["node"][i]),
             event=self._names[c["event"][i]],
             et="Start" if c["et"][i] == START else "End",
             tid=c["tid"][i],
@@ -134,11 +148,8 @@ class RecordTable(_Table):
             line=c["line"][i],
         )
 
-    def __iter__(self) -> Iterator[Record]:
-        return (self[i] for i in range(self._len))
 
-
-class EventTable(_Table):
+class EventTable(_Table[EventRecord]):
     """Events in (start ascending, end descending) order: a parent precedes its children."""
 
     COLUMNS = (
@@ -153,25 +164,20 @@ class EventTable(_Table):
         iteration: str,
         record_lines: array[int],
     ) -> None:
-        super().__init__(columns)
-        self._names = names
-        self._iteration = iteration
+        super().__init__(columns, names, iteration)
         self._lines = record_lines
 
-    def __getitem__(self, i: int) -> EventRecord:
+    def _row(self, i: int) -> EventRecord:
         c = self._cols
-        if not -self._len <= i < self._len:
-            raise IndexError(i)
-        node, op = c["node"][i], c["op"][i]
         return EventRecord(
-            node_name=None if node == NO_NAME else self._names[node],
+            node_name=self._name(c["node"][i]),
             event=self._names[c["event"][i]],
             tid=c["tid"][i],
             iteration=self._iteration,
             device=DEVICES[c["device"][i]],
             start=c["start"][i],
             end=c["end"][i],
-            op=None if op == NO_NAME else self._names[op],
+            op=self._name(c["op"][i]),
             attribution=Attribution(c["attribution"][i]),
             parent=c["parent"][i],
             same_parent=c["same_parent"][i],
@@ -179,9 +185,6 @@ class EventTable(_Table):
             start_line=self._lines[c["start_rec"][i]],
             end_line=self._lines[c["end_rec"][i]],
         )
-
-    def __iter__(self) -> Iterator[EventRecord]:
-        return (self[i] for i in range(self._len))
 
 
 class AnomalyKind(IntEnum):

@@ -21,7 +21,7 @@ from kerneltracer.analysis.structured_logs.rendering.multi_rank import (
     RankView,
     write_multi_rank_index,
 )
-from kerneltracer.analysis.structured_logs.rendering.registry import select_modules
+from kerneltracer.analysis.structured_logs.rendering.registry import MULTI_RANK, select_modules
 from kerneltracer.analysis.structured_logs.rendering.runner import render_one
 from kerneltracer.analysis.structured_logs.staging import staged_dir
 from kerneltracer.analysis.structured_logs.stats import ParseStats
@@ -177,7 +177,7 @@ def _render_into(
         view.sequence = _artifact_sequence(ctx)
         views.append(view)
     files.extend(write_multi_rank_index(stage, views))
-    return RenderResult(files, [m.name for m in selected] + ["multi_rank"])
+    return RenderResult(files, [m.name for m in selected] + [MULTI_RANK])
 
 
 def run(

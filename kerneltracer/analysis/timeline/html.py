@@ -16,6 +16,7 @@ import numpy as np
 from kerneltracer.analysis.timeline.categories import CPU_BUSY, GPU_ACTIVITY
 from kerneltracer.analysis.timeline.intervals import clip, merge
 from kerneltracer.analysis.timeline.loader import PH_COMPLETE, ChromeTrace
+from kerneltracer.core.templates import html_environment
 
 _RESOLUTION = 1500  # distinct x positions across the window
 _MAX_LANES = 40
@@ -81,12 +82,7 @@ def _lane(trace: ChromeTrace, sel: np.ndarray, label: str, kind: str, lo: float,
 
 def load_template() -> jinja2.Template:
     """The report's compiled template (compiling it is most of rendering a report)."""
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("kerneltracer.analysis.timeline", "templates"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-    )
-    return env.get_template("report.html.j2")
+    return html_environment("kerneltracer.analysis.timeline").get_template("report.html.j2")
 
 
 def render_html(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import jinja2
+from kerneltracer.core.templates import html_environment
 
 
 def render_ops_html(
@@ -15,11 +15,7 @@ def render_ops_html(
 ) -> str:
     from kerneltracer.analysis.timeline.attribution import STATUS_TEXT
 
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("kerneltracer.analysis.timeline", "templates"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-    )
+    env = html_environment("kerneltracer.analysis.timeline")
     return env.get_template("ops.html.j2").render(
         title=title,
         s=summary,

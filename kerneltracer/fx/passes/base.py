@@ -10,7 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from torch import fx
@@ -29,10 +29,8 @@ class PassContext:
 class OptimizationPass(ABC):
     """Base class for all optimisation passes."""
 
-    @property
-    @abstractmethod
-    def name(self) -> str:
-        """Unique name of the pass, as used in ``optimize(passes=[...])`` and reports."""
+    # Unique name of the pass, as used in ``optimize(passes=[...])`` and reports.
+    name: ClassVar[str]
 
     def bind(self, context: PassContext) -> None:  # noqa: B027 - optional hook
         """Called before :meth:`analyze`; passes with a cost model keep the inputs here."""

@@ -186,9 +186,7 @@ class RecomputationPass(OptimizationPass):
         self.policy = policy if policy is not None else MemoryBudget()
         self._context: PassContext | None = None
 
-    @property
-    def name(self) -> str:
-        return "recompute"
+    name = "recompute"
 
     def bind(self, context: PassContext) -> None:
         self._context = context

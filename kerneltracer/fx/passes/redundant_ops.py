@@ -66,9 +66,7 @@ def analyze(table: Any, source: str = "<node table>") -> GraphRedundancy:
 class RedundantOpElimination(OptimizationPass):
     """Replace every pure node that recomputes an earlier node's value by that node."""
 
-    @property
-    def name(self) -> str:
-        return "redundant_ops"
+    name = "redundant_ops"
 
     def analyze(self, graph: fx.Graph) -> dict[str, Any]:
         report = _summarise(None, node_views(owning_module(graph)))

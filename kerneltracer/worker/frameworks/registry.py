@@ -6,25 +6,25 @@ Importing it imports no framework: loaders import torch, transformers or vLLM in
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
+from kerneltracer.core.registry import Registry
 from kerneltracer.errors import UnsupportedError, choices
 from kerneltracer.worker.frameworks.base import FrameworkLoader
-from kerneltracer.worker.frameworks.huggingface.loader import HuggingFaceLoader
-from kerneltracer.worker.frameworks.vllm.loader import VLLMLoader
 
-LOADERS: Mapping[str, type[FrameworkLoader]] = {
-    cls.name: cls for cls in (HuggingFaceLoader, VLLMLoader)
-}
+LOADERS: Registry[type[FrameworkLoader]] = Registry(
+    "framework",
+    [".huggingface.loader:HuggingFaceLoader", ".vllm.loader:VLLMLoader"],
+    package=__package__,
+)
 
 
 def loader_class(framework: str) -> type[FrameworkLoader]:
-    try:
-        return LOADERS[framework]
-    except KeyError:
+    # Not the registry's usage error: a job naming a framework this worker lacks is a
+    # worker that cannot run it (another install), not a typo the user can fix here.
+    if framework not in LOADERS:
         raise UnsupportedError(
             f"framework {framework!r} has no loader in this worker (valid: {choices(LOADERS)})"
-        ) from None
+        )
+    return LOADERS[framework]
 
 
 def get_loader(framework: str) -> FrameworkLoader:

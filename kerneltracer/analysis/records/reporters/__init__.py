@@ -1,4 +1,4 @@
-"""Explicit registry of record reporters: name → class. Adding one = a module + a line here."""
+"""The record reporters: name → class. Adding one = a module + a line here."""
 
 from __future__ import annotations
 
@@ -6,30 +6,27 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from kerneltracer.analysis.records.model import ProfilingData
-from kerneltracer.analysis.records.reporters.anomalies import AnomaliesReporter
 from kerneltracer.analysis.records.reporters.base import Reporter
-from kerneltracer.analysis.records.reporters.op_statistic import OpStatisticReporter
-from kerneltracer.analysis.records.reporters.summary import SummaryReporter
-from kerneltracer.analysis.records.reporters.tracing import TracingReporter
-from kerneltracer.errors import UsageError, choices
+from kerneltracer.core.registry import Registry
 
-REPORTERS: dict[str, type[Reporter]] = {
-    "tracing": TracingReporter,
-    "summary": SummaryReporter,
-    "op_statistic": OpStatisticReporter,
-    "anomalies": AnomaliesReporter,
-}
+REPORTERS: Registry[type[Reporter]] = Registry(
+    "reporter",
+    [
+        ".tracing:TracingReporter",
+        ".summary:SummaryReporter",
+        ".op_statistic:OpStatisticReporter",
+        ".anomalies:AnomaliesReporter",
+    ],
+    package=__package__,
+)
 
 
 def reporter_classes(names: Iterable[str] | None = None) -> list[type[Reporter]]:
-    """The reporters to run, in registry order; all of them when ``names`` is None."""
+    """The reporters to run, in registry order; all of them when ``names`` is None, else
+    those named, in that order (an unknown name is a usage error)."""
     if names is None:
         return list(REPORTERS.values())
-    wanted = list(dict.fromkeys(names))
-    unknown = [n for n in wanted if n not in REPORTERS]
-    if unknown:
-        raise UsageError(f"unknown reporter(s): {', '.join(unknown)}; valid: {choices(REPORTERS)}")
-    return [REPORTERS[n] for n in wanted]
+    return [REPORTERS[n] for n in REPORTERS.check(names)]
 
 
 def run_reporters(

@@ -18,7 +18,7 @@ HEADER = ("kind", "line", "other_line", "tid", "node", "event", "detail")
 
 
 class AnomaliesReporter(Reporter):
-    result_type = "anomalies"
+    name = "anomalies"
     ext = "csv"
     description = "unmatched Start/End, crossing ranges, truncated dumps, with line numbers"
 

@@ -15,7 +15,7 @@ from kerneltracer.analysis.records.model import ProfilingData
 
 
 class Reporter(ABC):
-    result_type: ClassVar[str]
+    name: ClassVar[str]
     ext: ClassVar[str]
     description: ClassVar[str] = ""
 
@@ -25,7 +25,7 @@ class Reporter(ABC):
 
     def path_for(self, prefix: Path, index: int) -> Path:
         prefix = Path(prefix)
-        return prefix.with_name(f"{prefix.name}_{self.result_type}_{index}.{self.ext}")
+        return prefix.with_name(f"{prefix.name}_{self.name}_{index}.{self.ext}")
 
     def report(self, prefix: Path) -> list[Path]:
         """Write one file per dump; return the paths written."""

@@ -22,7 +22,7 @@ _CHUNK = 20_000
 
 
 class OpStatisticReporter(Reporter):
-    result_type = "op_statistic"
+    name = "op_statistic"
     ext = "csv"
     description = "per event: the op it is charged to and its duration (atomic-aware)"
 

@@ -18,7 +18,7 @@ HEADER = ("event", "count", "avg(us)", "total(us)", "w-percent", "folded")
 
 
 class SummaryReporter(Reporter):
-    result_type = "summary"
+    name = "summary"
     ext = "csv"
     description = "per event: count, avg(us), total(us), w-percent (nested same events once)"
 

@@ -32,7 +32,7 @@ _CHUNK = 50_000
 
 
 class TracingReporter(Reporter):
-    result_type = "tracing"
+    name = "tracing"
     ext = "json"
     description = "Chrome trace (ph X, pid per device, µs)"
 

@@ -10,16 +10,19 @@ from __future__ import annotations
 import os
 import shutil
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import orjson
 
 from kerneltracer.analysis.structured_logs.envelopes import safe_name
 from kerneltracer.analysis.structured_logs.rendering.filewriter import FileWriter
+
+if TYPE_CHECKING:
+    from kerneltracer.analysis.structured_logs.rendering.plan import Artifact
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,11 @@ class IndexLink:
 class ModuleOutput:
     files: list[str] = field(default_factory=list)  # paths relative to the output dir
     index_links: list[IndexLink] = field(default_factory=list)
+
+    @classmethod
+    def linked(cls, rel: str, title: str = "", detail: str = "") -> ModuleOutput:
+        """One file, linked from the index (under its own path unless ``title``)."""
+        return cls([rel], [IndexLink(title or rel, rel, detail)])
 
 
 @dataclass
@@ -120,6 +128,14 @@ class RenderContext:
             for line in fh:
                 yield orjson.loads(line)
 
+    def artifacts(self, etypes: Iterable[str]) -> Iterator[tuple[str, dict[str, Any], Artifact]]:
+        """Each file the plan gives an envelope of ``etypes``: (type, envelope, artifact),
+        in type order, then log order."""
+        for etype in etypes:
+            for entry in self.iter_type(etype):
+                for art in self.plan.files_for(entry["seq"], etype):
+                    yield etype, entry, art
+
     def publish(self, src: Path, rel: str) -> str:
         """Put an intermediate file into the output unchanged: a hard link when possible.
 
@@ -154,11 +170,40 @@ class RenderContext:
 class OutputModule(ABC):
     name: ClassVar[str]
     description: ClassVar[str] = ""
+    # Which reports run it by default: the normal one, tlparse's --export one.
+    in_normal: ClassVar[bool] = True
+    in_export: ClassVar[bool] = False
+    # What it reads: these files, and by_type/<t> for each envelope type.
+    inputs: ClassVar[tuple[IntermediateFile, ...]] = (BY_COMPILE_ID,)
+    envelope_types: ClassVar[tuple[str, ...]] = ()
 
-    @abstractmethod
     def required_inputs(self) -> list[IntermediateFile]:
         """Intermediate files this module reads (all must exist for it to run)."""
+        return [*self.inputs, *(by_type(t) for t in self.envelope_types)]
 
     @abstractmethod
     def generate(self, ctx: RenderContext) -> ModuleOutput:
         """Write outputs under ``ctx.out``; return what was written and index links."""
+
+
+class ArtifactPages(OutputModule):
+    """The common shape (tlparse's per-artifact output): one file per artifact the plan
+    gives an envelope of ``envelope_types``, at the artifact's url."""
+
+    def generate(self, ctx: RenderContext) -> ModuleOutput:
+        self.begin(ctx)
+        out = ModuleOutput()
+        for etype, entry, art in ctx.artifacts(self.envelope_types):
+            content = self.page(ctx, etype, entry, art)
+            if content is not None:
+                out.files.append(ctx.write(art.url, content))
+        return out
+
+    def begin(self, ctx: RenderContext) -> None:
+        """Before the first page: read what every page shares."""
+
+    @abstractmethod
+    def page(
+        self, ctx: RenderContext, etype: str, entry: dict[str, Any], art: Artifact
+    ) -> str | bytes | None:
+        """The file of one artifact of ``entry``; None writes nothing."""

@@ -7,20 +7,18 @@ from typing import Any
 
 import jinja2
 
+from kerneltracer.core.templates import html_environment
+
 
 @lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("kerneltracer.analysis.structured_logs", "templates"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
+    return html_environment(
+        "kerneltracer.analysis.structured_logs", trim=True, filters={"fmt_float": _fmt_float}
     )
-    env.filters["fmt_float"] = lambda v: (
-        f"{v:.3f}" if isinstance(v, float) else ("" if v is None else v)
-    )
-    return env
+
+
+def _fmt_float(v: object) -> object:
+    return f"{v:.3f}" if isinstance(v, float) else ("" if v is None else v)
 
 
 def render_page(template: str, **context: Any) -> str:

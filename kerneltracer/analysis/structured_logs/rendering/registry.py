@@ -1,46 +1,38 @@
-"""Module sets (normal and export) and ``--modules`` / ``--skip-modules`` selection."""
+"""The render modules, in run order, and ``--modules`` / ``--skip-modules`` selection."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
 from kerneltracer.analysis.structured_logs.rendering.base import OutputModule
-from kerneltracer.analysis.structured_logs.rendering.modules.chromium import (
-    ChromiumModule,
-    RawModule,
-)
-from kerneltracer.analysis.structured_logs.rendering.modules.compile_directory import (
-    CompileDirectoryModule,
-)
-from kerneltracer.analysis.structured_logs.rendering.modules.export import ExportModule
-from kerneltracer.analysis.structured_logs.rendering.modules.graphs import GraphViewerModule
-from kerneltracer.analysis.structured_logs.rendering.modules.guards import GuardsModule
-from kerneltracer.analysis.structured_logs.rendering.modules.index import IndexModule
-from kerneltracer.analysis.structured_logs.rendering.modules.inductor_code import InductorCodeModule
-from kerneltracer.analysis.structured_logs.rendering.modules.metrics import (
-    CompilationMetricsModule,
-    FailuresModule,
-)
-from kerneltracer.analysis.structured_logs.rendering.modules.symbolic import SymbolicShapeModule
-from kerneltracer.errors import UsageError
+from kerneltracer.core.registry import Registry
+from kerneltracer.errors import UsageError, choices
 
 # The index comes last: it lists the links the other modules return.
-ALL_MODULES: tuple[type[OutputModule], ...] = (
-    CompileDirectoryModule,
-    GraphViewerModule,
-    InductorCodeModule,
-    CompilationMetricsModule,
-    FailuresModule,
-    GuardsModule,
-    ChromiumModule,
-    RawModule,
-    SymbolicShapeModule,
-    ExportModule,
-    IndexModule,
+MODULES: Registry[type[OutputModule]] = Registry(
+    "render module",
+    [
+        ".modules.compile_directory:CompileDirectoryModule",
+        ".modules.graphs:GraphViewerModule",
+        ".modules.inductor_code:InductorCodeModule",
+        ".modules.metrics:CompilationMetricsModule",
+        ".modules.metrics:FailuresModule",
+        ".modules.guards:GuardsModule",
+        ".modules.chromium:ChromiumModule",
+        ".modules.chromium:RawModule",
+        ".modules.symbolic:SymbolicShapeModule",
+        ".modules.export:ExportModule",
+        ".modules.index:IndexModule",
+    ],
+    package=__package__,
 )
-MODULE_NAMES = (*(m.name for m in ALL_MODULES), "multi_rank")
-_NORMAL = tuple(m.name for m in ALL_MODULES if m is not ExportModule)
-_EXPORT = ("compile_directory", "graphs", "chromium", "raw", "symbolic_shapes", "export")
+# Not a module: the multi-rank index the renderer writes above the ranks' reports.
+MULTI_RANK = "multi_rank"
+
+
+def module_names() -> tuple[str, ...]:
+    """What ``--modules`` and ``--skip-modules`` accept."""
+    return (*MODULES, MULTI_RANK)
 
 
 def select_modules(
@@ -49,11 +41,10 @@ def select_modules(
     """Instances of the chosen modules, in run order; unknown names are a usage error."""
     only = list(only) if only else None
     skip = list(skip)
+    valid = module_names()
     for name in (only or []) + skip:
-        if name not in MODULE_NAMES:
-            raise UsageError(
-                f"unknown render module {name!r}; valid modules: {', '.join(MODULE_NAMES)}"
-            )
-    default = _EXPORT if export else _NORMAL
-    chosen = [n for n in (only or default) if n not in skip]
-    return [m() for m in ALL_MODULES if m.name in chosen]
+        if name not in valid:
+            raise UsageError(f"unknown render module {name!r} (valid: {choices(valid)})")
+    if only is None:
+        only = [n for n, m in MODULES.items() if (m.in_export if export else m.in_normal)]
+    return [m() for n, m in MODULES.items() if n in only and n not in skip]

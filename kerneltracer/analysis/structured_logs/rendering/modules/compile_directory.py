@@ -7,8 +7,6 @@ import orjson
 from kerneltracer.analysis.structured_logs.rendering.base import (
     BY_COMPILE_ID,
     MANIFEST,
-    IndexLink,
-    IntermediateFile,
     ModuleOutput,
     OutputModule,
     RenderContext,
@@ -18,9 +16,8 @@ from kerneltracer.analysis.structured_logs.rendering.base import (
 class CompileDirectoryModule(OutputModule):
     name = "compile_directory"
     description = "compile_directory.json (tlparse format)"
-
-    def required_inputs(self) -> list[IntermediateFile]:
-        return [MANIFEST, BY_COMPILE_ID]
+    in_export = True
+    inputs = (MANIFEST, BY_COMPILE_ID)
 
     def generate(self, ctx: RenderContext) -> ModuleOutput:
         directory = {
@@ -30,5 +27,4 @@ class CompileDirectoryModule(OutputModule):
             for key, summary in ctx.summaries.items()
         }
         data = orjson.dumps(directory, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
-        rel = ctx.write("compile_directory.json", data + b"\n")
-        return ModuleOutput([rel], [IndexLink("compile_directory.json", rel)])
+        return ModuleOutput.linked(ctx.write("compile_directory.json", data + b"\n"))

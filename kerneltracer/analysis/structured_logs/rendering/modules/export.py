@@ -5,12 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from kerneltracer.analysis.structured_logs.rendering.base import (
-    BY_COMPILE_ID,
-    IntermediateFile,
     ModuleOutput,
     OutputModule,
     RenderContext,
-    by_type,
 )
 from kerneltracer.analysis.structured_logs.rendering.html import render_page
 
@@ -26,9 +23,9 @@ EXPORT_TYPES = (
 class ExportModule(OutputModule):
     name = "export"
     description = "export-mode index.html"
-
-    def required_inputs(self) -> list[IntermediateFile]:
-        return [BY_COMPILE_ID, *(by_type(t) for t in EXPORT_TYPES)]
+    in_normal = False
+    in_export = True
+    envelope_types = EXPORT_TYPES
 
     def generate(self, ctx: RenderContext) -> ModuleOutput:
         failures: list[dict[str, Any]] = []

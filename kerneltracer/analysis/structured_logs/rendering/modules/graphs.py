@@ -12,12 +12,9 @@ import orjson
 
 from kerneltracer.analysis.structured_logs.envelopes import SENTINEL_GRAPH_TYPES
 from kerneltracer.analysis.structured_logs.rendering.base import (
-    BY_COMPILE_ID,
-    IntermediateFile,
     ModuleOutput,
     OutputModule,
     RenderContext,
-    by_type,
 )
 from kerneltracer.analysis.structured_logs.rendering.highlight import CSS, highlight_python
 from kerneltracer.analysis.structured_logs.rendering.html import render_page
@@ -36,19 +33,16 @@ GRAPH_TYPES = (
 class GraphViewerModule(OutputModule):
     name = "graphs"
     description = "graph dumps, artifacts and exported programs as files"
-
-    def required_inputs(self) -> list[IntermediateFile]:
-        return [BY_COMPILE_ID, *(by_type(t) for t in GRAPH_TYPES)]
+    in_export = True
+    envelope_types = GRAPH_TYPES
 
     def generate(self, ctx: RenderContext) -> ModuleOutput:
         out = ModuleOutput()
-        for etype in GRAPH_TYPES:
-            for entry in ctx.iter_type(etype):
-                for art in ctx.plan.files_for(entry["seq"], etype):
-                    payload = entry.get("payload") or ""
-                    out.files.append(ctx.write(art.url, _content(etype, art.url, payload)))
-                    if art.readable_url:
-                        out.files.append(ctx.write(art.readable_url, _stack_traces_html(payload)))
+        for etype, entry, art in ctx.artifacts(GRAPH_TYPES):
+            payload = entry.get("payload") or ""
+            out.files.append(ctx.write(art.url, _content(etype, art.url, payload)))
+            if art.readable_url:
+                out.files.append(ctx.write(art.readable_url, _stack_traces_html(payload)))
         return out
 
 

@@ -2,39 +2,28 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 
-from kerneltracer.analysis.structured_logs.rendering.base import (
-    BY_COMPILE_ID,
-    IntermediateFile,
-    ModuleOutput,
-    OutputModule,
-    RenderContext,
-    by_type,
-)
+from kerneltracer.analysis.structured_logs.rendering.base import ArtifactPages, RenderContext
 from kerneltracer.analysis.structured_logs.rendering.html import render_page
+from kerneltracer.analysis.structured_logs.rendering.plan import Artifact
 
 
-class GuardsModule(OutputModule):
+class GuardsModule(ArtifactPages):
     name = "guards"
     description = "dynamo guards as HTML tables"
+    envelope_types = ("dynamo_guards",)
 
-    def required_inputs(self) -> list[IntermediateFile]:
-        return [BY_COMPILE_ID, by_type("dynamo_guards")]
-
-    def generate(self, ctx: RenderContext) -> ModuleOutput:
-        out = ModuleOutput()
-        for entry in ctx.iter_type("dynamo_guards"):
-            arts = ctx.plan.files_for(entry["seq"], "dynamo_guards")
-            if not arts:
-                continue
-            try:
-                guards = orjson.loads(entry.get("payload") or "[]")
-            except orjson.JSONDecodeError:
-                continue
-            rows = [g for g in guards if isinstance(g, dict)]
-            page = render_page(
-                "guards.html.j2", title="Guards", compile_id=entry["display_id"], guards=rows
-            )
-            out.files.extend(ctx.write(a.url, page) for a in arts)
-        return out
+    def page(
+        self, ctx: RenderContext, etype: str, entry: dict[str, Any], art: Artifact
+    ) -> str | None:
+        try:
+            guards = orjson.loads(entry.get("payload") or "[]")
+        except orjson.JSONDecodeError:
+            return None
+        rows = [g for g in guards if isinstance(g, dict)]
+        return render_page(
+            "guards.html.j2", title="Guards", compile_id=entry["display_id"], guards=rows
+        )

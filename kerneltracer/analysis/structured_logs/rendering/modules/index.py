@@ -8,11 +8,9 @@ from kerneltracer.analysis.structured_logs.compile_id import CompileId
 from kerneltracer.analysis.structured_logs.rendering.base import (
     BY_COMPILE_ID,
     MANIFEST,
-    IntermediateFile,
     ModuleOutput,
     OutputModule,
     RenderContext,
-    by_type,
 )
 from kerneltracer.analysis.structured_logs.rendering.html import render_page
 from kerneltracer.analysis.structured_logs.rendering.stacks import (
@@ -57,9 +55,8 @@ def _frames(stack: object, strings: list[str | None]) -> list[tuple[str, int, st
 class IndexModule(OutputModule):
     name = "index"
     description = "index.html"
-
-    def required_inputs(self) -> list[IntermediateFile]:
-        return [MANIFEST, BY_COMPILE_ID, by_type("dynamo_start"), by_type("compilation_metrics")]
+    inputs = (MANIFEST, BY_COMPILE_ID)
+    envelope_types = ("dynamo_start", "compilation_metrics")
 
     @staticmethod
     def _other_stacks(ctx: RenderContext) -> str:

@@ -10,14 +10,14 @@ from markupsafe import Markup
 
 from kerneltracer.analysis.structured_logs.rendering.base import (
     BY_COMPILE_ID,
-    IndexLink,
-    IntermediateFile,
+    ArtifactPages,
     ModuleOutput,
     OutputModule,
     RenderContext,
     by_type,
 )
 from kerneltracer.analysis.structured_logs.rendering.html import render_page
+from kerneltracer.analysis.structured_logs.rendering.plan import Artifact
 from kerneltracer.analysis.structured_logs.rendering.stacks import (
     StackTrie,
     frame_key,
@@ -74,39 +74,31 @@ def _collapsed_key(key: str) -> str:
     return f"{head}_0" if sep and not key.startswith("_") else key
 
 
-class CompilationMetricsModule(OutputModule):
+class CompilationMetricsModule(ArtifactPages):
     name = "compilation_metrics"
     description = "per-compile metrics pages"
+    inputs = (BY_COMPILE_ID, by_type("dynamo_start"))
+    envelope_types = METRIC_TYPES
 
-    def required_inputs(self) -> list[IntermediateFile]:
-        return [BY_COMPILE_ID, *(by_type(t) for t in METRIC_TYPES), by_type("dynamo_start")]
+    def begin(self, ctx: RenderContext) -> None:
+        self._stacks = {e["compile_id"]: e for e in ctx.iter_type("dynamo_start")}
+        self._specs = _by_compile(ctx, "symbolic_shape_specialization")
+        self._fast = _by_compile(ctx, "guard_added_fast")
+        self._earlier = _EarlierArtifacts(ctx)
 
-    def generate(self, ctx: RenderContext) -> ModuleOutput:
-        out = ModuleOutput()
-        stacks = {e["compile_id"]: e for e in ctx.iter_type("dynamo_start")}
-        specs = _by_compile(ctx, "symbolic_shape_specialization")
-        fast = _by_compile(ctx, "guard_added_fast")
-        earlier = _EarlierArtifacts(ctx)
-        for etype in METRIC_TYPES:
-            for entry in ctx.iter_type(etype):
-                arts = ctx.plan.files_for(entry["seq"], etype)
-                if not arts:
-                    continue
-                key = entry["compile_id"]
-                meta = _meta(entry)
-                produced = earlier.before(key, entry["seq"])
-                page = render_page(
-                    "metrics.html.j2",
-                    title=etype.replace("_", " ").capitalize(),
-                    compile_id=entry["display_id"],
-                    stack_html=self._stack_html(ctx, stacks.get(_collapsed_key(key))),
-                    rows=sorted(meta.items()),
-                    artifacts=produced,
-                    specializations=specs.get(key, []) if etype == "compilation_metrics" else [],
-                    guards_added=fast.get(key, []) if etype == "compilation_metrics" else [],
-                )
-                out.files.extend(ctx.write(a.url, page) for a in arts)
-        return out
+    def page(self, ctx: RenderContext, etype: str, entry: dict[str, Any], art: Artifact) -> str:
+        key = entry["compile_id"]
+        first = etype == "compilation_metrics"
+        return render_page(
+            "metrics.html.j2",
+            title=etype.replace("_", " ").capitalize(),
+            compile_id=entry["display_id"],
+            stack_html=self._stack_html(ctx, self._stacks.get(_collapsed_key(key))),
+            rows=sorted(_meta(entry).items()),
+            artifacts=self._earlier.before(key, entry["seq"]),
+            specializations=self._specs.get(key, []) if first else [],
+            guards_added=self._fast.get(key, []) if first else [],
+        )
 
     @staticmethod
     def _stack_html(ctx: RenderContext, start: dict[str, Any] | None) -> str:
@@ -128,9 +120,7 @@ class CompilationMetricsModule(OutputModule):
 class FailuresModule(OutputModule):
     name = "failures"
     description = "failures_and_restarts.html"
-
-    def required_inputs(self) -> list[IntermediateFile]:
-        return [BY_COMPILE_ID, by_type("compilation_metrics")]
+    envelope_types = ("compilation_metrics",)
 
     def generate(self, ctx: RenderContext) -> ModuleOutput:
         rows = []
@@ -165,4 +155,4 @@ class FailuresModule(OutputModule):
             "failures_and_restarts.html",
             render_page("failures.html.j2", title="Failures", rows=rows),
         )
-        return ModuleOutput([rel], [IndexLink("Failures and restarts", rel, f"({len(rows)})")])
+        return ModuleOutput.linked(rel, "Failures and restarts", f"({len(rows)})")

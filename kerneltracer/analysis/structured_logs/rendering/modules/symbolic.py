@@ -7,13 +7,10 @@ from typing import Any
 import orjson
 
 from kerneltracer.analysis.structured_logs.rendering.base import (
-    BY_COMPILE_ID,
     IndexLink,
-    IntermediateFile,
     ModuleOutput,
     OutputModule,
     RenderContext,
-    by_type,
 )
 from kerneltracer.analysis.structured_logs.rendering.html import render_page
 
@@ -36,9 +33,8 @@ def _text(meta: Any) -> str:
 class SymbolicShapeModule(OutputModule):
     name = "symbolic_shapes"
     description = "symbolic shape guards and provenance per compile id"
-
-    def required_inputs(self) -> list[IntermediateFile]:
-        return [BY_COMPILE_ID, *(by_type(t) for t in SYMBOLIC_TYPES)]
+    in_export = True
+    envelope_types = SYMBOLIC_TYPES
 
     def generate(self, ctx: RenderContext) -> ModuleOutput:
         per: dict[str, dict[str, list[dict[str, Any]]]] = {}
@@ -67,14 +63,12 @@ class SymbolicShapeModule(OutputModule):
     @staticmethod
     def _export_pages(ctx: RenderContext, out: ModuleOutput) -> None:
         """Export mode: tlparse's numbered symbolic_guard_information pages."""
-        for etype in ("guard_added", "propagate_real_tensors_provenance"):
-            for e in ctx.iter_type(etype):
-                for art in ctx.plan.files_for(e["seq"], etype):
-                    rows = [{"lineno": e.get("lineno"), "text": _text(e.get("metadata"))}]
-                    page = render_page(
-                        "symbolic.html.j2",
-                        title="Symbolic guard",
-                        compile_id=e["display_id"],
-                        sections=[(etype, rows)],
-                    )
-                    out.files.append(ctx.write(art.url, page))
+        for etype, e, art in ctx.artifacts(("guard_added", "propagate_real_tensors_provenance")):
+            rows = [{"lineno": e.get("lineno"), "text": _text(e.get("metadata"))}]
+            page = render_page(
+                "symbolic.html.j2",
+                title="Symbolic guard",
+                compile_id=e["display_id"],
+                sections=[(etype, rows)],
+            )
+            out.files.append(ctx.write(art.url, page))

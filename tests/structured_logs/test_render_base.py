@@ -1,0 +1,70 @@
+"""The render modules' shared skeleton (rendering/base.py) and their selection."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from kerneltracer.analysis.structured_logs.rendering.base import (
+    BY_COMPILE_ID,
+    ArtifactPages,
+    RenderConfig,
+    RenderContext,
+    by_type,
+)
+from kerneltracer.analysis.structured_logs.rendering.plan import Artifact, Plan
+from kerneltracer.analysis.structured_logs.rendering.registry import MODULES, select_modules
+from kerneltracer.errors import UsageError
+
+
+class _Echo(ArtifactPages):
+    name = "echo"
+    envelope_types = ("a", "b")
+
+    def begin(self, ctx: RenderContext) -> None:
+        self.prefix = "page of "
+
+    def page(
+        self, ctx: RenderContext, etype: str, entry: dict[str, Any], art: Artifact
+    ) -> str | None:
+        return None if entry["payload"] == "skip" else f"{self.prefix}{etype} {entry['payload']}"
+
+
+def _context(tmp_path: Path) -> RenderContext:
+    inter, out = tmp_path / "inter", tmp_path / "out"
+    (inter / "by_type").mkdir(parents=True)
+    rows = {"a": [(1, "x"), (2, "skip")], "b": [(3, "y")]}
+    for etype, entries in rows.items():
+        lines = [orjson.dumps({"seq": seq, "payload": p}) for seq, p in entries]
+        (inter / "by_type" / f"{etype}.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    ctx = RenderContext(inter, out, RenderConfig())
+    plan = Plan()
+    for seq, etype in ((1, "a"), (2, "a"), (3, "b")):
+        plan.by_seq[seq] = [Artifact(seq, etype, "0_0_0", f"0_0_0/{etype}_{seq}.txt", etype, seq)]
+    ctx.__dict__["plan"] = plan  # the plan of a parsed log, built by hand
+    return ctx
+
+
+def test_artifact_pages_writes_one_file_per_artifact_and_skips_none(tmp_path: Path) -> None:
+    ctx = _context(tmp_path)
+    module = _Echo()
+    assert module.required_inputs() == [BY_COMPILE_ID, by_type("a"), by_type("b")]
+    out = module.generate(ctx)
+    ctx.flush()
+    assert out.files == ["0_0_0/a_1.txt", "0_0_0/b_3.txt"]
+    assert (ctx.out / "0_0_0" / "a_1.txt").read_text() == "page of a x"
+    assert not (ctx.out / "0_0_0" / "a_2.txt").exists()
+
+
+def test_modules_are_chosen_by_their_own_flags_in_run_order() -> None:
+    normal = [m.name for m in select_modules(export=False)]
+    export = [m.name for m in select_modules(export=True)]
+    assert normal == [n for n in MODULES if n != "export"] and normal[-1] == "index"
+    assert export == ["compile_directory", "graphs", "chromium", "raw", "symbolic_shapes", "export"]
+    assert [m.name for m in select_modules(False, ["index", "guards"])] == ["guards", "index"]
+    assert "guards" not in [m.name for m in select_modules(False, skip=["guards"])]
+    with pytest.raises(UsageError, match=r"unknown render module 'nope' \(valid: chromium, "):
+        select_modules(False, ["nope"])
