@@ -206,3 +206,4 @@ _.is_parallel
 _.to_json_line
 _.why_unknown  # costmodel.comm.CommCost: shown in the ranks page's collectives table
 _.ops_left_out  # report.ranks_view.JobRanks
+_.missing_files
