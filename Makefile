@@ -54,9 +54,19 @@ $(STAMP): pyproject.toml $(RUN_LOCK)
 	$(PY) -m pip check
 	touch $@
 
-$(DEV_STAMP): $(STAMP) $(DEV_LOCK)
+# MLCommons Chakra, when ../shared/thirdparty has its archive: the Chakra export's tests read
+# our .et files with its own reader. Built with the dev lock's grpcio-tools (no isolation, so
+# nothing unpinned is fetched) into $(CHAKRA_DIR), out of pip's view: its metadata names a
+# git-only dependency (HTA) that `pip check` would fail on. The tests look for it there.
+CHAKRA_SRC := $(wildcard ../shared/thirdparty/chakra-*.tar.gz)
+CHAKRA_DIR := $(VENV)/thirdparty
+
+$(DEV_STAMP): $(STAMP) $(DEV_LOCK) $(CHAKRA_SRC)
 	$(PY) -m $(LOCKED) $(DEV_LOCK)
 	$(PY) -m pip check
+ifneq ($(CHAKRA_SRC),)
+	$(PY) -m $(PIP) --no-deps --no-build-isolation --upgrade --target $(CHAKRA_DIR) $(CHAKRA_SRC)
+endif
 	touch $@
 
 install: $(STAMP)

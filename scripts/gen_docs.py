@@ -340,6 +340,13 @@ COLUMN_MEANINGS = {
     "models": "the models that made the call",
     "model_calls": "calls per model, parallel to `models`",
     "module_calls_json": "per model, calls per module path (JSON)",
+    # the parallel layout of each model label, lists parallel to `models`
+    "layouts": "per model, the parallel layout it ran in (`tp8.pp2`; `single`: one device)",
+    "ranks": "per model, the rank dir of a parallel job it is (null: one device)",
+    "tp": "per model, the tensor-parallel degree (1: not sharded)",
+    "ep": "per model, the expert-parallel degree",
+    "pp": "per model, the pipeline-parallel degree",
+    "dp": "per model, the data-parallel degree",
     # times
     "self_time_us": (
         "self time, µs: the profiler's, or the GPU time attributed to the op when the trace had"
@@ -460,6 +467,7 @@ COLUMN_MEANINGS = {
     "args": "the call in BackendBench's argument dialect",
     "is_synthetic": "`count == 0` (never, for traced calls)",
     "in_models": "the models that made the call",
+    "in_layouts": "ours: the parallel layouts of in_models (`tp8`; `single`: one device)",
     "in_models_count": "how many",
     "included_in_benchmark": "false only when BackendBench cannot rebuild the args",
     "why_excluded": "why not (empty otherwise)",

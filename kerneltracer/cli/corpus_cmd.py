@@ -58,7 +58,7 @@ def corpus(
         raise KernelTracerError(f"{len(built.problems)} unreadable input(s) and --strict")
     with outputs_all_or_none(out):
         written = write_corpus(built, out, device)
-        bb = write_backendbench(built.signatures, out)
+        bb = write_backendbench(built.signatures, out, placements=built.placements)
     written.append(bb.path)
     calls = sum(s.calls for s in built.signatures)
     variants = len(built.models)

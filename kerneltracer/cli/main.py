@@ -103,6 +103,7 @@ _COMMANDS: Registry[click.Command] = Registry(
         Entry("replay", ".replay_cmd:replay"),
         Entry("readiness", ".readiness_cmd:readiness"),
         Entry("compile-health", ".compile_health_cmd:compile_health"),
+        Entry("export", ".export_cmd:export"),
     ],
     package=__package__,
 )

@@ -9,11 +9,13 @@
       slurm/                        Slurm scripts, logs and the submission record
       logs/                         the run's own logs (preloaded worker servers)
       report/                       the run report; coverage/, corpus/ (+ replay/),
-                                    readiness/, compile_health/ of the fleet commands
+                                    readiness/, compile_health/ of the fleet commands,
+                                    chakra/<key>/ (per-rank traces, kerneltracer export)
       jobs/<model slug>/<column>/   one job dir: JOB.json, worker.log, phases.log,
                                     _TRACE_STATUS.json (written last), outputs, tmp/
                                     (TMPDIR, compiler caches, vLLM sockets),
-                                    analysis/<name>/ (_ANALYSIS.json: core.analysis_record)
+                                    analysis/<name>/ (_ANALYSIS.json: core.analysis_record),
+                                    rank_<r>/ (a parallel job's ranks: core.parallel)
 
 A job's key is ``<model slug>/<column>`` with column ``<tracer>[.train][.decode|.generate]``.
 :class:`RunPaths`, :class:`JobPaths` and :class:`ReportPaths` own these names; nothing
@@ -50,6 +52,7 @@ class _Name(StrEnum):
     REPLAY_DIR = "replay"  # in the corpus dir
     READINESS_DIR = "readiness"
     COMPILE_HEALTH_DIR = "compile_health"
+    CHAKRA_DIR = "chakra"  # per-rank Chakra traces of the parallel jobs, one dir per job
     JOB_FILE = "JOB.json"
     STATUS_FILE = "_TRACE_STATUS.json"
     WORKER_LOG = "worker.log"
@@ -271,6 +274,10 @@ class ReportPaths:
     @property
     def compile_health(self) -> Path:
         return self.dir / _Name.COMPILE_HEALTH_DIR
+
+    def chakra(self, key: str) -> Path:
+        """``chakra/<job key>/``: the job's per-rank Chakra traces (``kerneltracer export``)."""
+        return self.dir / _Name.CHAKRA_DIR / PurePosixPath(key)
 
 
 def replay_dir(corpus_dir: Path) -> Path:

@@ -85,7 +85,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from kerneltracer.corpus.model import TAG, Signature, is_tensor
+from kerneltracer.corpus.model import SINGLE, TAG, Placement, Signature, is_tensor
 from kerneltracer.corpus.operator_inp import OP_NAME, contiguous_stride
 from kerneltracer.corpus.operator_inp import quote as _string
 from kerneltracer.jsonio import atomic_writer
@@ -188,6 +188,9 @@ def arrow_schema() -> pa.Schema:
             ("relative_runtime_to_kernel_launch", pa.float64()),
             ("runnable", pa.bool_()),
             ("is_overhead_dominated_op", pa.bool_()),
+            # Ours, after BackendBench's columns (it reads rows as dicts and ignores it): the
+            # parallel layouts in_models ran in ("tp8", "tp8.pp2"; "single": one device).
+            ("in_layouts", pa.list_(pa.string())),
         ]
     )
 
@@ -341,14 +344,21 @@ class Row:
     count: int = 0
     models: set[str] = field(default_factory=set)
     why_excluded: list[str] = field(default_factory=list)
+    layouts: set[str] = field(default_factory=set)
 
     @property
     def uuid(self) -> str:
         return hashlib.sha256(self.args.encode() + self.op_name.encode()).hexdigest()
 
 
-def rows_of(sigs: Iterable[Signature], registry: TorchRegistry) -> list[Row]:
-    """One row per distinct (op, args) string, most called first within an op."""
+def rows_of(
+    sigs: Iterable[Signature],
+    registry: TorchRegistry,
+    placements: Mapping[str, Placement] | None = None,
+) -> list[Row]:
+    """One row per distinct (op, args) string, most called first within an op;
+    ``placements``: the layouts of parallel jobs' rank labels (others: one device)."""
+    placements = placements or {}
     rows: dict[tuple[str, str], Row] = {}
     for sig in sigs:
         args, why = format_args(sig.inputs, sig.kwargs, registry)
@@ -357,6 +367,9 @@ def rows_of(sigs: Iterable[Signature], registry: TorchRegistry) -> list[Row]:
         row = rows.setdefault((sig.op, args), Row(sig.op, args))
         row.count += sig.calls
         row.models.update(sig.model_calls)
+        row.layouts.update(
+            placements[m].layout if m in placements else SINGLE for m in sig.model_calls
+        )
         row.why_excluded += [w for w in why if w not in row.why_excluded]
     return sorted(rows.values(), key=lambda r: (r.op_name, -r.count, r.args))
 
@@ -380,6 +393,7 @@ def to_table(rows: list[Row]) -> pa.Table:
         [nan] * len(rows),
         [not r.why_excluded for r in rows],
         [False] * len(rows),
+        [sorted(r.layouts) for r in rows],
     ]
     schema = arrow_schema()
     arrays = [pa.array(c, f.type) for c, f in zip(cols, schema, strict=True)]
@@ -395,16 +409,20 @@ class Export:
 
 
 def write_backendbench(
-    sigs: Iterable[Signature], out_dir: Path, registry: TorchRegistry | None = None
+    sigs: Iterable[Signature],
+    out_dir: Path,
+    registry: TorchRegistry | None = None,
+    placements: Mapping[str, Placement] | None = None,
 ) -> Export:
     """Write ``backendbench.parquet`` into ``out_dir`` atomically; ``registry``: what the
-    torch that will read it has (default: :func:`torch_registry` of this interpreter)."""
+    torch that will read it has (default: :func:`torch_registry` of this interpreter);
+    ``placements``: the corpus's parallel rank labels, for ``in_layouts``."""
     import pyarrow.parquet as pq
 
     sigs = list(sigs)
     if registry is None:
         registry = torch_registry(s.op for s in sigs)
-    rows = rows_of(sigs, registry)
+    rows = rows_of(sigs, registry, placements)
     path = Path(out_dir) / PARQUET
     with atomic_writer(path) as fh:
         pq.write_table(to_table(rows), fh)

@@ -12,15 +12,16 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from kerneltracer.core.artefacts import ArtefactKind
 from kerneltracer.core.dispatch_row import BadDispatchRow, DispatchRow, parse_dispatch_line
-from kerneltracer.core.layout import RUN
+from kerneltracer.core.layout import JOB, RUN
 from kerneltracer.core.modulepaths import bounded
 from kerneltracer.corpus.model import (
     Corpus,
     CorpusProblem,
+    Placement,
     Signature,
     id_of_key,
     merge_kwargs,
@@ -30,6 +31,7 @@ from kerneltracer.corpus.model import (
 from kerneltracer.corpus.operator_inp import LOG_NAME, inert_calls
 from kerneltracer.coverage.scan import InputProblem, JobRef, iter_job_refs
 from kerneltracer.errors import InputFileError
+from kerneltracer.export.ranks import RankJob, rank_dirs, rank_label, read_rank_job
 from kerneltracer.inputguard import read_input
 
 KIND = ArtefactKind.DISPATCH_SIGNATURES
@@ -53,6 +55,7 @@ def corpus_from_refs(
     table: dict[bytes, Signature] = {}
     models: set[str] = set()
     fake: set[str] = set()
+    placements: dict[str, Placement] = {}
     problems: list[tuple[CorpusProblem, str | None]] = []
     not_ok: list[tuple[str, str, str]] = []
     read: set[str] = set()
@@ -66,7 +69,16 @@ def corpus_from_refs(
             not_ok.append((ref.model, ref.status, ref.tracer))
             continue
         rels = ref.artefact_names(KIND)
-        if not rels and ref.tracer in source_tracers:
+        job = read_rank_job(ref.job_dir) if rank_dirs(ref.job_dir) else None
+        if job is not None:  # a parallel job: each rank dir is a model label of its own
+            rank_parts = {JOB.rank(r).name for r in job.ranks}
+            rels = [r for r in rels if PurePosixPath(r).parts[0] not in rank_parts]
+            labels = _read_ranks(table, models, placements, ref, job, problems)
+            read.add(ref.tracer)
+            ids.update(dict.fromkeys(labels, ref.display or ref.model))
+            if ref.weights == "fake":
+                fake.update(labels)
+        if not rels and ref.tracer in source_tracers and job is None:
             where = str(RUN.job(ref.key).dir)
             problems.append((CorpusProblem(ref.model, where, f"lists no {KIND} artefact"), None))
         read.update([ref.tracer] if rels else [])
@@ -86,7 +98,8 @@ def corpus_from_refs(
     by_id = {s.sig_id: s for s in sigs}
     kept += [
         CorpusProblem(
-            next(iter(by_id[key].model_calls), ""), LOG_NAME,
+            next(iter(by_id[key].model_calls), ""),
+            LOG_NAME,
             f"a signature of {by_id[key].op!r:.80} left out: {why}",
         )
         for key, why in refused
@@ -99,7 +112,35 @@ def corpus_from_refs(
         tuple(sorted(fake & models)),
         tuple(sorted({ids.get(m, m) for m in models})),
         log_calls,
+        {m: p for m, p in placements.items() if m in models},
     )
+
+
+def _read_ranks(
+    table: dict[bytes, Signature],
+    models: set[str],
+    placements: dict[str, Placement],
+    ref: JobRef,
+    job: RankJob,
+    problems: list[tuple[CorpusProblem, str | None]],
+) -> list[str]:
+    """Each rank dir's signatures under a label of its own; the labels, in rank order."""
+    lay = job.layout
+    labels = []
+    for rank, data in job.ranks.items():
+        label = rank_label(ref.model, lay.label(), rank)
+        placements[label] = Placement(
+            lay.label(), rank, job.peers(rank), lay.tp, lay.ep, lay.pp, lay.dp
+        )
+        models.add(label)
+        labels.append(label)
+        for row in data.rows:
+            _add(table, label, row)
+        if data.bad:
+            where = str(RUN.job(ref.key).rank(rank))
+            kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(data.bad.items()))
+            problems.append((CorpusProblem(label, where, f"bad line(s) skipped ({kinds})"), None))
+    return labels
 
 
 def _read_job(

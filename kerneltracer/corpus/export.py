@@ -58,7 +58,7 @@ def corpus_table(corpus: Corpus, costs: list[OpCost | None] | None = None) -> pa
         for s in corpus.signatures
     ]
     costs = signature_costs(corpus.signatures) if costs is None else costs
-    return to_table(corpus.signatures, lines, costs)
+    return to_table(corpus.signatures, lines, costs, corpus.placements)
 
 
 def write_corpus(corpus: Corpus, out_dir: Path, device: Device | None = None) -> list[Path]:
@@ -103,6 +103,8 @@ def summary(corpus: Corpus, estimated: CostBreakdown | None = None) -> dict[str,
         "distinct_models": len(corpus.distinct_models),
         # Traced with weights fake: shapes and ops of the full-size model, no values, no times.
         "fake_weight_models": list(corpus.fake_models),
+        # A parallel job's ranks are model labels of their own: where each one ran.
+        "placements": {m: asdict(p) for m, p in corpus.placements.items()},
         "ops": len(corpus.ops()),
         "signatures": len(corpus.signatures),
         "calls": sum(s.calls for s in corpus.signatures),

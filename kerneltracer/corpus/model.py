@@ -116,6 +116,23 @@ class CorpusProblem:
     reason: str
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Where a model label's calls ran in a parallel layout: one rank (a simulation's role
+    dir) of a job's layout, standing for ``ranks`` (its tp / dp peers run the same)."""
+
+    layout: str  # "tp8.pp2"
+    rank: int
+    ranks: tuple[int, ...]
+    tp: int = 1
+    ep: int = 1
+    pp: int = 1
+    dp: int = 1
+
+
+SINGLE = "single"  # the layout of a model label without a placement: one device
+
+
 @dataclass
 class Corpus:
     models: tuple[str, ...]  # sorted: every model whose torch_dispatch job was read
@@ -131,6 +148,8 @@ class Corpus:
     # sig_id -> the call as operator_inp text, for every signature that text can hold inertly
     # (the build checks each once; one it cannot write is a problem there, and left out).
     log_calls: dict[str, str] = field(default_factory=dict)
+    # Model labels of a parallel job's ranks (``model [tp8.pp2 rank 8]``) -> their place.
+    placements: dict[str, Placement] = field(default_factory=dict)
 
     @property
     def distinct_models(self) -> tuple[str, ...]:

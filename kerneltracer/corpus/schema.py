@@ -11,7 +11,12 @@ Schema versions (``kerneltracer.corpus.schema_version`` in the file's metadata):
 - 2: adds, per call, ``est_flops`` / ``est_bytes`` / ``cost_category`` (estimated from
   shapes by :mod:`kerneltracer.costmodel`; null when the op has no estimate) and
   ``module_calls_json`` (model -> module path -> calls). Columns are only ever added, so
-  version 1 readers read version 2 files, and :func:`read_signatures` reads both.
+  version 1 readers read version 2 files, and :func:`read_signatures` reads both;
+- 3: adds the parallel layout each model label ran in, lists parallel to ``models``:
+  ``layouts`` (``tp8.pp2``; ``single`` for one device), ``ranks`` (the rank dir of a
+  parallel job, null for one device) and the degrees ``tp`` / ``ep`` / ``pp`` / ``dp``.
+  "Which GEMM shapes run at TP 8": ``op == 'aten.mm.default' and 8 in tp`` (DuckDB:
+  ``list_contains(tp, 8)``).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from kerneltracer.corpus.model import Signature
+from kerneltracer.corpus.model import SINGLE, Placement, Signature
 from kerneltracer.errors import UsageError
 
 if TYPE_CHECKING:
@@ -30,7 +35,7 @@ if TYPE_CHECKING:
     from kerneltracer.costmodel import OpCost
 
 PARQUET = "corpus.parquet"
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 # Columns every version has: the least a file needs to be read as a corpus
 V1_COLUMNS = (
     "sig_id",
@@ -71,9 +76,15 @@ def arrow_schema() -> pa.Schema:
             pa.field("est_bytes", pa.int64(), nullable=True),
             pa.field("cost_category", pa.string(), nullable=True),
             pa.field("module_calls_json", pa.string(), nullable=False),
+            pa.field("layouts", pa.list_(pa.string()), nullable=False),
+            pa.field("ranks", pa.list_(pa.int64()), nullable=False),
+            *(pa.field(axis, pa.list_(pa.int32()), nullable=False) for axis in _AXES),
         ],
         metadata={"kerneltracer.corpus.schema_version": SCHEMA_VERSION},
     )
+
+
+_AXES = ("tp", "ep", "pp", "dp")
 
 
 def _json(value: Any) -> str:
@@ -81,13 +92,19 @@ def _json(value: Any) -> str:
 
 
 def to_table(
-    sigs: list[Signature], lines: list[str], costs: list[OpCost | None] | None = None
+    sigs: list[Signature],
+    lines: list[str],
+    costs: list[OpCost | None] | None = None,
+    placements: dict[str, Placement] | None = None,
 ) -> pa.Table:
-    """``costs``: each signature's per-call estimate (None: none), in ``sigs`` order."""
+    """``costs``: each signature's per-call estimate (None: none), in ``sigs`` order;
+    ``placements``: the parallel jobs' rank labels (others ran on one device)."""
     import pyarrow as pa
 
     costs = costs if costs is not None else [None] * len(sigs)
+    placements = placements or {}
     models = [s.models for s in sigs]
+    placed = [[placements.get(m) for m in ms] for ms in models]
     cols: list[Any] = [
         [s.sig_id for s in sigs],
         [s.op for s in sigs],
@@ -106,6 +123,9 @@ def to_table(
         [c.bytes if c is not None else None for c in costs],
         [c.category if c is not None else None for c in costs],
         [_json(s.model_modules) for s in sigs],
+        [[p.layout if p else SINGLE for p in ps] for ps in placed],
+        [[p.rank if p else None for p in ps] for ps in placed],
+        *([[getattr(p, axis) if p else 1 for p in ps] for ps in placed] for axis in _AXES),
     ]
     schema = arrow_schema()
     arrays = [pa.array(c, f.type) for c, f in zip(cols, schema, strict=True)]

@@ -98,6 +98,34 @@ def _is_float(text: str) -> bool:
 
 Bandwidth = Annotated[float, BeforeValidator(_in_range(*BANDWIDTH_RANGE_TBS, "TB/s"))]
 Rate = Annotated[float, BeforeValidator(_in_range(*RATE_RANGE_TFLOPS, "TFLOP/s"))]
+# A link from a slow Ethernet NIC (1 GB/s) to a whole NVLink switch domain; latencies from a
+# fraction of a microsecond to a congested WAN. Outside them: a unit mix-up (Gb/s for GB/s).
+LINK_BANDWIDTH_RANGE_GBS = (0.1, 1e5)
+LINK_LATENCY_RANGE_US = (0.0, 1e4)
+LinkBandwidth = Annotated[float, BeforeValidator(_in_range(*LINK_BANDWIDTH_RANGE_GBS, "GB/s"))]
+LinkLatency = Annotated[float, BeforeValidator(_in_range(*LINK_LATENCY_RANGE_US, "us"))]
+
+
+class LinkSpec(BaseModel):
+    """One class of link a device's collectives cross (NVLink, xGMI, InfiniBand, RoCE)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    link: StrictStr = Field(description="The link's name, e.g. 'NVLink 4', 'InfiniBand NDR'.")
+    bandwidth_gbs: LinkBandwidth = Field(
+        description="Bandwidth per GPU per direction, GB/s (10^9 bytes/s)."
+    )
+    latency_us: LinkLatency = Field(description="Latency of one algorithm step, microseconds.")
+
+
+class InterconnectSpec(BaseModel):
+    """How a device's GPUs talk: within a node, and between nodes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gpus_per_node: int = Field(ge=1, le=4096, strict=True, description="GPUs sharing intra_node.")
+    intra_node: LinkSpec
+    inter_node: LinkSpec | None = Field(None, description="Between nodes; none: one node only.")
 
 
 class DeviceSpec(BaseModel):
@@ -114,12 +142,29 @@ class DeviceSpec(BaseModel):
     vector_tflops: dict[DTypeKey, Rate] = Field(
         default_factory=dict, description="Peak of non-matrix ops per dtype, TFLOP/s."
     )
+    interconnect: InterconnectSpec | None = Field(
+        None, description="Links between GPUs, for the cost of collectives."
+    )
 
 
 class DevicesFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     devices: dict[str, DeviceSpec]
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    name: str  # "NVLink 4"
+    bandwidth: float  # bytes/s per GPU per direction
+    latency: float  # seconds per algorithm step
+
+
+@dataclass(frozen=True, slots=True)
+class Interconnect:
+    gpus_per_node: int
+    intra_node: Link
+    inter_node: Link | None  # None: the device's table entry knows no link between nodes
 
 
 @dataclass(frozen=True)
@@ -131,6 +176,7 @@ class Device:
     bandwidth: float  # bytes/s
     peak: dict[str, float]  # dtype key -> FLOP/s of matrix ops
     vector: dict[str, float]  # dtype key -> FLOP/s of other ops
+    interconnect: Interconnect | None = None  # None: collectives get no time estimate
 
     def rate(self, dtype: str | None, matrix: bool) -> tuple[str, float]:
         """(dtype key used, FLOP/s) for ops computing in ``dtype`` (a torch dtype name or a
@@ -204,10 +250,26 @@ def _validate(raw: dict[str, Any], path: Path | None) -> dict[str, DeviceSpec]:
         if err["loc"][-1] == "[key]":
             msg = f"unknown dtype {loc[-1]!r} (valid dtypes: {', '.join(DTYPE_KEYS)})"
         elif err["type"] == "extra_forbidden":
-            msg = f"unknown field (valid: {', '.join(DeviceSpec.model_fields)})"
+            spec: type[BaseModel] = DeviceSpec
+            if "intra_node" in loc or "inter_node" in loc:
+                spec = LinkSpec
+            elif "interconnect" in loc:
+                spec = InterconnectSpec
+            msg = f"unknown field (valid: {', '.join(spec.model_fields)})"
         more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         where = path if path is not None else Path("devices.yaml")
         raise ConfigError(f"{field}: {msg}{more}", where) from None
+
+
+def _link(spec: LinkSpec) -> Link:
+    return Link(spec.link, spec.bandwidth_gbs * 1e9, spec.latency_us * 1e-6)
+
+
+def _interconnect(spec: InterconnectSpec | None) -> Interconnect | None:
+    if spec is None:
+        return None
+    inter = _link(spec.inter_node) if spec.inter_node is not None else None
+    return Interconnect(spec.gpus_per_node, _link(spec.intra_node), inter)
 
 
 def load_devices(extra: Path | None = None) -> DeviceTable:
@@ -231,6 +293,7 @@ def load_devices(extra: Path | None = None) -> DeviceTable:
             bandwidth=spec.memory_bandwidth_tbs * TERA,
             peak={k: v * TERA for k, v in spec.peak_tflops.items()},
             vector={k: v * TERA for k, v in spec.vector_tflops.items()},
+            interconnect=_interconnect(spec.interconnect),
         )
         for name, spec in specs.items()
     }

@@ -14,7 +14,8 @@ from typing import Any
 from kerneltracer.costmodel import formulas_dense, formulas_simple
 from kerneltracer.costmodel.call import BadCall, Call, OpCost
 
-NAMESPACES = ("aten", "prim")
+# FSDP2's copy-in / copy-out ops (``fsdp.*``) are plain copies, costed like aten's.
+NAMESPACES = ("aten", "prim", "fsdp")
 # Per-call FLOPs and bytes are int64 columns everywhere they are written; a call past that
 # (2^63 FLOPs, 8 EB) is no real call, only damaged shapes, and gets no estimate.
 INT64_MAX = 2**63 - 1

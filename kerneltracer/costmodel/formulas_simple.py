@@ -90,7 +90,7 @@ _to_copy clone contiguous cat stack _cat concat repeat roll flip constant_pad_nd
 reflection_pad1d reflection_pad2d replication_pad1d replication_pad2d
 replication_pad3d slice_scatter select_scatter diagonal_scatter as_strided_scatter
 slice_backward select_backward diagonal_backward unfold_backward index_select_backward
-narrow_copy split_with_sizes_copy split_copy unbind_copy view_copy alias_copy
+narrow_copy split_with_sizes_copy split_copy chunk_cat _chunk_cat unbind_copy view_copy alias_copy
 expand_copy permute_copy transpose_copy t_copy unsqueeze_copy squeeze_copy
 as_strided_copy slice_copy select_copy detach_copy _unsafe_view_copy masked_scatter
 masked_select scatter scatter_add scatter_reduce index_add index_copy index_fill
@@ -245,6 +245,17 @@ def memory(c: Call) -> OpCost:
     return c.cost(0, MEMORY)
 
 
+def all_gather_copy_in(c: Call) -> OpCost:
+    """FSDP2's ``fsdp.all_gather_copy_in``: the shards copied into the all-gather's input
+    (its first output); the second output, the all-gather's result, is only allocated."""
+    if not c.outputs:
+        raise BadCall("outputs not recorded")
+    written = values.total_bytes(c.outputs[:1])
+    if written is None:
+        raise BadCall("a tensor has a symbolic size or an unknown dtype")
+    return c.cost(0, MEMORY, written=written)
+
+
 def fill(c: Call) -> OpCost:
     return c.cost(0, CREATION, read=0)
 
@@ -269,6 +280,7 @@ FORMULAS: dict[str, Formula] = {
     **dict.fromkeys(_names(REDUCTION_OPS), reduction),
     **dict.fromkeys(_names(POOL_OPS), pool),
     **dict.fromkeys(_names(MEMORY_OPS), memory),
+    "all_gather_copy_in": all_gather_copy_in,
     **dict.fromkeys(_names(GATHER_OPS), gather),
     **dict.fromkeys(_names(FILL_OPS), fill),
     **dict.fromkeys(_names(EMPTY_OPS), empty),

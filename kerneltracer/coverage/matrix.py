@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kerneltracer.core.artefacts import ArtefactKind
@@ -24,6 +24,7 @@ from kerneltracer.coverage.costs import OpEstimate, job_op_costs
 from kerneltracer.coverage.gpu_time import attributed_gpu_time
 from kerneltracer.coverage.scan import InputProblem, JobRef, iter_job_refs
 from kerneltracer.coverage.sources import READERS, SOURCE_KINDS, SourceError, source_artefacts
+from kerneltracer.export.ranks import job_layout, rank_dirs, rank_label
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,6 +210,12 @@ class _Reading:
         if ref.status != "ok":
             self.not_ok.append((ref.model, ref.tracer, ref.status))
             return
+        ranks = rank_dirs(ref.job_dir)
+        if ranks:  # a parallel job: each rank dir is a model of its own, as in the corpus
+            layout = job_layout(ref.job_dir)[0].label()
+            for rank, rank_dir in ranks.items():
+                self.add(_rank_ref(ref, rank, rank_dir, layout), writers)
+            return
         found = source_artefacts(ref)
         if found is None:
             if ref.tracer in writers:  # it should have written one: say so
@@ -287,6 +294,22 @@ def coverage_from_refs(
         est_device=acc.device.key,
         gpu_attributed=tuple(sorted(acc.gpu_attributed)),
         variants=dict(sorted(acc.variants.items())),
+    )
+
+
+def _rank_ref(ref: JobRef, rank: int, path: Path, layout: str) -> JobRef:
+    """A rank dir as a job of its own: its files have a single job's names."""
+    try:
+        names = tuple(sorted(p.name for p in path.iterdir() if p.is_file()))
+    except OSError:
+        names = ()
+    return replace(
+        ref,
+        key=f"{ref.key}/{path.name}",  # RUN.job(key).dir is the rank dir
+        model=rank_label(ref.model, layout, rank),
+        job_dir=path,
+        outputs=names,
+        recorded_kinds=(),
     )
 
 

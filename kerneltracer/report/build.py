@@ -19,6 +19,7 @@ from kerneltracer.report.coverage_view import CoverageView, build_coverage_view,
 from kerneltracer.report.exports import jobs_csv, run_summary
 from kerneltracer.report.ops_view import FLEET_CSV, build_ops_view, write_fleet_csv
 from kerneltracer.report.pictures import ModelOps
+from kerneltracer.report.ranks_view import RanksView, build_ranks_view
 from kerneltracer.report.readiness_view import build_readiness_view
 from kerneltracer.report.render import (
     render_compile_health,
@@ -26,6 +27,7 @@ from kerneltracer.report.render import (
     render_index,
     render_model,
     render_ops,
+    render_ranks,
     render_readiness,
 )
 from kerneltracer.report.views import page_name
@@ -81,6 +83,7 @@ def _build(run: RunData, run_dir: Path, paths: RunPaths, out_dir: Path) -> Repor
     _write(result, out_dir / "ops.html", render_ops(run, ops, FLEET_CSV))
 
     _compile_health(run, run_dir, out_dir, result)
+    _write(result, out_dir / "ranks.html", render_ranks(run, _ranks(run_dir, result)))
     result.warnings += [f"jobs ran on {u}" for u in run.untested]
     atomic_write_json(out_dir / "run_summary.json", run_summary(run, note))
     atomic_write_text(out_dir / "jobs.csv", jobs_csv(run.jobs))
@@ -99,6 +102,17 @@ def _coverage(run_dir: Path, out_dir: Path, result: ReportResult) -> CoverageVie
         why = f"coverage could not be built: {type(exc).__name__}: {exc}"
         result.warnings.append(why)
         return unavailable(why)
+
+
+def _ranks(run_dir: Path, result: ReportResult) -> RanksView:
+    try:
+        return build_ranks_view(run_dir)
+    except Exception as exc:  # one broken input must not cost the whole report
+        if isinstance(exc, OSError) and stops_run(exc):
+            raise
+        why = f"the per-rank page could not be built: {type(exc).__name__}: {exc}"
+        result.warnings.append(why)
+        return RanksView("", problems=[why])
 
 
 def _compile_health(run: RunData, run_dir: Path, out_dir: Path, result: ReportResult) -> None:

@@ -21,6 +21,7 @@ from kerneltracer.report.coverage_view import CoverageView
 from kerneltracer.report.ops_view import TOP as TOP_OPS
 from kerneltracer.report.ops_view import OpsFleetView
 from kerneltracer.report.pictures import ModelOps, model_op_charts, op_timeline, run_charts
+from kerneltracer.report.ranks_view import RanksView
 from kerneltracer.report.readiness_view import ReadinessView
 from kerneltracer.report.views import (
     fmt_duration,
@@ -119,6 +120,10 @@ def render_ops(run: RunData, view: OpsFleetView, fleet_csv: str) -> str:
 
 def render_readiness(run: RunData, view: ReadinessView) -> str:
     return _page("readiness.html.j2", "", run=run, view=view)
+
+
+def render_ranks(run: RunData, view: RanksView) -> str:
+    return _page("ranks.html.j2", "", run=run, view=view)
 
 
 def render_compile_health(run: RunData, body: Markup) -> str:

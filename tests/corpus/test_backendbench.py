@@ -178,9 +178,11 @@ def test_file_has_backendbench_schema_and_fresh_trace_values(tmp_path: Path) -> 
     assert export.path == tmp_path / PARQUET
     assert (export.rows, export.excluded) == (len(CALLS) + 1, 1)
     schema = pq.read_schema(export.path)
-    assert schema.names == BACKENDBENCH_SCHEMA.names
-    assert [f.type for f in schema] == [f.type for f in BACKENDBENCH_SCHEMA]
-    assert arrow_schema().equals(BACKENDBENCH_SCHEMA)
+    # BackendBench's columns, then ours (it reads rows as dicts: an extra key is ignored).
+    ours = len(BACKENDBENCH_SCHEMA)
+    assert schema.names == [*BACKENDBENCH_SCHEMA.names, "in_layouts"]
+    assert [f.type for f in schema][:ours] == [f.type for f in BACKENDBENCH_SCHEMA]
+    assert pa.schema(list(arrow_schema())[:ours]).equals(BACKENDBENCH_SCHEMA)
     rows = pq.read_table(export.path).to_pylist()
     by_op = {r["op_name"]: r for r in rows}
     for n, (op, inputs, kwargs) in enumerate(CALLS):
@@ -189,6 +191,7 @@ def test_file_has_backendbench_schema_and_fresh_trace_values(tmp_path: Path) -> 
         assert row["uuid"] == hashlib.sha256((row["args"] + op).encode()).hexdigest()
         assert (row["count"], row["in_models"], row["in_models_count"]) == (n + 2, ["m1", "m2"], 2)
         assert row["included_in_benchmark"] and row["runnable"] and row["why_excluded"] == []
+        assert row["in_layouts"] == ["single"]
         assert not row["is_synthetic"] and not row["is_overhead_dominated_op"]
         assert math.isnan(row["runtime_ms"])
         assert math.isnan(row["relative_runtime_to_kernel_launch"])

@@ -132,7 +132,7 @@ def _report_pages(base: str) -> dict[str, _Page]:
 
 def test_every_link_on_every_report_page_resolves(server: str) -> None:
     pages = _report_pages(server)
-    assert len(pages) == 8  # index, coverage, readiness, ops, compile health, 3 model pages
+    assert len(pages) == 9  # index, coverage, readiness, ops, compile health, ranks, 3 models
     checked: dict[str, int] = {}
     for url, page in pages.items():
         for href in page.hrefs:

@@ -199,3 +199,11 @@ _.JOB_TMP_DIR
 _.__dir__  # kerneltracer/__init__: dir() lists the lazily exported API names
 _.out_dirs
 _.parse_failures
+
+# The parallel records (core.parallel): what the worker's rank simulation writes with them
+# (to_json_line) and asks of a layout; and fields only the per-rank page's template reads.
+_.is_parallel
+_.to_json_line
+_.why_unknown  # costmodel.comm.CommCost: shown in the ranks page's collectives table
+_.ops_left_out  # report.ranks_view.JobRanks
+_.missing_files
