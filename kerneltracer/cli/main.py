@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from kerneltracer import __version__
+from kerneltracer._version import __version__
 from kerneltracer.errors import KernelTracerError, one_line
 
 

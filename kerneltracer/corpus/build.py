@@ -18,15 +18,8 @@ from kerneltracer.core.artefacts import ArtefactKind
 from kerneltracer.core.dispatch_row import BadDispatchRow, DispatchRow, parse_dispatch_line
 from kerneltracer.core.layout import RUN
 from kerneltracer.core.modulepaths import bounded
-from kerneltracer.corpus.model import (
-    Corpus,
-    CorpusProblem,
-    Signature,
-    id_of_key,
-    merge_kwargs,
-    merge_ranges,
-    signature_key,
-)
+from kerneltracer.core.signature import id_of_key, merge_kwargs, merge_ranges, signature_key
+from kerneltracer.corpus.model import Corpus, CorpusProblem, Signature
 from kerneltracer.corpus.operator_inp import LOG_NAME, inert_calls
 from kerneltracer.coverage.scan import InputProblem, JobRef, iter_job_refs
 from kerneltracer.errors import InputFileError

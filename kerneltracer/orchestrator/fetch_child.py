@@ -22,7 +22,7 @@ def main(argv: list[str]) -> int:
         usage = f"usage: python -m kerneltracer.orchestrator.fetch_child NAME{REQUEST_SUFFIX}"
         print(usage, file=sys.stderr)
         return 2
-    from kerneltracer.worker import lifeline
+    from kerneltracer.process import lifeline
 
     parent = os.environ.get(ENV_ORCHESTRATOR_PID)
     lifeline.install(int(parent) if parent else None)

@@ -21,9 +21,9 @@ from pathlib import Path
 import kerneltracer.config, kerneltracer.orchestrator.expand
 kerneltracer.config.load_config(Path(sys.argv[1]))
 heavy = ("torch", "transformers", "vllm")
-names = {e.name for e in __import__("kerneltracer.tracers.registry").tracers.registry.BUILTIN}
+# The implementations live in worker/tracers/: planning reads the catalog, never them.
 loaded = sorted(m for m in sys.modules if m.split(".")[0] in heavy
-                or m.startswith("kerneltracer.tracers.") and m.rsplit(".", 1)[-1] in names)
+                or m.startswith("kerneltracer.worker.tracers"))
 print(",".join(loaded))
 """
 

@@ -18,9 +18,9 @@ from typing import Any
 import psutil
 
 from kerneltracer.core.jobspec import JobSpec
+from kerneltracer.core.snapshot import model_files_problems
 from kerneltracer.errors import ModelFilesError, UnsupportedError
-from kerneltracer.orchestrator.snapshot import model_files_problems
-from kerneltracer.worker import lifeline, shm
+from kerneltracer.process import lifeline, shm
 from kerneltracer.worker.frameworks.vllm.context import DISTRIBUTIONS, EngineSettings, VLLMContext
 
 CHILD_GRACE_S = 3.0
