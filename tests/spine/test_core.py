@@ -44,6 +44,7 @@ CORE = sorted(p.stem for p in CORE_DIR.glob("*.py") if p.stem != "__init__")
 # (inputguard only errors), so every command can read run dirs without planning or config.
 CORE_MAY_USE = {
     "kerneltracer",
+    "kerneltracer._version",  # the package root imports it
     "kerneltracer.errors",
     "kerneltracer.inputguard",
     "kerneltracer.jsonio",
