@@ -33,7 +33,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from kerneltracer.corpus.model import Corpus, Signature, signature_id  # noqa: E402
+from kerneltracer.core.signature import signature_id  # noqa: E402
+from kerneltracer.corpus.model import Corpus, Signature  # noqa: E402
 
 
 def _t(shape: list[int], dtype: str = "bfloat16") -> dict[str, Any]:

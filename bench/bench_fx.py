@@ -39,12 +39,12 @@ from kerneltracer.fx.models import (  # noqa: E402
     MiniResNet,
     RedundantModel,
     SimpleMLP,
-    load_model,
 )
 from kerneltracer.fx.optimizer import GraphOptimizer, clone_module  # noqa: E402
 from kerneltracer.fx.passes.redundant_ops import RedundantOpElimination  # noqa: E402
 from kerneltracer.fx.tracing import trace  # noqa: E402
 from kerneltracer.fx.verify import compare  # noqa: E402
+from kerneltracer.worker.frameworks.huggingface.causal_lm import load_model  # noqa: E402
 from tests.support.fx_models import ImpureRepeats, build_tiny_llama  # noqa: E402
 
 Case = tuple[str, torch.nn.Module, tuple[Any, ...]]

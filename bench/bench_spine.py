@@ -153,7 +153,7 @@ import json, statistics, sys, time
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from transformers import AutoModelForCausalLM
-from kerneltracer.tracers._dispatch_recorder import DispatchRecorder
+from kerneltracer.worker.tracers._dispatch_recorder import DispatchRecorder
 
 class ReprRecorder(TorchDispatchMode):
     # The peer: format every call's arguments as it happens.

@@ -182,7 +182,7 @@ class FrameworkSettings(_Strict):
 
 # What a tracer needs from a hub repo: configs, tokenizer files, safetensors weights (+ index),
 # remote code. Duplicate weight formats (.bin, .onnx, .gguf, ...) are left out; a repo with
-# no safetensors at all gets its pytorch_model*.bin instead (see orchestrator.snapshot).
+# no safetensors at all gets its pytorch_model*.bin instead (see core.snapshot).
 DEFAULT_ALLOW_PATTERNS = [
     "*.json",
     "*.safetensors",

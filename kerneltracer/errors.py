@@ -10,7 +10,7 @@ parse failures a parser counts and moves on from (``corpus.operator_inp.ParseErr
 ``corpus.build``, ``costmodel.call.BadCall``, ``config._DuplicateKey`` → ConfigError), the
 preload server's ``ServerGone`` (the job then runs in a plain worker), and worker-side
 failures that become a job's status and root cause, never a CLI message
-(``tracers._compiler_errors.CompilerError``, ``tracers._graphs.GraphCaptureError``,
+(``worker.tracers._compiler_errors.CompilerError``, ``worker.tracers._graphs.GraphCaptureError``,
 ``worker.replay.tensors.InputError``).
 """
 

@@ -491,13 +491,14 @@ def format_tables() -> list[tuple[str, str, Any, str]]:
     kerneltracer writes. A writer's column constant is its contract: the page lists it."""
     from kerneltracer.analysis.compile_health import export as ch
     from kerneltracer.analysis.timeline import ops_csv
+    from kerneltracer.core import op_table
     from kerneltracer.corpus import backendbench, replay_export
     from kerneltracer.corpus import costs as corpus_costs
     from kerneltracer.corpus import schema as corpus_schema
     from kerneltracer.costmodel import CostBreakdown
     from kerneltracer.coverage import export as cov
     from kerneltracer.report import exports, ops_view
-    from kerneltracer.tracers import _op_table, torch_profiler
+    from kerneltracer.worker.tracers import torch_profiler
 
     cost = corpus_costs.cost_tables(CostBreakdown(device="-"))
     return [
@@ -569,7 +570,7 @@ def format_tables() -> list[tuple[str, str, Any, str]]:
             "",
         ),
         ("key_averages.csv", "the `torch_profiler` tracer", torch_profiler._COLUMNS, ""),
-        ("op_table.csv", "the profiler tracers", _op_table.COLUMNS, ""),
+        ("op_table.csv", "the profiler tracers", op_table.COLUMNS, ""),
     ]
 
 

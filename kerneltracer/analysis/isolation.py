@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import Generic, Literal, TypeVar
 
 from kerneltracer.core.interrupts import default_signals, signal_of
-from kerneltracer.supervisor import describe_exit, kill_group
-from kerneltracer.worker.lifeline import arm_parent_death
+from kerneltracer.process.lifeline import arm_parent_death
+from kerneltracer.process.supervisor import describe_exit, kill_group
 
 R = TypeVar("R")
 

@@ -47,9 +47,9 @@ def chakra(
     """
     from kerneltracer.cli.options import resolve_device
     from kerneltracer.core.layout import RunPaths
+    from kerneltracer.core.ranks import rank_dirs, rank_jobs, read_rank_job
     from kerneltracer.errors import RunDirError, UsageError, choices
     from kerneltracer.export.chakra import export_chakra
-    from kerneltracer.export.ranks import rank_dirs, rank_jobs, read_rank_job
 
     device = resolve_device(device_name, devices_file)
     if not run_dir.is_dir():

@@ -72,12 +72,12 @@ def optimize(
     MODEL_SPEC is a built-in test model (mlp, cnn_bn, resnet_block, redundant, deep,
     mini_resnet, dynamic) or a local Hugging Face model directory (config.json + weights).
     """
-    from kerneltracer.fx.models import load_model
     from kerneltracer.fx.optimizer import GraphOptimizer
     from kerneltracer.fx.passes.base import OptimizationPass
     from kerneltracer.fx.passes.recompute import EveryNth, MemoryBudget, RecomputationPass
     from kerneltracer.fx.passes.registry import resolve
     from kerneltracer.jsonio import atomic_write_json
+    from kerneltracer.worker.frameworks.huggingface.causal_lm import load_model
 
     policy = EveryNth(checkpoint_every) if checkpoint_every else MemoryBudget(memory_budget)
     chosen: list[OptimizationPass] = [

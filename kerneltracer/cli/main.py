@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from kerneltracer import __version__
+from kerneltracer._version import __version__
 from kerneltracer.core.registry import Entry, Registry
 from kerneltracer.errors import KernelTracerError, one_line
 

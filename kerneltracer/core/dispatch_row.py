@@ -7,7 +7,7 @@ as it is, or a :class:`BadDispatchRow` with a kind to count it under; never a ha
 
 The value form (tensors as ``{"shape", "dtype", "device", "stride"?, "min"?, "max"?,
 "true"?}``, tagged scalars ``{"$": tag, "v": text}``, lists, JSON scalars) is
-:mod:`kerneltracer.corpus.model`'s.
+:mod:`kerneltracer.core.signature`'s.
 """
 
 from __future__ import annotations

@@ -85,7 +85,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from kerneltracer.corpus.model import SINGLE, TAG, Placement, Signature, is_tensor
+from kerneltracer.core.signature import TAG, is_tensor
+from kerneltracer.corpus.model import SINGLE, Placement, Signature
 from kerneltracer.corpus.operator_inp import OP_NAME, contiguous_stride
 from kerneltracer.corpus.operator_inp import quote as _string
 from kerneltracer.jsonio import atomic_writer

@@ -18,20 +18,12 @@ from kerneltracer.core.artefacts import ArtefactKind
 from kerneltracer.core.dispatch_row import BadDispatchRow, DispatchRow, parse_dispatch_line
 from kerneltracer.core.layout import JOB, RUN
 from kerneltracer.core.modulepaths import bounded
-from kerneltracer.corpus.model import (
-    Corpus,
-    CorpusProblem,
-    Placement,
-    Signature,
-    id_of_key,
-    merge_kwargs,
-    merge_ranges,
-    signature_key,
-)
+from kerneltracer.core.ranks import RankJob, rank_dirs, rank_label, read_rank_job
+from kerneltracer.core.signature import id_of_key, merge_kwargs, merge_ranges, signature_key
+from kerneltracer.corpus.model import Corpus, CorpusProblem, Placement, Signature
 from kerneltracer.corpus.operator_inp import LOG_NAME, inert_calls
 from kerneltracer.coverage.scan import InputProblem, JobRef, iter_job_refs
 from kerneltracer.errors import InputFileError
-from kerneltracer.export.ranks import RankJob, rank_dirs, rank_label, read_rank_job
 from kerneltracer.inputguard import read_input
 
 KIND = ArtefactKind.DISPATCH_SIGNATURES

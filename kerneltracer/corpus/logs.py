@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kerneltracer.corpus.model import Signature, signature_id
+from kerneltracer.core.signature import signature_id
+from kerneltracer.corpus.model import Signature
 from kerneltracer.corpus.operator_inp import OperatorLog, parse_log
 from kerneltracer.errors import InputFileError, UsageError
 from kerneltracer.inputguard import read_input_text

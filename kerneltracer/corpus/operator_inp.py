@@ -38,7 +38,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kerneltracer.corpus.model import TAG, is_tensor
+from kerneltracer.core.signature import TAG, is_tensor
 
 _ABBREV = {
     "float16": "f16",

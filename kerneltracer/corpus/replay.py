@@ -23,7 +23,7 @@ import orjson
 
 from kerneltracer.corpus.model import Signature
 from kerneltracer.errors import KernelTracerError, UsageError
-from kerneltracer.supervisor import WorkerProcess, describe_exit
+from kerneltracer.process.supervisor import WorkerProcess, describe_exit
 
 DEVICES = ("cpu", "cuda")
 STATUSES = ("ok", "mismatch", "failed", "crashed", "timeout")

@@ -2,7 +2,7 @@
 and the reader replay uses. pyarrow is imported lazily (the CLI starts fast).
 
 One row per signature. JSON columns hold the values in the torch_dispatch JSON form
-(see :mod:`kerneltracer.corpus.model`); ``operator_inp`` holds the same call as an
+(see :mod:`kerneltracer.core.signature`); ``operator_inp`` holds the same call as an
 operator_inp line (``cnt: N, (args, kwargs)``), ready for benchmark scripts.
 
 Schema versions (``kerneltracer.corpus.schema_version`` in the file's metadata):

@@ -1,6 +1,6 @@
 """The op cost model: FLOPs and bytes per call from shapes and dtypes, a device table, the
 roofline, and sums per op / module / model. Framework-free: it reads the JSON signature
-form torch_dispatch writes (see :mod:`kerneltracer.corpus.model`), never torch.
+form torch_dispatch writes (see :mod:`kerneltracer.core.signature`), never torch.
 
 - ``estimate(op, inputs, kwargs, outputs)`` -> :class:`OpCost` or None (unknown);
 - ``load_devices(extra)`` -> :class:`DeviceTable` (``devices.yaml`` + a user YAML);

@@ -1,4 +1,4 @@
-"""Reading the JSON signature form (see :mod:`kerneltracer.corpus.model`): tensors, their
+"""Reading the JSON signature form (see :mod:`kerneltracer.core.signature`): tensors, their
 element counts and sizes in bytes, without torch.
 
 A tensor is ``{"shape": [...], "dtype": "bfloat16", ...}``; a shape may hold a symbolic size

@@ -19,12 +19,12 @@ from pathlib import Path
 from kerneltracer.core.artefacts import ArtefactKind
 from kerneltracer.core.identity import DEFAULT_MODE, DEFAULT_PHASE
 from kerneltracer.core.layout import RUN
+from kerneltracer.core.ranks import job_layout, rank_dirs, rank_label
 from kerneltracer.costmodel import DEFAULT_DEVICE, Device, load_devices
 from kerneltracer.coverage.costs import OpEstimate, job_op_costs
 from kerneltracer.coverage.gpu_time import attributed_gpu_time
 from kerneltracer.coverage.scan import InputProblem, JobRef, iter_job_refs
 from kerneltracer.coverage.sources import READERS, SOURCE_KINDS, SourceError, source_artefacts
-from kerneltracer.export.ranks import job_layout, rank_dirs, rank_label
 
 
 @dataclass(frozen=True, slots=True)

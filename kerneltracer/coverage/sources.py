@@ -205,7 +205,7 @@ def read_op_table(job: JobRef, rels: list[str]) -> SourceRows:
 
 def read_chrome_traces(job: JobRef, rels: list[str]) -> SourceRows:
     """Chrome traces: the op/kernel events of every trace (one per rank), self time by name."""
-    from kerneltracer.tracers._op_table import load_events, op_table
+    from kerneltracer.core.op_table import load_events, op_table
 
     acc: dict[str, list[float]] = {}
     for rel in rels:

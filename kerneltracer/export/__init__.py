@@ -1,2 +1,3 @@
 """Exports of a run's records to other tools' formats: per-rank Chakra execution traces
-(:mod:`.chakra`), from the rank dirs a parallel job writes (:mod:`.ranks`)."""
+(:mod:`.chakra`), from the rank dirs a parallel job writes (:mod:`kerneltracer.core.ranks`
+reads them)."""

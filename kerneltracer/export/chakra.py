@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kerneltracer.core.parallel import AXES, CollectiveRecord, Layout
+from kerneltracer.core.ranks import RankData, RankJob, as_rank
 from kerneltracer.costmodel.aggregate import UNRECORDED, Totals, _PerCall
 from kerneltracer.costmodel.comm import collective_cost, group_members
 from kerneltracer.costmodel.devices import Device
@@ -42,7 +43,6 @@ from kerneltracer.costmodel.estimate import estimate
 from kerneltracer.costmodel.layers import block_of, is_compute_op, layer_of, layer_order, natural
 from kerneltracer.costmodel.roofline import roofline
 from kerneltracer.export import protowire as pw
-from kerneltracer.export.ranks import RankData, RankJob, as_rank
 from kerneltracer.jsonio import atomic_write_bytes, atomic_write_json
 
 SCHEMA_VERSION = "0.0.4"

@@ -1,22 +1,20 @@
-"""Built-in test models and ``MODEL_SPEC`` → (model, inputs).
+"""Built-in test models of the FX optimiser, by name (:data:`BUILTIN`).
 
-Built-in specs are small on purpose (CPU tests and benchmarks on shared cores). A spec that is
-a directory is loaded as a local Hugging Face model (``config.json`` + safetensors, no hub) by
-the huggingface framework's loader.
+Built-in specs are small on purpose (CPU tests and benchmarks on shared cores). A
+``MODEL_SPEC`` is resolved by :func:`kerneltracer.worker.frameworks.huggingface.causal_lm.
+load_model`, which also loads a local Hugging Face directory: fx sits below the worker (the
+graph-writing tracers use its node tables), so loading models with transformers is not its job.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-
-from kerneltracer.errors import UsageError, choices
 
 
 class SimpleMLP(nn.Module):
@@ -179,22 +177,3 @@ BUILTIN: dict[str, ModelSpec] = {
         ModelSpec("dynamic", DynamicControlFlow, _rand(4, 8)),
     )
 }
-
-
-def load_model(spec: str, seq_len: int = 32, seed: int = 0) -> tuple[nn.Module, tuple[Any, ...]]:
-    """``spec`` is a built-in model name or a local HF model directory."""
-    torch.manual_seed(seed)
-    if spec in BUILTIN:
-        entry = BUILTIN[spec]
-        model = entry.build().train(entry.train)
-        return model, entry.inputs()
-    path = Path(spec)
-    if (path / "config.json").is_file():
-        from kerneltracer.worker.frameworks.huggingface.causal_lm import load_causal_lm
-
-        model, inputs = load_causal_lm(path, seq_len)
-        return model.train(), inputs
-    raise UsageError(
-        f"unknown model {spec!r}: not a directory with config.json, nor a "
-        f"built-in model ({choices(BUILTIN)})"
-    )

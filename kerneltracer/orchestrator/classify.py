@@ -15,7 +15,7 @@ from pathlib import Path
 from kerneltracer.core.rootcause import last_exception_line
 from kerneltracer.core.status import JobStatus
 from kerneltracer.core.stop import StopReason
-from kerneltracer.supervisor import signal_name
+from kerneltracer.process.supervisor import signal_name
 
 _STDLIB = re.compile(r"/lib/python3\.\d+/(?!site-packages/|dist-packages/)|^<frozen")
 _FAULT_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+) in (\S+)')

@@ -27,16 +27,7 @@ from pydantic import BaseModel
 
 from kerneltracer.config import DownloadSettings
 from kerneltracer.core.jobspec import ModelRef
-from kerneltracer.environ import ENV_ORCHESTRATOR_PID
-from kerneltracer.jsonio import atomic_write_bytes, read_json
-from kerneltracer.orchestrator.fetch import (
-    REQUEST_SUFFIX,
-    DownloadOutcome,
-    FetchRequest,
-    FetchResult,
-    result_path,
-)
-from kerneltracer.orchestrator.snapshot import (
+from kerneltracer.core.snapshot import (
     FilePatterns,
     SnapshotCheck,
     SnapshotState,
@@ -50,7 +41,16 @@ from kerneltracer.orchestrator.snapshot import (
     repo_storage,
     wanted_files,
 )
-from kerneltracer.supervisor import WorkerProcess, describe_exit
+from kerneltracer.environ import ENV_ORCHESTRATOR_PID
+from kerneltracer.jsonio import atomic_write_bytes, read_json
+from kerneltracer.orchestrator.fetch import (
+    REQUEST_SUFFIX,
+    DownloadOutcome,
+    FetchRequest,
+    FetchResult,
+    result_path,
+)
+from kerneltracer.process.supervisor import WorkerProcess, describe_exit
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from kerneltracer import __version__
+from kerneltracer._version import __version__
 from kerneltracer.config import RunConfig
 from kerneltracer.core import layout
 from kerneltracer.core.jobspec import JobSpec

@@ -12,7 +12,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from kerneltracer.core.rootcause import Chain, exception_line, root_cause
-from kerneltracer.orchestrator.snapshot import (
+from kerneltracer.core.snapshot import (
     BIN_WEIGHT_PATTERNS,
     cached_commit,
     cached_tree,

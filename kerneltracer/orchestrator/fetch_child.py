@@ -21,7 +21,7 @@ def main(argv: list[str]) -> int:
         usage = f"usage: python -m kerneltracer.orchestrator.fetch_child NAME{REQUEST_SUFFIX}"
         print(usage, file=sys.stderr)
         return 2
-    from kerneltracer.worker import lifeline
+    from kerneltracer.process import lifeline
 
     lifeline.install(KtEnv.read().orchestrator_pid)
     request_path = Path(argv[0])

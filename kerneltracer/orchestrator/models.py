@@ -19,13 +19,13 @@ from typing import Any
 
 from kerneltracer.config import DownloadSettings
 from kerneltracer.core.jobspec import JobSpec, ModelRef
+from kerneltracer.core.snapshot import cached_commit, hub_cache_dir
 from kerneltracer.jsonio import atomic_write_json, read_json
 from kerneltracer.orchestrator.download import (
     DownloadObserver,
     ModelDownload,
     ensure_models_downloaded,
 )
-from kerneltracer.orchestrator.snapshot import cached_commit, hub_cache_dir
 
 RESULTS_FILE = "results.json"
 _RESULTS_LOCK = ".results.lock"

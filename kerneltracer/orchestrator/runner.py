@@ -39,7 +39,7 @@ from kerneltracer.orchestrator.events import NullObserver, RunObserver
 from kerneltracer.orchestrator.forkserver import ForkedChild
 from kerneltracer.orchestrator.planner import Chain, PlannedJob, RunPlan
 from kerneltracer.orchestrator.preload import Preloader
-from kerneltracer.supervisor import WorkerProcess
+from kerneltracer.process.supervisor import WorkerProcess
 
 GiB = 1024**3
 

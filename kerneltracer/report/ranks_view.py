@@ -18,10 +18,10 @@ from markupsafe import Markup
 
 from kerneltracer.core.layout import RunPaths
 from kerneltracer.core.parallel import CollectiveRecord
+from kerneltracer.core.ranks import RankData, RankJob, rank_jobs, read_rank_job
 from kerneltracer.costmodel import DEFAULT_DEVICE, Device, load_devices
 from kerneltracer.costmodel.comm import CommCost, collective_cost
 from kerneltracer.costmodel.layers import LayerCost, RankCost, is_compute_op, rank_cost
-from kerneltracer.export.ranks import RankData, RankJob, rank_jobs, read_rank_job
 from kerneltracer.report.charts import stacked_bars
 
 OPS_SHOWN = 60

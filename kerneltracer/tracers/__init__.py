@@ -1,7 +1,7 @@
-"""Tracers: static descriptions (orchestrator side) with worker-side trace/write methods.
+"""The tracer catalog: what each tracer declares (name, frameworks, options, artefact kinds)
+and the registry that finds them, for config validation, planning and reports.
 
-Modules here must not import torch, transformers or vllm at import time: the orchestrator
-imports tracer modules to plan. Framework imports live inside the methods. The registry
-(:mod:`.registry`) imports no tracer module until a tracer's class is needed, so config
-validation loads none.
+The implementations live beside the worker that runs them (:mod:`kerneltracer.worker.tracers`);
+the registry names them by "module:attr" string and imports one only when its class is
+needed, so planning imports no implementation and no framework.
 """

@@ -5,17 +5,24 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
 from kerneltracer.core.artefacts import ArtefactKind, ArtefactPatterns, kind_from_name, match_kind
 
-if TYPE_CHECKING:
-    from kerneltracer.worker.frameworks.base import RunContext
+
+class Steppable(Protocol):
+    """What a tracer needs of any framework's context; the worker's RunContext is one.
+
+    A protocol, not the worker's class: the catalog sits below the worker and imports
+    nothing of it."""
+
+    def step(self) -> Any: ...
+
 
 # The context type of the framework a tracer runs under (HFContext, VLLMContext).
-Ctx = TypeVar("Ctx", bound="RunContext")
+Ctx = TypeVar("Ctx", bound=Steppable)
 
 
 class TracerOptions(BaseModel):

@@ -48,7 +48,7 @@ class TracerEntry(Entry):
 
 _HF = frozenset({"huggingface"})
 _VLLM = frozenset({"vllm"})
-_P = "kerneltracer.tracers."
+_P = "kerneltracer.worker.tracers."
 
 BUILTIN: tuple[TracerEntry, ...] = (
     TracerEntry("torch_dispatch", f"{_P}torch_dispatch:TorchDispatchTracer", _HF),

@@ -34,7 +34,7 @@ from typing import Any
 import orjson
 
 from kerneltracer.environ import ENV_ORCHESTRATOR_PID, KtEnv
-from kerneltracer.worker import lifeline
+from kerneltracer.process import lifeline
 
 # The server's children get this long after SIGTERM to take their trees down (their own
 # lifeline grace) before the server SIGKILLs their groups and exits.

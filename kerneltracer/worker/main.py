@@ -28,8 +28,8 @@ from kerneltracer.core.status import (
 from kerneltracer.environ import KtEnv
 from kerneltracer.errors import InputFileError, UnsupportedError
 from kerneltracer.jsonio import remove_orphaned_temps
+from kerneltracer.process import lifeline
 from kerneltracer.tracers.registry import TRACERS
-from kerneltracer.worker import lifeline
 from kerneltracer.worker.failure import classify_exception
 from kerneltracer.worker.frameworks.registry import get_loader, version_modules
 from kerneltracer.worker.phases import Heartbeat, PhaseLog
@@ -170,7 +170,7 @@ def _peak_rss() -> int:
 
 
 def _versions() -> dict[str, str | None]:
-    from kerneltracer import __version__
+    from kerneltracer._version import __version__
 
     out: dict[str, str | None] = {"kerneltracer": __version__, "python": sys.version.split()[0]}
     for name in version_modules():

@@ -9,18 +9,22 @@ import pytest
 import torch
 
 from kerneltracer.fx.nodetable import read_node_table
-from kerneltracer.tracers._compiler_errors import innermost, root_cause_line
-from kerneltracer.tracers._graphs import (
+from kerneltracer.tracers.registry import TRACERS
+from kerneltracer.worker.tracers._compiler_errors import innermost, root_cause_line
+from kerneltracer.worker.tracers._graphs import (
     GraphCaptureError,
     aten_ops,
     capture_graph,
     run_methods,
     tensor_meta,
 )
-from kerneltracer.tracers.print_aten import PrintAtenExportTracer, PrintAtenTracer
-from kerneltracer.tracers.print_fx import PrintFxTracer
-from kerneltracer.tracers.registry import TRACERS
-from kerneltracer.tracers.torch_compile import CompileOptions, TorchCompileTracer, _is_recompile
+from kerneltracer.worker.tracers.print_aten import PrintAtenExportTracer, PrintAtenTracer
+from kerneltracer.worker.tracers.print_fx import PrintFxTracer
+from kerneltracer.worker.tracers.torch_compile import (
+    CompileOptions,
+    TorchCompileTracer,
+    _is_recompile,
+)
 from tests.helpers import job_spec
 
 

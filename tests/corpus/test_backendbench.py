@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
+from kerneltracer.core.signature import signature_id
 from kerneltracer.corpus.backendbench import (
     PARQUET,
     arrow_schema,
@@ -23,7 +24,7 @@ from kerneltracer.corpus.backendbench import (
     rows_of,
     write_backendbench,
 )
-from kerneltracer.corpus.model import Signature, signature_id
+from kerneltracer.corpus.model import Signature
 from tests.corpus.bb_reader import (
     Tensor,
     benchmark_dict,

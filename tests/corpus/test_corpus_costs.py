@@ -152,8 +152,9 @@ def test_schema_2_only_adds_columns_and_reads_schema_1_files(
 
 
 def test_readiness_ranks_by_estimated_time_when_nothing_was_replayed() -> None:
+    from kerneltracer.core.signature import signature_id
     from kerneltracer.corpus.costs import est_time_note, est_time_us
-    from kerneltracer.corpus.model import Signature, signature_id
+    from kerneltracer.corpus.model import Signature
     from kerneltracer.corpus.readiness import ESTIMATE, assess
     from kerneltracer.corpus.support import Support
 

@@ -13,8 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from kerneltracer.core.signature import strip_ranges
 from kerneltracer.corpus.backendbench import format_args
-from kerneltracer.corpus.model import strip_ranges
 from kerneltracer.corpus.operator_inp import format_entry, format_log, parse_entry, parse_log
 from kerneltracer.corpus.schema import arrow_schema
 from tests.conftest import clean_env

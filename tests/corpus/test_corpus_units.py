@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
+from kerneltracer.core.signature import signature_id
 from kerneltracer.corpus.build import build_corpus
-from kerneltracer.corpus.model import Signature, signature_id
+from kerneltracer.corpus.model import Signature
 from kerneltracer.corpus.readiness import assess
 from kerneltracer.corpus.support import Support, support_from_dispatch_key, support_from_file
 from kerneltracer.errors import UsageError

@@ -163,7 +163,7 @@ TOUCH = "__import__('os').system('touch pwned')"
     ids=range(9),
 )
 def test_values_that_cannot_stay_inert_are_refused(value: dict[str, object]) -> None:
-    from kerneltracer.corpus.model import TAG
+    from kerneltracer.core.signature import TAG
     from kerneltracer.corpus.operator_inp import Unwritable, format_call
 
     value = {TAG if k == "__kt" else k: v for k, v in value.items()}

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from kerneltracer.corpus.model import Signature, signature_id
+from kerneltracer.core.signature import signature_id
+from kerneltracer.corpus.model import Signature
 from kerneltracer.corpus.readiness import assess
 from kerneltracer.corpus.readiness_export import write_readiness
 from kerneltracer.corpus.support import Support

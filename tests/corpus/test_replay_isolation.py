@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from kerneltracer.core.signature import signature_id
 from kerneltracer.corpus.export import write_corpus
-from kerneltracer.corpus.model import Corpus, Signature, signature_id
+from kerneltracer.corpus.model import Corpus, Signature
 from tests.conftest import REPO_ROOT
 from tests.helpers import kt
 

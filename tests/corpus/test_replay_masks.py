@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kerneltracer.corpus.model import merge_ranges, signature_id
+from kerneltracer.core.signature import merge_ranges, signature_id
 from kerneltracer.corpus.operator_inp import Entry, format_log, parse_log
 
 MASK_OPS = {
@@ -24,7 +24,7 @@ MASK_OPS = {
 def mask_rows() -> list[dict[str, Any]]:
     import torch
 
-    from kerneltracer.tracers._dispatch_recorder import DispatchRecorder, rows_of
+    from kerneltracer.worker.tracers._dispatch_recorder import DispatchRecorder, rows_of
 
     gen = torch.Generator().manual_seed(3)
     x = torch.randn(6, 5, requires_grad=True)

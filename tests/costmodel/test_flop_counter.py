@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
 from kerneltracer.costmodel import estimate
-from kerneltracer.tracers._dispatch_recorder import DispatchRecorder, rows_of
+from kerneltracer.worker.tracers._dispatch_recorder import DispatchRecorder, rows_of
 
 aten = torch.ops.aten
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kerneltracer.core.ranks import rank_label
 from kerneltracer.coverage import build_coverage
-from kerneltracer.export.ranks import rank_label
 from tests.coverage.synth import dispatch_files, make_job
 from tests.export.synth_ranks import Dense, dense_tp_pp_job, keep_roles
 

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from kerneltracer.core.parallel import Layout
+from kerneltracer.core.ranks import FROM_ROLES, FROM_SPEC, INFERRED, read_rank_job
 from kerneltracer.costmodel import load_devices
 from kerneltracer.export import protowire as pw
 from kerneltracer.export.chakra import export_chakra
-from kerneltracer.export.ranks import FROM_ROLES, FROM_SPEC, INFERRED, read_rank_job
 from tests.conftest import require
 from tests.export.synth_ranks import (
     Dense,

@@ -8,10 +8,11 @@ import pytest
 import torch
 
 from kerneltracer.errors import UnsupportedError, UsageError
-from kerneltracer.fx.models import DynamicControlFlow, SimpleMLP, load_model
+from kerneltracer.fx.models import DynamicControlFlow, SimpleMLP
 from kerneltracer.fx.optimizer import GraphOptimizer
 from kerneltracer.fx.passes.recompute import EveryNth, RecomputationPass
 from kerneltracer.fx.tracing import trace
+from kerneltracer.worker.frameworks.huggingface.causal_lm import load_model
 from tests.support.fx_models import build_tiny_llama
 
 

@@ -77,8 +77,9 @@ def _t(shape: list[int]) -> dict[str, object]:
 def test_replay_records_what_ran_and_the_rest_as_interrupted(
     tmp_path: Path, sig: signal.Signals
 ) -> None:
+    from kerneltracer.core.signature import signature_id
     from kerneltracer.corpus.export import write_corpus
-    from kerneltracer.corpus.model import Corpus, Signature, signature_id
+    from kerneltracer.corpus.model import Corpus, Signature
 
     def one(op: str, inputs: list[object], outputs: list[object]) -> Signature:
         s = Signature(signature_id(op, inputs, {}), op, inputs, {}, outputs)

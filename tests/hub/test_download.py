@@ -12,12 +12,12 @@ import pytest
 
 from kerneltracer.config import DownloadSettings
 from kerneltracer.core.jobspec import ModelRef, slugify
+from kerneltracer.core.snapshot import hub_cache_dir
 from kerneltracer.orchestrator.download import (
     DownloadProgress,
     ModelDownload,
     ensure_models_downloaded,
 )
-from kerneltracer.orchestrator.snapshot import hub_cache_dir
 from tests.hub.conftest import HubRepos
 from tests.hub.hubserver import Fault, Repo, make_repo
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kerneltracer.orchestrator.snapshot import TREE_FORMAT_VERSION, cached_tree, repo_storage
+from kerneltracer.core.snapshot import TREE_FORMAT_VERSION, cached_tree, repo_storage
 
 COMMIT = "a" * 40
 REPO = Path(__file__).resolve().parents[2]

@@ -56,9 +56,13 @@ def _job(
 def _trace(job: JobSpec, tmp_path: Path) -> set[str]:
     import orjson
 
-    from kerneltracer.tracers._dispatch_recorder import DispatchRecorder, ModulePaths, rows_of
     from kerneltracer.worker.frameworks.huggingface.loader import load_huggingface
     from kerneltracer.worker.inputs import InputSpec, build_workload
+    from kerneltracer.worker.tracers._dispatch_recorder import (
+        DispatchRecorder,
+        ModulePaths,
+        rows_of,
+    )
 
     ctx = load_huggingface(job, tmp_path)
     if not job.model.fake_weights:
@@ -186,8 +190,8 @@ def test_zoo_names_exist() -> None:
 def test_torch_compile_generates_the_code_of_a_fake_model_without_running_it(
     zoo_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kerneltracer.tracers.torch_compile import CompileOptions, TorchCompileTracer
     from kerneltracer.worker.frameworks.huggingface.loader import load_huggingface
+    from kerneltracer.worker.tracers.torch_compile import CompileOptions, TorchCompileTracer
 
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
     ctx = load_huggingface(_job(zoo_dir / "llama", "fake", mode="train"), tmp_path)

@@ -46,6 +46,7 @@ CORE = sorted(p.stem for p in CORE_DIR.glob("*.py") if p.stem != "__init__")
 CORE_MAY_USE = {
     "kerneltracer",
     "kerneltracer.environ",
+    "kerneltracer._version",  # the package root imports it
     "kerneltracer.errors",
     "kerneltracer.inputguard",
     "kerneltracer.jsonio",

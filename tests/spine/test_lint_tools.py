@@ -86,6 +86,34 @@ def _lint_imports(root: Path, contract: str) -> subprocess.CompletedProcess[str]
             "from kerneltracer.cli import options\n",
             "kerneltracer.analysis.timeline.planted -> kerneltracer.cli.options",
         ),
+        # A back-arrow: the worker process reaching up into the orchestrator.
+        (
+            "layers",
+            "worker/planted.py",
+            "from kerneltracer.orchestrator import planner\n",
+            "kerneltracer.worker.planted -> kerneltracer.orchestrator.planner",
+        ),
+        # The tracer catalog reaching up into the implementations it names by string.
+        (
+            "layers",
+            "tracers/planted.py",
+            "from kerneltracer.worker.tracers import torch_dispatch\n",
+            "kerneltracer.tracers.planted -> kerneltracer.worker.tracers.torch_dispatch",
+        ),
+        # A format in core reaching up into the package that reads it.
+        (
+            "layers",
+            "core/planted.py",
+            "from kerneltracer.corpus import model\n",
+            "kerneltracer.core.planted -> kerneltracer.corpus.model",
+        ),
+        # Siblings of one layer ("analysis | config") import nothing of each other.
+        (
+            "layers",
+            "analysis/planted.py",
+            "from kerneltracer import config\n",
+            "kerneltracer.analysis.planted -> kerneltracer.config",
+        ),
     ],
 )
 def test_a_planted_import_breaks_its_contract(
@@ -97,6 +125,15 @@ def test_a_planted_import_breaks_its_contract(
     after = _lint_imports(copy, contract)
     assert after.returncode == 1
     assert "BROKEN" in after.stdout and named in " ".join(after.stdout.split())
+
+
+def test_a_top_level_package_no_layer_names_breaks_the_layers(copy: Path) -> None:
+    # exhaustive: a new package must be given its place, not slip in between the layers
+    (copy / "kerneltracer/newcomer").mkdir()
+    (copy / "kerneltracer/newcomer/__init__.py").write_text("")
+    after = _lint_imports(copy, "layers")
+    assert after.returncode == 1
+    assert "kerneltracer.newcomer" in after.stdout
 
 
 # lint-imports shows five of the imports that would break the circles; all of them here.

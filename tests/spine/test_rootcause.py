@@ -14,8 +14,8 @@ from kerneltracer.core.rootcause import (
 )
 from kerneltracer.core.status import JobStatus
 from kerneltracer.errors import UnsupportedError
-from kerneltracer.tracers._compiler_errors import root_cause_line
 from kerneltracer.worker.failure import classify_exception
+from kerneltracer.worker.tracers._compiler_errors import root_cause_line
 
 
 def _raised(fn: object) -> BaseException:

@@ -10,7 +10,7 @@ _: Any = None
 
 # Found by name at run time, never called directly.
 _.__getattr__  # lazy package attributes (analysis.structured_logs, analysis.timeline, orchestrator)
-_.PrintAtenExportTracer  # tracers: tracers/registry.py BUILTIN names each "module:Class"
+_.PrintAtenExportTracer  # worker/tracers/: tracers/registry.py BUILTIN names each "module:Class"
 _.PrintAtenMakeFxTracer
 _.PrintFxTracer
 _.TorchCompileTracer
@@ -156,7 +156,7 @@ _.files_href
 _.report_href
 _.worst_rank
 _.submitted_at  # slurm submission record
-_.processes  # supervisor.TreeSample: the tree's size beside its RSS (nothing reads it yet)
+_.processes  # process.supervisor.TreeSample: the tree's size beside its RSS (nothing reads it yet)
 
 # Plug-in self-descriptions (analyses, record reporters, render modules): the docs of each
 # plug-in, kept beside its name; no command lists them yet.

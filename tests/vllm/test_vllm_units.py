@@ -13,11 +13,10 @@ from pathlib import Path
 import psutil
 import pytest
 
+from kerneltracer.core import op_table
 from kerneltracer.core.status import ErrorInfo, JobStatus
 from kerneltracer.errors import ModelFilesError, UnsupportedError
-from kerneltracer.tracers import _op_table
-from kerneltracer.tracers.vllm_profiler import VllmProfilerOptions, profiler_setup
-from kerneltracer.worker import shm
+from kerneltracer.process import shm
 from kerneltracer.worker.frameworks.vllm.engine import (
     architecture_refusal,
     engine_length,
@@ -27,6 +26,7 @@ from kerneltracer.worker.frameworks.vllm.engine import (
     version_tuple,
 )
 from kerneltracer.worker.frameworks.vllm.failure import engine_root_cause, with_engine_cause
+from kerneltracer.worker.tracers.vllm_profiler import VllmProfilerOptions, profiler_setup
 from tests.helpers import kt, write_config
 
 
@@ -73,7 +73,7 @@ def test_op_table_self_time_subtracts_direct_children_only() -> None:
         _x("ignored", 0, 1000, cat="python_function"),
         {"ph": "i", "cat": "cpu_op", "name": "instant", "ts": 1},
     ]
-    rows = {(r.name, r.kind): r for r in _op_table.op_table(events)}
+    rows = {(r.name, r.kind): r for r in op_table.op_table(events)}
     assert set(rows) == {
         ("outer", "cpu_op"),
         ("child", "cpu_op"),
@@ -87,8 +87,8 @@ def test_op_table_self_time_subtracts_direct_children_only() -> None:
     assert rows["gemm_kernel", "kernel"].self_us == 30
     # Exclusive times add up to the covered time on each thread.
     assert sum(r.self_us for r in rows.values() if r.kind == "cpu_op") == 100 + 10
-    parsed = list(csv.DictReader(io.StringIO(_op_table.to_csv(rows.values()).decode())))
-    assert list(parsed[0]) == list(_op_table.COLUMNS)
+    parsed = list(csv.DictReader(io.StringIO(op_table.to_csv(rows.values()).decode())))
+    assert list(parsed[0]) == list(op_table.COLUMNS)
     assert {p["name"] for p in parsed} == {"outer", "child", "leaf", "gemm_kernel"}
 
 
@@ -126,7 +126,7 @@ def test_engine_root_cause_is_the_engine_processes_exception() -> None:
     ours = info.model_copy(
         update={
             "root_cause": "TracerError: vLLM's profiler wrote no chrome trace",
-            "location": "/repo/kerneltracer/tracers/vllm_profiler.py:180 in write",
+            "location": "/repo/kerneltracer/worker/tracers/vllm_profiler.py:180 in write",
         }
     )
     assert with_engine_cause(JobStatus.FAILED, ours, ENGINE_LOG) == (JobStatus.FAILED, ours)

@@ -43,7 +43,7 @@ def _token_ids(spec: InputSpec, built: Built) -> Any:
         ids = spec.randint(vocab, (spec.batch, spec.seq_len), salt=1)
         ids = media.avoid_special_ids(spec, ids)
     if image_tokens:
-        marker = media.image_token_id(spec) or 0  # set: image_token_count found one
+        marker = spec.image_token_id() or 0  # set: image_token_count found one
         prefix = torch.full((spec.batch, image_tokens), marker, dtype=torch.long)
         ids = torch.cat([*_framed(spec, prefix), ids], dim=1)
         length = int(ids.shape[1])
@@ -108,18 +108,13 @@ def _bbox(spec: InputSpec, built: Built) -> Any:
 
 
 def _decoder_ids(spec: InputSpec, built: Built) -> Any:
-    length = decoder_length(spec)
+    length = spec.decoder_length()
     vocab = int(spec.find_in("decoder", "vocab_size", default=0) or spec.vocab())
     ids = spec.randint(vocab, (spec.batch, length), salt=4)
     ids = media.avoid_special_ids(spec, ids)
     start = spec.find("decoder_start_token_id", "pad_token_id", default=0)
     ids[:, 0] = int(start if isinstance(start, int) and 0 <= start < vocab else 0)
     return ids
-
-
-def decoder_length(spec: InputSpec) -> int:
-    limit = spec.find_in("decoder", "max_target_positions", "max_position_embeddings")
-    return max(1, min(spec.seq_len, int(limit) if isinstance(limit, int) else spec.seq_len))
 
 
 def _is_encoder_decoder(spec: InputSpec, built: Built) -> bool:

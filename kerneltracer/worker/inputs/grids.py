@@ -51,10 +51,8 @@ def wants_grid(spec: InputSpec, built: dict[str, Any]) -> bool:
 
 def mm_token_type_ids(spec: InputSpec, built: dict[str, Any]) -> Any:
     """Per token its modality (0 text, 1 image), which multimodal RoPE reads."""
-    from kerneltracer.worker.inputs.media import image_token_id
-
     ids = built["input_ids"]
-    marker = image_token_id(spec)
+    marker = spec.image_token_id()
     return (ids == marker).long() if marker is not None else ids.new_zeros(ids.shape)
 
 

@@ -59,10 +59,8 @@ def labels(spec: InputSpec, built: dict[str, Any]) -> Any:
     if head in ("causal_lm", "masked_lm"):
         return built["input_ids"].clone()
     if head == "seq2seq":
-        from kerneltracer.worker.inputs.builders import decoder_length
-
         vocab = int(spec.find_in("decoder", "vocab_size", default=0) or spec.vocab())
-        return spec.randint(vocab, (spec.batch, decoder_length(spec)), salt=20)
+        return spec.randint(vocab, (spec.batch, spec.decoder_length()), salt=20)
     if head == "multiple_choice":
         return spec.randint(spec.choices or 2, (spec.batch,), salt=21)
     if head == "token_classification":

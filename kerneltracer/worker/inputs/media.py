@@ -188,18 +188,13 @@ def input_features(spec: InputSpec, built: dict[str, Any]) -> Any:
     )
 
 
-def image_token_id(spec: InputSpec) -> int | None:
-    value = spec.find("image_token_id", "image_token_index")
-    return int(value) if isinstance(value, int) else None
-
-
 def image_token_count(spec: InputSpec, built: dict[str, Any]) -> int:
     """How many placeholder tokens a VLM's prompt needs for the built image (0 if none).
 
     Asked of the model itself (its vision tower on the built pixels, untraced), so the count
     follows whatever feature-selection strategy and projector the architecture uses.
     """
-    if "pixel_values" not in built or image_token_id(spec) is None:
+    if "pixel_values" not in built or spec.image_token_id() is None:
         return 0
     import torch
 

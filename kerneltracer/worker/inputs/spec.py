@@ -104,6 +104,16 @@ class InputSpec:
     def vocab(self) -> int:
         return int(self.find_in("text_config", "vocab_size", default=0) or 32000)
 
+    def decoder_length(self) -> int:
+        """The decoder's sequence length: seq_len, within what the decoder can take."""
+        limit = self.find_in("decoder", "max_target_positions", "max_position_embeddings")
+        return max(1, min(self.seq_len, int(limit) if isinstance(limit, int) else self.seq_len))
+
+    def image_token_id(self) -> int | None:
+        """The placeholder token an image's features replace in the prompt, if any."""
+        value = self.find("image_token_id", "image_token_index")
+        return int(value) if isinstance(value, int) else None
+
     def generator(self, salt: int) -> Any:
         import torch
 

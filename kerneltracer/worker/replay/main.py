@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from kerneltracer.worker.lifeline import arm_parent_death
+from kerneltracer.process.lifeline import arm_parent_death
 
 # Enough samples for a stable median, and calls per sample so each one is well above
 # the timer's resolution for ops of a few microseconds.

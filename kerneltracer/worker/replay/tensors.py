@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from kerneltracer.corpus.model import TAG, is_tensor
+from kerneltracer.core.signature import TAG, is_tensor
 
 
 class InputError(Exception):

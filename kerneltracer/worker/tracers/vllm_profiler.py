@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field
 
+from kerneltracer.core import op_table
 from kerneltracer.core.artefacts import OP_TABLE_FILE, ArtefactKind, ArtefactPatterns
 from kerneltracer.jsonio import atomic_write_bytes
-from kerneltracer.tracers import _op_table
 from kerneltracer.tracers.base import Tracer, TraceResult, TracerOptions
 
 if TYPE_CHECKING:
@@ -157,9 +157,9 @@ class VllmProfilerTracer(Tracer["VLLMContext"]):
         traces = sorted(folder.glob("*.json*")) if folder.is_dir() else []
         if not traces:
             raise TracerError(f"vLLM's profiler wrote no chrome trace into {folder}")
-        events = [e for path in traces for e in _op_table.load_events(path)]
-        rows = _op_table.op_table(events)
-        atomic_write_bytes(job_dir / OP_TABLE, _op_table.to_csv(rows))
+        events = [e for path in traces for e in op_table.load_events(path)]
+        rows = op_table.op_table(events)
+        atomic_write_bytes(job_dir / OP_TABLE, op_table.to_csv(rows))
         outputs = [str(p.relative_to(job_dir)) for p in sorted(folder.iterdir()) if p.is_file()]
         summary = {
             "traces": len(traces),

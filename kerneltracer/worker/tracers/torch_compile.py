@@ -24,8 +24,8 @@ from kerneltracer.core.artefacts import (
 )
 from kerneltracer.errors import KernelTracerError
 from kerneltracer.jsonio import atomic_write_json
-from kerneltracer.tracers._compiler_errors import graph_break_line, reraise_as_compiler_error
 from kerneltracer.tracers.base import Tracer, TraceResult, TracerOptions
+from kerneltracer.worker.tracers._compiler_errors import graph_break_line, reraise_as_compiler_error
 
 if TYPE_CHECKING:
     from kerneltracer.worker.frameworks.huggingface import HFContext

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import Field
 
 from kerneltracer.core.artefacts import ArtefactKind, ArtefactPatterns
-from kerneltracer.tracers._graphs import (
+from kerneltracer.tracers.base import Tracer, TraceResult, TracerOptions
+from kerneltracer.worker.tracers._graphs import (
     Capture,
     CapturedGraph,
     aten_ops,
@@ -33,7 +34,6 @@ from kerneltracer.tracers._graphs import (
     run_methods,
     write_capture,
 )
-from kerneltracer.tracers.base import Tracer, TraceResult, TracerOptions
 
 if TYPE_CHECKING:
     from kerneltracer.worker.frameworks.huggingface import HFContext

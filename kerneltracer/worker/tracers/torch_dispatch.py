@@ -51,7 +51,7 @@ class TorchDispatchTracer(Tracer["HFContext"]):
     Options: ClassVar[type[TracerOptions]] = DispatchOptions
 
     def trace(self, ctx: HFContext) -> dict[Any, list[Any]]:
-        from kerneltracer.tracers._dispatch_recorder import DispatchRecorder, ModulePaths
+        from kerneltracer.worker.tracers._dispatch_recorder import DispatchRecorder, ModulePaths
 
         assert isinstance(self.options, DispatchOptions)
         modules = ModulePaths(ctx.model)
@@ -61,7 +61,7 @@ class TorchDispatchTracer(Tracer["HFContext"]):
         return recorder.table
 
     def write(self, ctx: HFContext, traced: Any, job_dir: Path) -> TraceResult:
-        from kerneltracer.tracers._dispatch_recorder import rows_of
+        from kerneltracer.worker.tracers._dispatch_recorder import rows_of
 
         rows = rows_of(traced)
         atomic_write_jsonl(job_dir / OPS_FILE, rows)

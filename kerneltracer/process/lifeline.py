@@ -23,7 +23,7 @@ from types import FrameType
 
 import psutil
 
-from kerneltracer.worker import shm
+from kerneltracer.process import shm
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import Field
 
 from kerneltracer.core.artefacts import ArtefactKind, ArtefactPatterns
-from kerneltracer.tracers._graphs import (
+from kerneltracer.tracers.base import Tracer, TraceResult, TracerOptions
+from kerneltracer.worker.tracers._graphs import (
     Capture,
     CapturedGraph,
     capture_graph,
@@ -22,7 +23,6 @@ from kerneltracer.tracers._graphs import (
     run_methods,
     write_capture,
 )
-from kerneltracer.tracers.base import Tracer, TraceResult, TracerOptions
 
 if TYPE_CHECKING:
     from kerneltracer.worker.frameworks.huggingface import HFContext
@@ -113,7 +113,7 @@ def _break_row(reason: Any) -> dict[str, Any]:
 
 
 def _first_line(text: str) -> str:
-    from kerneltracer.tracers._compiler_errors import graph_break_line
+    from kerneltracer.worker.tracers._compiler_errors import graph_break_line
 
     return graph_break_line(text)
 

@@ -18,7 +18,7 @@ from kerneltracer.core import artefacts
 from kerneltracer.core.artefacts import ArtefactKind, ArtefactPatterns
 from kerneltracer.jsonio import atomic_write_json, atomic_write_text
 
-log = logging.getLogger("kerneltracer.tracers")
+log = logging.getLogger("kerneltracer.worker.tracers")
 
 GRAPHS_DIR = artefacts.GRAPHS_DIR
 INDEX_FILE = artefacts.GRAPH_INDEX_FILE
@@ -127,7 +127,7 @@ def run_methods(
     import time
 
     from kerneltracer.errors import KernelTracerError
-    from kerneltracer.tracers._compiler_errors import root_cause_line
+    from kerneltracer.worker.tracers._compiler_errors import root_cause_line
 
     attempts: list[Attempt] = []
     for method, run in methods:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from kerneltracer.core.rootcause import Chain, exception_line, innermost
 
-log = logging.getLogger("kerneltracer.tracers")
+log = logging.getLogger("kerneltracer.worker.tracers")
 
 _MAX_LINE = 400
 _MAX_MESSAGE = 240
