@@ -42,12 +42,12 @@ LARGEST = TESTDATA / "hta" / "negative_queue_length_values_check" / "rank0.json.
 # -- workers (run in a fresh interpreter) ---------------------------------------------------
 def _worker_ours(path: str) -> dict[str, Any]:
     t0 = time.perf_counter()
-    from kerneltracer.analysis.timeline.gpu_breakdown import (
+    from kerneltracer.analysis.timeline.analyses.gpu_breakdown import (
         kernel_breakdown,
         select_gpu_work,
         temporal_breakdown,
     )
-    from kerneltracer.analysis.timeline.loader import load_chrome_trace
+    from kerneltracer.analysis.timeline.load.loader import load_chrome_trace
 
     t1 = time.perf_counter()
     trace = load_chrome_trace(path)

@@ -39,7 +39,11 @@ import msgspec
 import numpy as np
 import orjson
 
-from kerneltracer.analysis.timeline.categories import CUDA_API, GPU_ACTIVITY, normalize_category
+from kerneltracer.analysis.timeline.model.categories import (
+    CUDA_API,
+    GPU_ACTIVITY,
+    normalize_category,
+)
 
 PH_COMPLETE = 0
 PH_INSTANT = 1

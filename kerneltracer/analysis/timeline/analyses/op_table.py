@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from kerneltracer.analysis.timeline.attribution import (
+from kerneltracer.analysis.timeline.analyses.attribution import (
     STATUSES,
     Attribution,
     OpInstance,

@@ -23,7 +23,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from kerneltracer.analysis.timeline.builder import (
+from kerneltracer.analysis.timeline.load.builder import (
     PH_COMPLETE,
     PH_INSTANT,
     Builder,

@@ -34,9 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from kerneltracer.analysis.timeline.categories import CUDA_API, GPU_ACTIVITY
-from kerneltracer.analysis.timeline.loader import PH_COMPLETE, ChromeTrace
-from kerneltracer.analysis.timeline.nesting import Nesting, thread_keys
+from kerneltracer.analysis.nesting import Nesting, thread_keys
+from kerneltracer.analysis.timeline.load.loader import PH_COMPLETE, ChromeTrace
+from kerneltracer.analysis.timeline.model.categories import CUDA_API, GPU_ACTIVITY
 
 METHODS = ("correlation", "flow", "external_id", "graph_capture", "repeated_correlation")
 CORRELATION, FLOW, EXTERNAL_ID, GRAPH_CAPTURE, REPEATED_CORRELATION = range(5)

@@ -13,10 +13,10 @@ def render_ops_html(
     kernels: list[dict[str, Any]],
     title: str = "",
 ) -> str:
-    from kerneltracer.analysis.timeline.attribution import STATUS_TEXT
+    from kerneltracer.analysis.timeline.analyses.attribution import STATUS_TEXT
 
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("kerneltracer.analysis.timeline", "templates"),
+        loader=jinja2.PackageLoader("kerneltracer.analysis.timeline.render", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
     )

@@ -37,16 +37,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kerneltracer.analysis.timeline.attribution import (
+from kerneltracer.analysis.nesting import Nesting, thread_keys
+from kerneltracer.analysis.timeline.analyses.attribution import (
     ATTRIBUTED,
     GRAPH_CAPTURE,
     GRAPH_REPLAY,
     Attribution,
     OpInstance,
 )
-from kerneltracer.analysis.timeline.categories import CUDA_API
-from kerneltracer.analysis.timeline.loader import PH_COMPLETE, ChromeTrace
-from kerneltracer.analysis.timeline.nesting import Nesting, thread_keys
+from kerneltracer.analysis.timeline.load.loader import PH_COMPLETE, ChromeTrace
+from kerneltracer.analysis.timeline.model.categories import CUDA_API
 
 LAUNCH_CALLS = re.compile(
     r"^(cudaLaunchKernel|cudaLaunchKernelExC|cuLaunchKernel|cuLaunchKernelEx|"
