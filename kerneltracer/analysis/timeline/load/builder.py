@@ -1,23 +1,19 @@
 """Fold batches of trace events into numpy column chunks.
 
 The fast path decodes a batch with msgspec into small structs that name only the fields
-the analyses read; everything else in an event (notably the bulky ``args`` of host ops:
-shapes, types, concrete inputs) is skipped by the decoder without building Python objects.
-``args`` stays raw bytes and is decoded only as far as needed: three ids for every event,
-whole for the rare GPU and instant events whose args become InferScope metadata. A batch
-with unexpected types (a string timestamp, a numeric name) falls back to a plain orjson
-decode and the same per-event rules.
+the analyses read (events.py); everything else in an event (notably the bulky ``args`` of
+host ops: shapes, types, concrete inputs) is skipped by the decoder without building Python
+objects. ``args`` stays raw bytes and is decoded only as far as needed: three ids for every
+event, whole for the rare GPU and instant events whose args become InferScope metadata, and
+each kind decoded for a whole batch at once. A batch with unexpected types (a string
+timestamp, a numeric name) falls back to a plain orjson decode and the same per-event rules.
 
 Every event that is not used is counted, by kind, in one of two tallies: ``bad`` (the event
 is malformed: a missing or non-numeric timestamp, a negative duration, an unknown phase…)
 and ``skipped`` (a valid chrome-trace event the analyses do not use: flows, counters).
-Only ``bad`` counts make ``--strict`` fail.
-
-orjson and msgspec refuse ``NaN``, ``Infinity``, numbers beyond a double (``1e400``) and
-integers beyond 64 bits, which Python's json (and so many trace writers) produce; a batch
-that fails on one of those is decoded again by the standard library, so the event is counted
-(``timestamp_not_finite``, ``duration_out_of_range``…) instead of the whole trace being
-rejected.
+Only ``bad`` counts make ``--strict`` fail. Text with a literal only Python's json reads
+(``NaN``, ``1e400``…) is decoded by it, so the event is counted (``timestamp_not_finite``,
+``duration_out_of_range``…) instead of the whole trace being rejected.
 
 Times are µs, and no clock gives one beyond ``MAX_TIME_US`` (2^53 µs, 285 years from its
 epoch; past it a double cannot even hold a whole microsecond): an event that starts or ends
@@ -28,17 +24,17 @@ there (``ts: 1e300``, ``dur: 1e308``) is malformed (``timestamp_out_of_range``,
 from __future__ import annotations
 
 import contextlib
-import json
 import math
-import re
 from collections import Counter
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import numpy as np
-import orjson
 
+from kerneltracer.analysis.timeline.load import events as ev
+from kerneltracer.analysis.timeline.load.columns import Columns, Flows, as_int, concat, int_column
 from kerneltracer.analysis.timeline.model.categories import (
     CUDA_API,
     GPU_ACTIVITY,
@@ -52,6 +48,7 @@ MAX_TIME_US = float(2**53)
 _UNUSED_PHASES = frozenset("sftCbneNODPRVvc")
 # pid / tid values that can label a thread (Kineto uses ints and strings).
 _ID_TYPES = frozenset({int, str, float, bool, type(None)})
+_TIME_TYPES = frozenset({int, float})
 # Events whose args are kept whole (they become InferScope metadata); all are rare in traces.
 _KEEP_ARGS = GPU_ACTIVITY | {"cpu_instant_event", "gpu_user_annotation", "cuda_sync", ""}
 # Host ops whose shape and identity args op attribution reads (``Builder(op_args=True)``).
@@ -61,74 +58,6 @@ _KEEP_NONE, _KEEP_WHOLE, _KEEP_OP, _KEEP_LAUNCH = 0, 1, 2, 3
 FLOW_CATEGORIES = frozenset({"ac2g"})
 
 
-class _Event(msgspec.Struct, gc=False):
-    ph: Any = None
-    cat: Any = None
-    name: Any = None
-    pid: Any = None
-    tid: Any = None
-    ts: Any = None
-    dur: Any = None
-    id: Any = None
-    args: msgspec.Raw = msgspec.Raw()
-
-
-class OpArgs(
-    msgspec.Struct,
-    gc=False,
-    rename={
-        "input_dims": "Input Dims",
-        "input_types": "Input type",
-        "concrete_inputs": "Concrete Inputs",
-        "external_id": "External id",
-        "module_hierarchy": "Module Hierarchy",
-        "call_stack": "Call stack",
-        "sequence_number": "Sequence number",
-    },
-):
-    """The args of a host op that attribution reads; the rest is skipped undecoded."""
-
-    input_dims: Any = None
-    input_types: Any = None
-    concrete_inputs: Any = None
-    external_id: Any = None
-    module_hierarchy: Any = None
-    call_stack: Any = None
-    sequence_number: Any = None
-
-
-class _LaunchArgs(msgspec.Struct, gc=False):
-    kernel: Any = None  # the launched kernel's name (ROCm writes it on its launch calls)
-
-
-class _Ids(msgspec.Struct, gc=False):
-    stream: Any = -1
-    correlation: Any = -1
-    device: Any = -1
-
-
-# A literal orjson refuses but the standard json reads: NaN, ±Infinity, 1e400, and an
-# integer beyond 64 bits (20 digits or more).
-_NON_FINITE = re.compile(rb"NaN|Infinity|[0-9][eE][+]?[0-9]{3}|[0-9]{20}")
-
-_BATCH = msgspec.json.Decoder(list[_Event])
-_IDS = msgspec.json.Decoder(_Ids)
-_IDS_LIST = msgspec.json.Decoder(list[_Ids])
-_OP_ARGS = msgspec.json.Decoder(OpArgs)
-_LAUNCH_ARGS = msgspec.json.Decoder(_LaunchArgs)
-
-
-class Flows:
-    """Flow events (``s`` start on the host, ``f`` finish on the GPU) of FLOW_CATEGORIES."""
-
-    def __init__(self) -> None:
-        self.id: list[Any] = []
-        self.start: list[bool] = []
-        self.pid: list[int] = []
-        self.tid: list[int] = []
-        self.ts: list[Any] = []
-
-
 class Builder:
     """Accumulates column chunks, interned names/categories/threads and kept args."""
 
@@ -136,7 +65,7 @@ class Builder:
         """``op_args``: also keep host ops' shape args (:class:`OpArgs`), ac2g flows and
         the kernel names runtime launch calls carry."""
         self.path = path
-        self.op_args: dict[int, OpArgs] | None = {} if op_args else None
+        self.op_args: dict[int, ev.OpArgs] | None = {} if op_args else None
         self.launch_kernels: dict[int, str] = {}
         self.flows: Flows | None = Flows() if op_args else None
         self.chunks: list[dict[str, np.ndarray]] = []
@@ -157,17 +86,17 @@ class Builder:
     def add_json_array(self, data: bytes) -> bool:
         """Add the events of a JSON array; False (and nothing added) if it is not valid JSON."""
         try:
-            events = _BATCH.decode(data)
+            events = ev.BATCH.decode(data)
         except msgspec.ValidationError:  # odd types, numbers out of range
             pass
         except msgspec.DecodeError:  # a cut inside an object, or a literal only json reads
-            if _NON_FINITE.search(data) is None:
+            if ev.NON_FINITE.search(data) is None:
                 return False
         else:
-            self._add_structs(events)
+            self.add_structs(events)
             return True
         try:
-            self.add_dicts(loads_lenient(data))
+            self.add_dicts(ev.loads_lenient(data))
         except (ValueError, RecursionError):
             return False
         return True
@@ -178,7 +107,7 @@ class Builder:
         return self.rows + sum(self.bad.values()) + sum(self.skipped.values())
 
     def add_dicts(self, events: list[Any]) -> None:
-        cols = _Columns()
+        cols = Columns()
         for e in events:
             if type(e) is not dict:
                 self._bad("not_an_object")
@@ -186,23 +115,28 @@ class Builder:
             self._add_dict(cols, e)
         self._flush(cols)
 
-    # -- per event -----------------------------------------------------------------------
-    def _add_structs(self, events: list[_Event]) -> None:
-        rows: list[_Event] = []
-        cols = _Columns()
+    def add_structs(self, events: list[ev.Event]) -> None:
+        rows: list[ev.Event] = []
+        flows: list[ev.Event] = []
+        cols = Columns()
         other: list[str] = []  # flows are a third of a Kineto trace: counted at once below
         for e in events:
             ph = e.ph
             if ph == "X" or ph == "i" or ph == "I":
                 rows.append(e)
             elif ph == "M" or ph == "B" or ph == "E":
-                self._add_dict(cols, _struct_to_dict(e))
+                if flows:  # threads are interned in event order: the flows before it first
+                    self._add_flows(flows)
+                    flows = []
+                self._add_dict(cols, ev.struct_to_dict(e))
             elif type(ph) is str:
                 other.append(ph)
                 if (ph == "s" or ph == "f") and self.flows is not None:
-                    self._add_flow(e)
+                    flows.append(e)
             else:
                 self._other_phase(ph)
+        if flows:
+            self._add_flows(flows)
         for ph, n in Counter(other).items():
             self._other_phase(ph, n)
         if not self._add_rows_columnar(rows):
@@ -211,45 +145,58 @@ class Builder:
                 self._append(
                     cols,
                     PH_COMPLETE if complete else PH_INSTANT,
-                    e.cat,
-                    e.name,
-                    e.pid,
-                    e.tid,
-                    e.ts,
-                    e.dur if complete else 0,
+                    (e.cat, e.name, e.pid, e.tid, e.ts, e.dur if complete else 0),
                     e.args,
                     None,
                 )
         self._flush(cols)
 
-    def _add_rows_columnar(self, rows: list[_Event]) -> bool:
+    # -- whole batches -------------------------------------------------------------------
+    def _add_rows_columnar(self, rows: list[ev.Event]) -> bool:
         """Columns for well-typed rows, one list comprehension per field; False if unusual."""
         if not rows:
             return True
-        ts = [e.ts for e in rows]
-        dur = [e.dur if e.ph == "X" else 0 for e in rows]
+        times = _time_columns(rows)
         cats = [e.cat for e in rows]
         names = [e.name for e in rows]
-        if not (set(map(type, ts)) | set(map(type, dur))) <= {int, float}:
+        if times is None or set(map(type, cats)) != {str} or set(map(type, names)) != {str}:
             return False
-        if set(map(type, cats)) != {str} or set(map(type, names)) != {str}:
-            return False
-        if min(dur) < 0:  # the per-event path counts them
-            return False
-        try:
-            ts_col = np.array(ts, dtype=np.float64)
-            dur_col = np.array(dur, dtype=np.float64)
-        except OverflowError:  # an integer beyond a double
-            return False
-        # NaN fails both comparisons and ±inf the bound: the per-event path counts them.
-        if not (np.abs(ts_col).max() <= MAX_TIME_US and (ts_col + dur_col).max() <= MAX_TIME_US):
-            return False
+        ts_col, dur_col, floats = times
         pids = [e.pid for e in rows]
         tids = [e.tid for e in rows]
+        raw = [e.args or b"{}" for e in rows]
+        blob = ev.json_list(raw)
         try:
-            ids = _IDS_LIST.decode(b"[" + b",".join([e.args or b"{}" for e in rows]) + b"]")
+            ids = ev.IDS_LIST.decode(blob)
         except (msgspec.ValidationError, TypeError):
             return False
+        if not self._intern_batch(cats, names, pids, tids):
+            return False
+        cat_ids = np.array([self.cats[c] for c in cats], dtype=np.int32)
+        self._keep_batch_args(rows, cat_ids, b'"kernel"' in blob)
+        self.float_ts = self.float_ts or floats
+        self.chunks.append(
+            {
+                "ph": np.array(
+                    [PH_COMPLETE if e.ph == "X" else PH_INSTANT for e in rows], dtype=np.uint8
+                ),
+                "cat": cat_ids,
+                "name": np.array([self.names[n] for n in names], dtype=np.int32),
+                "ts": ts_col,
+                "dur": dur_col,
+                "pid": np.array([self.threads[p] for p in pids], dtype=np.int32),
+                "tid": np.array([self.threads[t] for t in tids], dtype=np.int32),
+                **_id_columns(ids),
+            }
+        )
+        self.rows += len(rows)
+        return True
+
+    def _intern_batch(
+        self, cats: list[str], names: list[str], pids: list[Any], tids: list[Any]
+    ) -> bool:
+        """Ids for a batch's new categories, names and threads; False for an unhashable
+        pid/tid (the per-event path counts it)."""
         for c in set(cats) - self.cats.keys():
             self.cats[c] = len(self.cats)
             self.keep_args.append(self._keep(c))
@@ -258,59 +205,75 @@ class Builder:
         try:
             for t in (set(pids) | set(tids)) - self.threads.keys():
                 self.threads[t] = len(self.threads)
-        except TypeError:  # an unhashable pid/tid
+        except TypeError:
             return False
-        cat_ids = [self.cats[c] for c in cats]
-        base = self.rows
-        for i, c in enumerate(cat_ids):
-            keep = self.keep_args[c]
-            if keep and rows[i].args:
-                if keep == _KEEP_OP:
-                    self._keep_op_args(base + i, rows[i].args)
-                    continue
-                if keep == _KEEP_LAUNCH:
-                    self._keep_launch(base + i, rows[i].args)
-                    continue
-                args = msgspec.json.decode(rows[i].args)
-                if type(args) is dict and args:
-                    self.args[base + i] = args
-        self.float_ts = self.float_ts or float in set(map(type, ts))
-        self.chunks.append(
-            {
-                "ph": np.array(
-                    [PH_COMPLETE if e.ph == "X" else PH_INSTANT for e in rows], dtype=np.uint8
-                ),
-                "cat": np.array(cat_ids, dtype=np.int32),
-                "name": np.array([self.names[n] for n in names], dtype=np.int32),
-                "ts": ts_col,
-                "dur": dur_col,
-                "pid": np.array([self.threads[p] for p in pids], dtype=np.int32),
-                "tid": np.array([self.threads[t] for t in tids], dtype=np.int32),
-                "stream": _int_column([x.stream for x in ids]),
-                "corr": _int_column([x.correlation for x in ids]),
-                "device": _int_column([x.device for x in ids]),
-            }
-        )
-        self.rows += len(rows)
         return True
 
-    def _add_dict(self, cols: _Columns, e: dict[str, Any]) -> None:
+    def _keep_batch_args(self, rows: list[ev.Event], cat_ids: np.ndarray, kernels: bool) -> None:
+        """The args kept for a batch's rows, each kind decoded in one call."""
+        keep = np.asarray(self.keep_args, dtype=np.int8)[cat_ids]
+        base = self.rows
+        whole = _with_args(rows, keep == _KEEP_WHOLE)
+        if whole:
+            decoded = msgspec.json.decode(ev.json_list([rows[i].args for i in whole]))
+            for i, args in zip(whole, decoded, strict=True):
+                if type(args) is dict and args:
+                    self.args[base + i] = args
+        if self.op_args is None:
+            return
+        ops = _with_args(rows, keep == _KEEP_OP)
+        if ops:
+            try:
+                op_args = ev.OP_ARGS_LIST.decode(ev.json_list([rows[i].args for i in ops]))
+            except msgspec.ValidationError:  # one of odd types: each on its own
+                for i in ops:
+                    self._keep_op_args(base + i, rows[i].args)
+            else:
+                self.op_args.update(zip([base + i for i in ops], op_args, strict=True))
+        # Most launch calls (all of CUDA's) carry no kernel name: none looked at then.
+        if kernels:
+            for i in _with_args(rows, keep == _KEEP_LAUNCH):
+                self._keep_launch(base + i, rows[i].args)
+
+    def _add_flows(self, flows: list[ev.Event]) -> None:
+        """Flow events of FLOW_CATEGORIES with usable times and thread ids, in order."""
+        f = self.flows
+        kept = [e for e in flows if type(e.cat) is str and e.cat in FLOW_CATEGORIES]
+        if f is None or not kept:
+            return
+        ts = [e.ts for e in kept]
+        pids = [e.pid for e in kept]
+        tids = [e.tid for e in kept]
+        if not (_times_in_range(ts) and set(map(type, pids + tids)) <= _ID_TYPES):
+            for e in kept:  # the per-event rules leave the unusable ones out
+                self._add_flow(e)
+            return
+        threads = self.threads
+        for key in dict.fromkeys(chain.from_iterable(zip(pids, tids, strict=True))):
+            if key not in threads:
+                threads[key] = len(threads)
+        f.id.extend([e.id for e in kept])
+        f.start.extend([e.ph == "s" for e in kept])
+        f.pid.extend([threads[p] for p in pids])
+        f.tid.extend([threads[t] for t in tids])
+        f.ts.extend(ts)
+
+    # -- per event -----------------------------------------------------------------------
+    def _add_dict(self, cols: Columns, e: dict[str, Any]) -> None:
         ph = e.get("ph")
         if ph == "X" or ph == "i" or ph == "I":
             complete = ph == "X"
             args = e.get("args")
-            self._append(
-                cols,
-                PH_COMPLETE if complete else PH_INSTANT,
+            fields = (
                 e.get("cat"),
                 e.get("name"),
                 e.get("pid"),
                 e.get("tid"),
                 e.get("ts"),
                 e.get("dur") if complete else 0,
-                None,
-                args if type(args) is dict else {},
             )
+            kept = args if type(args) is dict else {}
+            self._append(cols, PH_COMPLETE if complete else PH_INSTANT, fields, None, kept)
         elif ph == "M":
             self._meta(e)
         elif ph == "B":
@@ -320,56 +283,23 @@ class Builder:
         else:
             self._other_phase(ph)
             if (ph == "s" or ph == "f") and self.flows is not None:
-                f = _Event(ph=ph, cat=e.get("cat"), pid=e.get("pid"), tid=e.get("tid"))
+                f = ev.Event(ph=ph, cat=e.get("cat"), pid=e.get("pid"), tid=e.get("tid"))
                 f.ts, f.id = e.get("ts"), e.get("id")
                 self._add_flow(f)
 
     def _append(
         self,
-        cols: _Columns,
+        cols: Columns,
         ph: int,
-        raw_cat: Any,
-        name: Any,
-        pid: Any,
-        tid: Any,
-        ts: Any,
-        dur: Any,
+        fields: tuple[Any, Any, Any, Any, Any, Any],
         raw_args: msgspec.Raw | None,
         args: dict[str, Any] | None,
     ) -> None:
-        # The hot loop of the loader: exact type checks and plain dict lookups on purpose.
-        t = type(ts)
-        if t is float:
-            if not math.isfinite(ts):
-                self._bad("timestamp_not_finite")
-                return
-            self.float_ts = True
-        elif t is not int:
-            self._bad("missing_timestamp" if ts is None else "timestamp_not_a_number")
-            return
-        if not -MAX_TIME_US <= ts <= MAX_TIME_US:
-            self._bad("timestamp_out_of_range")
-            return
-        t = type(dur)
-        if t is not int and t is not float:
-            self._bad("missing_duration" if dur is None else "duration_not_a_number")
-            return
-        if dur < 0:
-            self._bad("negative_duration")
-            return
-        if t is float and not math.isfinite(dur):
-            self._bad("duration_not_finite")
-            return
-        if ts + dur > MAX_TIME_US:
-            self._bad("duration_out_of_range")
-            return
-        if type(name) is not str:
-            if type(name) is not int and type(name) is not float:  # numbers read as labels
-                self._bad("missing_name" if name is None else "name_not_a_string")
-                return
-            name = str(name)
-        if type(pid) not in _ID_TYPES or type(tid) not in _ID_TYPES:
-            self._bad("thread_id_not_a_scalar")
+        """One event (``fields``: category, name, pid, tid, ts, dur) with its args raw or
+        decoded; a malformed one is counted instead."""
+        raw_cat, name, pid, tid, ts, dur = fields
+        name = self._checked_name(ts, dur, name, pid, tid)
+        if name is None:
             return
         if type(raw_cat) is not str:
             raw_cat = ""
@@ -380,38 +310,7 @@ class Builder:
         name_id = self.names.get(name)
         if name_id is None:
             name_id = self.names[name] = len(self.names)
-        keep = self.keep_args[cat_id]
-        if keep == _KEEP_OP:
-            if raw_args is not None and raw_args:
-                self._keep_op_args(self.rows, raw_args)
-            elif args:
-                self._keep_op_args(self.rows, msgspec.json.encode(args))
-            keep = _KEEP_NONE
-        elif keep == _KEEP_LAUNCH:
-            if raw_args is not None and raw_args:
-                self._keep_launch(self.rows, raw_args)
-            elif args and type(args.get("kernel")) is str:
-                self.launch_kernels[self.rows] = args["kernel"]
-            keep = _KEEP_NONE
-        if raw_args is not None and raw_args:
-            if keep:
-                args = msgspec.json.decode(raw_args)
-                if type(args) is not dict:
-                    args = {}
-            else:
-                try:
-                    ids = _IDS.decode(raw_args)
-                    stream, corr, device = ids.stream, ids.correlation, ids.device
-                except msgspec.ValidationError:  # args that are not an object
-                    args = {}
-        if args is not None:
-            stream, corr, device = (
-                args.get("stream", -1),
-                args.get("correlation", -1),
-                args.get("device", -1),
-            )
-        elif not raw_args:
-            stream = corr = device = -1
+        stream, corr, device, kept = self._event_args(self.keep_args[cat_id], raw_args, args)
         cols.ph.append(ph)
         cols.cat.append(cat_id)
         cols.name.append(name_id)
@@ -419,12 +318,63 @@ class Builder:
         cols.dur.append(dur)
         cols.pid.append(self._thread(pid))
         cols.tid.append(self._thread(tid))
-        cols.stream.append(stream if type(stream) is int else _as_int(stream))
-        cols.corr.append(corr if type(corr) is int else _as_int(corr))
-        cols.device.append(device if type(device) is int else _as_int(device))
-        if keep and args:
-            self.args[self.rows] = args
+        cols.stream.append(_as_id(stream))
+        cols.corr.append(_as_id(corr))
+        cols.device.append(_as_id(device))
+        if kept:
+            self.args[self.rows] = kept
         self.rows += 1
+
+    def _checked_name(self, ts: Any, dur: Any, name: Any, pid: Any, tid: Any) -> str | None:
+        """The event's name as a label, or None (counted as bad) if any field is unusable."""
+        if type(ts) is float and math.isfinite(ts):
+            self.float_ts = True
+        problem = _time_problem(ts) or _duration_problem(ts, dur)
+        if not problem and type(name) is not str:
+            if type(name) is int or type(name) is float:  # numbers read as labels
+                name = str(name)
+            else:
+                problem = "missing_name" if name is None else "name_not_a_string"
+        if not problem and (type(pid) not in _ID_TYPES or type(tid) not in _ID_TYPES):
+            problem = "thread_id_not_a_scalar"
+        if problem:
+            self._bad(problem)
+            return None
+        return str(name)
+
+    def _event_args(
+        self, keep: int, raw_args: msgspec.Raw | None, args: dict[str, Any] | None
+    ) -> tuple[Any, Any, Any, dict[str, Any] | None]:
+        """(stream, correlation, device, args to keep) from an event's raw or decoded args;
+        op and launch args are stored on the side."""
+        raw = raw_args if raw_args is not None and raw_args else None
+        if keep == _KEEP_OP:
+            if raw is not None:
+                self._keep_op_args(self.rows, raw)
+            elif args:
+                self._keep_op_args(self.rows, msgspec.json.encode(args))
+            keep = _KEEP_NONE
+        elif keep == _KEEP_LAUNCH:
+            if raw is not None:
+                self._keep_launch(self.rows, raw)
+            elif args and type(args.get("kernel")) is str:
+                self.launch_kernels[self.rows] = args["kernel"]
+            keep = _KEEP_NONE
+        if raw is not None:
+            if keep:
+                decoded = msgspec.json.decode(raw)
+                args = decoded if type(decoded) is dict else {}
+            else:
+                try:
+                    ids = ev.IDS.decode(raw)
+                except msgspec.ValidationError:  # args that are not an object
+                    args = {}
+                else:
+                    return ids.stream, ids.correlation, ids.device, None
+        if args is None:
+            return -1, -1, -1, None
+        ids_of = (args.get("stream", -1), args.get("correlation", -1), args.get("device", -1))
+        return (*ids_of, args if keep else None)
 
     def _keep(self, raw_cat: str) -> int:
         cat = normalize_category(raw_cat)
@@ -441,18 +391,18 @@ class Builder:
         if b'"kernel"' not in bytes(raw):
             return
         with contextlib.suppress(msgspec.ValidationError):
-            name = _LAUNCH_ARGS.decode(raw).kernel
+            name = ev.LAUNCH_ARGS.decode(raw).kernel
             if type(name) is str:
                 self.launch_kernels[row] = name
 
-    def _keep_op_args(self, row: int, raw: bytes) -> None:
+    def _keep_op_args(self, row: int, raw: bytes | msgspec.Raw) -> None:
         if self.op_args is None:  # only called for _KEEP_OP categories
             return
         # args that are not an object, or of odd types, are left out
         with contextlib.suppress(msgspec.ValidationError):
-            self.op_args[row] = _OP_ARGS.decode(raw)
+            self.op_args[row] = ev.OP_ARGS.decode(raw)
 
-    def _add_flow(self, e: _Event) -> None:
+    def _add_flow(self, e: ev.Event) -> None:
         if self.flows is None:
             return
         if type(e.cat) is not str or e.cat not in FLOW_CATEGORIES:
@@ -486,7 +436,7 @@ class Builder:
         elif e.get("name") == "thread_name":
             self.thread_names[(str(e.get("pid")), str(e.get("tid")))] = label
 
-    def _end_b(self, cols: _Columns, e: dict[str, Any]) -> None:
+    def _end_b(self, cols: Columns, e: dict[str, Any]) -> None:
         stack = self.open_b.get((str(e.get("pid")), str(e.get("tid"))))
         if not stack:
             self._bad("unmatched_end")
@@ -499,18 +449,9 @@ class Builder:
             self._bad("timestamp_not_a_number")
         else:
             args = begin.get("args")
-            self._append(
-                cols,
-                PH_COMPLETE,
-                begin.get("cat"),
-                begin.get("name"),
-                begin.get("pid"),
-                begin.get("tid"),
-                ts,
-                end - ts,
-                None,
-                args if type(args) is dict else {},
-            )
+            fields = (begin.get("cat"), begin.get("name"), begin.get("pid"), begin.get("tid"))
+            kept = args if type(args) is dict else {}
+            self._append(cols, PH_COMPLETE, (*fields, ts, end - ts), None, kept)
 
     def _bad(self, kind: str, n: int = 1) -> None:
         self.bad[kind] = self.bad.get(kind, 0) + n
@@ -522,7 +463,7 @@ class Builder:
         else:
             self._bad("missing_phase" if ph is None else "unknown_phase", n)
 
-    def _flush(self, cols: _Columns) -> None:
+    def _flush(self, cols: Columns) -> None:
         if cols.ts:
             self.chunks.append(cols.arrays())
 
@@ -532,7 +473,7 @@ class Builder:
         if dangling:
             self.bad["unmatched_begin"] = dangling
         raw_cats = list(self.cats)
-        cols = _concat(self.chunks)
+        cols = concat(self.chunks)
         return {
             "names": list(self.names),
             "categories": [normalize_category(c) for c in raw_cats],
@@ -554,104 +495,80 @@ class Builder:
             "float_timestamps": self.float_ts,
             "op_args": self.op_args or {},
             "launch_kernels": self.launch_kernels,
-            "flows": _flow_columns(self.flows),
+            "flows": None if self.flows is None else self.flows.arrays(),
             "bad_events": self.bad,
             "skipped_events": self.skipped,
         }
 
 
-def _flow_columns(flows: Flows | None) -> dict[str, np.ndarray] | None:
-    """Flow columns (``id`` as int64, -1 when not an integer), or None when not collected."""
-    if flows is None:
+def _time_columns(rows: list[ev.Event]) -> tuple[np.ndarray, np.ndarray, bool] | None:
+    """(ts, dur, any float ts) of well-typed rows in range; None for the per-event path."""
+    ts = [e.ts for e in rows]
+    dur = [e.dur if e.ph == "X" else 0 for e in rows]
+    ts_types = set(map(type, ts))
+    if not (ts_types | set(map(type, dur))) <= _TIME_TYPES:
         return None
+    if min(dur) < 0:  # the per-event path counts them
+        return None
+    try:
+        ts_col = np.array(ts, dtype=np.float64)
+        dur_col = np.array(dur, dtype=np.float64)
+    except OverflowError:  # an integer beyond a double
+        return None
+    # NaN fails both comparisons and ±inf the bound: the per-event path counts them.
+    if not (np.abs(ts_col).max() <= MAX_TIME_US and (ts_col + dur_col).max() <= MAX_TIME_US):
+        return None
+    return ts_col, dur_col, float in ts_types
+
+
+def _times_in_range(ts: list[Any]) -> bool:
+    """Every value an int or float (not a bool) within ±MAX_TIME_US (NaN is not)."""
+    if not set(map(type, ts)) <= _TIME_TYPES:
+        return False
+    try:
+        return bool(np.all(np.abs(np.array(ts, dtype=np.float64)) <= MAX_TIME_US))
+    except OverflowError:  # an integer beyond a double
+        return False
+
+
+def _time_problem(ts: Any) -> str:
+    """Why ``ts`` is no timestamp (a bad-event kind), or ""."""
+    t = type(ts)
+    if t is not int and t is not float:
+        return "missing_timestamp" if ts is None else "timestamp_not_a_number"
+    if t is float and not math.isfinite(ts):
+        return "timestamp_not_finite"
+    if not -MAX_TIME_US <= ts <= MAX_TIME_US:
+        return "timestamp_out_of_range"
+    return ""
+
+
+def _duration_problem(ts: float, dur: Any) -> str:
+    """Why ``dur`` is no duration for an event at ``ts`` (a bad-event kind), or ""."""
+    t = type(dur)
+    if t is not int and t is not float:
+        return "missing_duration" if dur is None else "duration_not_a_number"
+    if dur < 0:
+        return "negative_duration"
+    if t is float and not math.isfinite(dur):
+        return "duration_not_finite"
+    if ts + dur > MAX_TIME_US:
+        return "duration_out_of_range"
+    return ""
+
+
+def _id_columns(ids: list[ev.Ids]) -> dict[str, np.ndarray]:
     return {
-        "id": _int_column(flows.id),
-        "start": np.array(flows.start, dtype=bool),
-        "pid": np.array(flows.pid, dtype=np.int32),
-        "tid": np.array(flows.tid, dtype=np.int32),
-        "ts": np.array(flows.ts, dtype=np.float64),
+        "stream": int_column([x.stream for x in ids]),
+        "corr": int_column([x.correlation for x in ids]),
+        "device": int_column([x.device for x in ids]),
     }
 
 
-def loads_lenient(data: bytes) -> Any:
-    """orjson, or the standard json where the text has a literal only that one reads."""
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        if _NON_FINITE.search(data) is None:
-            raise
-    return json.loads(data)
+def _with_args(rows: list[ev.Event], mask: np.ndarray) -> list[int]:
+    """Positions in ``mask`` whose row has args."""
+    return [i for i in np.flatnonzero(mask).tolist() if rows[i].args]
 
 
-def _struct_to_dict(e: _Event) -> dict[str, Any]:
-    out = {k: getattr(e, k) for k in ("ph", "cat", "name", "pid", "tid", "ts", "dur")}
-    if e.args:
-        out["args"] = msgspec.json.decode(e.args)
-    return {k: v for k, v in out.items() if v is not None}
-
-
-class _Columns:
-    def __init__(self) -> None:
-        self.ph: list[int] = []
-        self.cat: list[int] = []
-        self.name: list[int] = []
-        self.ts: list[float] = []
-        self.dur: list[float] = []
-        self.pid: list[int] = []
-        self.tid: list[int] = []
-        self.stream: list[int] = []
-        self.corr: list[int] = []
-        self.device: list[int] = []
-
-    def arrays(self) -> dict[str, np.ndarray]:
-        out = {
-            k: np.asarray(getattr(self, k), dtype=d) for k, d in _DTYPES.items() if d != np.int64
-        }
-        for k in ("stream", "corr", "device"):
-            out[k] = _int_column(getattr(self, k))
-        return out
-
-
-_DTYPES: dict[str, Any] = {
-    "ph": np.uint8,
-    "cat": np.int32,
-    "name": np.int32,
-    "ts": np.float64,
-    "dur": np.float64,
-    "pid": np.int32,
-    "tid": np.int32,
-    "stream": np.int64,
-    "corr": np.int64,
-    "device": np.int64,
-}
-
-
-def _concat(chunks: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    if not chunks:
-        return {k: np.empty(0, dtype=d) for k, d in _DTYPES.items()}
-    return {k: np.concatenate([c[k] for c in chunks]) for k in _DTYPES}
-
-
-def _int_column(values: list[Any]) -> np.ndarray:
-    if set(map(type, values)) != {int}:
-        values = [v if type(v) is int else _as_int(v) for v in values]
-    try:
-        return np.array(values, dtype=np.int64)
-    except OverflowError:  # an id beyond int64 is no id we can use
-        return np.array([_as_int(v) for v in values], dtype=np.int64)
-
-
-_INT64 = range(-(2**63), 2**63)
-
-
-def _as_int(value: Any) -> int:
-    if isinstance(value, bool):
-        return -1
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        value = int(value)
-    elif isinstance(value, str):
-        try:
-            value = int(value)
-        except ValueError:
-            return -1
-    return value if isinstance(value, int) and value in _INT64 else -1
+def _as_id(value: Any) -> int:
+    return value if type(value) is int else as_int(value)
