@@ -157,9 +157,7 @@ class Builder:
         if not rows:
             return True
         times = _time_columns(rows)
-        # A category that is not a string is "" (as on the per-event path): Kineto writes
-        # its instant markers without one, and one such event must not slow its batch.
-        cats = [c if type(c) is str else "" for c in [e.cat for e in rows]]
+        cats = _categories(rows)
         names = [e.name for e in rows]
         if times is None or set(map(type, names)) != {str}:
             return False
@@ -501,6 +499,12 @@ class Builder:
             "bad_events": self.bad,
             "skipped_events": self.skipped,
         }
+
+
+def _categories(rows: list[ev.Event]) -> list[str]:
+    """Raw categories, "" for one that is not a string (as on the per-event path): Kineto
+    writes its instant markers without one, and one such event must not slow its batch."""
+    return [c if type(c) is str else "" for c in [e.cat for e in rows]]
 
 
 def _time_columns(rows: list[ev.Event]) -> tuple[np.ndarray, np.ndarray, bool] | None:

@@ -73,8 +73,6 @@ IDS_LIST = msgspec.json.Decoder(list[Ids])
 OP_ARGS = msgspec.json.Decoder(OpArgs)
 OP_ARGS_LIST = msgspec.json.Decoder(list[OpArgs])
 LAUNCH_ARGS = msgspec.json.Decoder(LaunchArgs)
-# A document's top-level keys, each value left undecoded (the events array among them).
-DOCUMENT = msgspec.json.Decoder(dict[str, msgspec.Raw])
 
 
 def json_list(items: list[Any]) -> bytes:
