@@ -33,8 +33,8 @@ SIDES = ("ops", "base", "hta")
 
 def _worker_ops(path: str) -> dict[str, Any]:
     t0 = time.perf_counter()
-    from kerneltracer.analysis.timeline.loader import load_chrome_trace
-    from kerneltracer.analysis.timeline.ops_files import compute_ops
+    from kerneltracer.analysis.timeline.analyses.ops import compute_ops
+    from kerneltracer.analysis.timeline.load.loader import load_chrome_trace
 
     t1 = time.perf_counter()
     trace = load_chrome_trace(path, op_args=True)
@@ -55,8 +55,11 @@ def _worker_ops(path: str) -> dict[str, Any]:
 
 def _worker_base(path: str) -> dict[str, Any]:
     t0 = time.perf_counter()
-    from kerneltracer.analysis.timeline.gpu_breakdown import kernel_breakdown, select_gpu_work
-    from kerneltracer.analysis.timeline.loader import load_chrome_trace
+    from kerneltracer.analysis.timeline.analyses.gpu_breakdown import (
+        kernel_breakdown,
+        select_gpu_work,
+    )
+    from kerneltracer.analysis.timeline.load.loader import load_chrome_trace
 
     t1 = time.perf_counter()
     trace = load_chrome_trace(path)

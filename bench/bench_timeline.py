@@ -14,6 +14,12 @@ run), medians of several runs reported with their ratios to HTA:
 
     .venv/bin/python bench/bench_timeline.py                 # largest testdata trace + 1M events
     .venv/bin/python bench/bench_timeline.py --runs 5 --events 0 --json out.json
+    .venv/bin/python bench/bench_timeline.py --trace held_out.json.gz --events 0 --check
+
+``--check`` compares the default CLI's medians with the figures docs/performance.md records
+(``RECORDED``: CPU seconds over traceinsight's, peak RSS of the process tree) and exits 1
+when one is more than ``TOLERANCE`` worse, so the next regression of the load path shows.
+CPU ratios are the figure to trust on a shared machine; the 1-minute load is printed.
 """
 
 from __future__ import annotations
@@ -37,17 +43,21 @@ import psutil
 REPO = Path(__file__).resolve().parent.parent
 TESTDATA = Path(os.environ.get("KT_TESTDATA", REPO.parent / "shared" / "testdata"))
 LARGEST = TESTDATA / "hta" / "negative_queue_length_values_check" / "rank0.json.gz"
+# What docs/performance.md records for the default CLI on LARGEST repeated to 218k events
+# (``--events 216000``): its CPU seconds over traceinsight's, and its peak RSS (process tree).
+RECORDED = {"cli_cpu_ratio": 0.46, "cli_peak_mb": 306.0}
+TOLERANCE = 1.15
 
 
 # -- workers (run in a fresh interpreter) ---------------------------------------------------
 def _worker_ours(path: str) -> dict[str, Any]:
     t0 = time.perf_counter()
-    from kerneltracer.analysis.timeline.gpu_breakdown import (
+    from kerneltracer.analysis.timeline.analyses.gpu_breakdown import (
         kernel_breakdown,
         select_gpu_work,
         temporal_breakdown,
     )
-    from kerneltracer.analysis.timeline.loader import load_chrome_trace
+    from kerneltracer.analysis.timeline.load.loader import load_chrome_trace
 
     t1 = time.perf_counter()
     trace = load_chrome_trace(path)
@@ -95,11 +105,16 @@ def _cli_command(trace: Path, out: Path) -> list[str]:
     return [sys.executable, "-m", "kerneltracer.cli.main", "timeline", str(trace), "-o", str(out)]
 
 
+# ``--against DIR``: the default CLI of another checkout (its kerneltracer/ run from there).
+AGAINST: Path | None = None
+
+
 def measure(side: str, trace: Path) -> dict[str, Any]:
     """Run one worker; wall time and the peak RSS of its process tree, sampled every 10 ms."""
     with tempfile.TemporaryDirectory(prefix="bench_timeline_cli_") as out:
-        if side == "cli":
-            return _run(_cli_command(trace, Path(out) / "out"), side, trace)
+        if side in ("cli", "before"):
+            cwd = AGAINST if side == "before" and AGAINST is not None else REPO
+            return _run(_cli_command(trace, Path(out) / "out"), side, trace, cwd)
         return _run([sys.executable, __file__, "--worker", side, str(trace)], side, trace)
 
 
@@ -108,10 +123,11 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _run(cmd: list[str], side: str, trace: Path) -> dict[str, Any]:
+def _run(cmd: list[str], side: str, trace: Path, cwd: Path = REPO) -> dict[str, Any]:
     cpu0 = _children_cpu()
     start = time.perf_counter()
-    proc = psutil.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=REPO)
+    env = {**os.environ, "PYTHONPATH": str(cwd)}  # ``-m`` runs the checkout's kerneltracer
+    proc = psutil.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=cwd, env=env)
     peak = 0
     while proc.poll() is None:
         try:
@@ -125,7 +141,7 @@ def _run(cmd: list[str], side: str, trace: Path) -> dict[str, Any]:
     cpu = _children_cpu() - cpu0  # poll() reaped it: its whole tree is counted
     if proc.returncode != 0:
         raise SystemExit(f"{side} worker failed on {trace} (exit {proc.returncode})")
-    if side == "cli":  # no inner timings: the whole command is the measurement
+    if side in ("cli", "before"):  # no inner timings: the whole command is the measurement
         return {
             "wall_s": wall,
             "cpu_s": cpu,
@@ -182,10 +198,11 @@ def _count_events(trace: Path) -> int:
 
 
 def bench(trace: Path, runs: int) -> dict[str, Any]:
-    sides = ["ours", "cli", "hta"]
+    sides = ["ours", "cli", "hta", *(["before"] if AGAINST is not None else [])]
     rows: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
     for i in range(runs):
-        order = sides[i % 3 :] + sides[: i % 3]  # rotate: no side always runs first
+        k = i % len(sides)
+        order = sides[k:] + sides[:k]  # rotate: no side always runs first
         for side in order:
             rows[side].append(measure(side, trace))
             print(
@@ -212,6 +229,9 @@ def bench(trace: Path, runs: int) -> dict[str, Any]:
     summary["speedup_wall"] = summary["hta"]["wall_s"] / summary["ours"]["wall_s"]
     summary["cli_ratio"] = summary["cli"]["wall_s"] / summary["hta"]["wall_s"]
     summary["cli_cpu_ratio"] = summary["cli"]["cpu_s"] / summary["hta"]["cpu_s"]
+    if "before" in rows:
+        summary["before_ratio"] = summary["before"]["wall_s"] / summary["hta"]["wall_s"]
+        summary["before_cpu_ratio"] = summary["before"]["cpu_s"] / summary["hta"]["cpu_s"]
     summary["load_avg_1m"] = os.getloadavg()[0]
     summary["speedup_analysis"] = summary["hta"]["analysis_s"] / summary["ours"]["analysis_s"]
     summary["rss_ratio"] = summary["ours"]["peak_rss_mb"] / summary["hta"]["peak_rss_mb"]
@@ -230,19 +250,25 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--events", type=int, default=1_000_000, help="size of the repeated trace")
     ap.add_argument("--json", type=Path, help="also write the results here")
+    ap.add_argument("--trace", type=Path, help="a trace of your own (e.g. a held-out one)")
+    ap.add_argument("--check", action="store_true", help="exit 1 past the recorded figures")
+    ap.add_argument("--against", type=Path, help="also the default CLI of this checkout")
     args = ap.parse_args()
+    global AGAINST
+    AGAINST = args.against
     if args.worker:
         side, path = args.worker
         result = _worker_ours(path) if side == "ours" else _worker_hta(path)
         sys.stdout.write(json.dumps(result) + "\n")
         return
-    if not LARGEST.is_file():
-        raise SystemExit(f"test data not found: {LARGEST} (set KT_TESTDATA)")
+    base = args.trace or LARGEST
+    if not base.is_file():
+        raise SystemExit(f"trace not found: {base} (set KT_TESTDATA or give --trace)")
     results = []
     with tempfile.TemporaryDirectory(prefix="bench_timeline_") as tmp:
-        traces = [LARGEST]
+        traces = [base]
         if args.events:
-            traces.append(make_repeated(LARGEST, args.events, Path(tmp) / "repeated_1m.json.gz"))
+            traces.append(make_repeated(base, args.events, Path(tmp) / "repeated.json.gz"))
         for trace in traces:
             print(f"{trace.name}:", file=sys.stderr)
             results.append(bench(trace, args.runs))
@@ -266,8 +292,31 @@ def main() -> None:
         + ", ".join(f"{r['load_avg_1m']:.1f}" for r in results)
         + ")"
     )
+    for r in results:
+        if "before" in r:
+            b = r["before"]
+            print(
+                f"{r['trace'][:24]:24s} before ({args.against}): wall {b['wall_s']:.2f}s "
+                f"cpu {b['cpu_s']:.2f}s peak {b['peak_rss_mb']:.0f} MB; over HTA: wall "
+                f"{r['before_ratio']:.2f} cpu {r['before_cpu_ratio']:.2f}"
+            )
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")
+    if args.check and _regressions(results):
+        raise SystemExit(1)
+
+
+def _regressions(results: list[dict[str, Any]]) -> list[str]:
+    """Lines naming each figure more than TOLERANCE past what the docs record."""
+    found = []
+    for r in results:
+        measured = {"cli_cpu_ratio": r["cli_cpu_ratio"], "cli_peak_mb": r["cli"]["peak_rss_mb"]}
+        for key, value in measured.items():
+            if value > RECORDED[key] * TOLERANCE:
+                found.append(f"{r['trace']}: {key} {value:.2f}, recorded {RECORDED[key]:.2f}")
+    for line in found:
+        print(f"REGRESSION {line} (docs/performance.md)", file=sys.stderr)
+    return found
 
 
 if __name__ == "__main__":

@@ -222,8 +222,8 @@ class Run:
         import pyarrow.parquet as pq
 
         from kerneltracer.analysis.timeline.job import TimelineAnalysis
-        from kerneltracer.analysis.timeline.ops_csv import OPS_COLUMNS, OPS_PARQUET
         from kerneltracer.core.layout import JobPaths
+        from kerneltracer.core.ops_csv import OPS_COLUMNS, OPS_PARQUET
 
         pd = _pd()
         head = ("key", "model", "trace")
@@ -633,14 +633,14 @@ class TimelineResult:
     @property
     def ops(self) -> pd.DataFrame:
         """Op → kernel attribution per trace: ``trace`` then the columns of ``ops.csv``."""
-        from kerneltracer.analysis.timeline.ops_csv import OPS_COLUMNS
+        from kerneltracer.core.ops_csv import OPS_COLUMNS
 
         return self._op_table("rows", OPS_COLUMNS)
 
     @property
     def kernels(self) -> pd.DataFrame:
         """Kernels by op per trace: ``trace`` then the columns of ``kernels_by_op.csv``."""
-        from kerneltracer.analysis.timeline.ops_csv import KERNEL_COLUMNS
+        from kerneltracer.core.ops_csv import KERNEL_COLUMNS
 
         return self._op_table("kernels", KERNEL_COLUMNS)
 

@@ -490,8 +490,7 @@ def format_tables() -> list[tuple[str, str, Any, str]]:
     """(files, written by, columns, module whose docstring describes them): every table file
     kerneltracer writes. A writer's column constant is its contract: the page lists it."""
     from kerneltracer.analysis.compile_health import export as ch
-    from kerneltracer.analysis.timeline import ops_csv
-    from kerneltracer.core import op_table
+    from kerneltracer.core import op_table, ops_csv
     from kerneltracer.corpus import backendbench, replay_export
     from kerneltracer.corpus import costs as corpus_costs
     from kerneltracer.corpus import schema as corpus_schema

@@ -66,7 +66,7 @@ def timeline(
     attribution (ops.csv, ops.parquet, kernels_by_op.csv, ops.json, ops.html); with
     several traces summary.md also names the stragglers.
     """
-    from kerneltracer.analysis.timeline.loader import count_text
+    from kerneltracer.analysis.timeline.load.loader import count_text
     from kerneltracer.analysis.timeline.pipeline import OpsOptions, TraceAnalysis
     from kerneltracer.analysis.timeline.writer import run_timeline
     from kerneltracer.jsonio import outputs_all_or_none

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kerneltracer.analysis.timeline.job import TimelineAnalysis
-from kerneltracer.analysis.timeline.ops_csv import OPS_CSV, read_ops_csv
 from kerneltracer.core.layout import JobPaths
+from kerneltracer.core.ops_csv import OPS_CSV, TIMELINE_ANALYSIS, read_ops_csv
 from kerneltracer.errors import InputFileError
 
 
@@ -21,7 +20,7 @@ def attributed_gpu_time(job_dir: Path) -> dict[str, float] | None:
     attribution with GPU work (no timeline analysis yet, CPU-only traces, unreadable files)."""
     found: dict[str, float] = {}
     gpu_total = 0.0
-    timeline = JobPaths(job_dir).analysis(TimelineAnalysis.name).dir
+    timeline = JobPaths(job_dir).analysis(TIMELINE_ANALYSIS).dir
     for path in sorted(timeline.glob(f"*/{OPS_CSV}")):
         try:
             rows = read_ops_csv(path)

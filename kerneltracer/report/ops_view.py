@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from kerneltracer.analysis.timeline.job import TimelineAnalysis
-from kerneltracer.analysis.timeline.ops_csv import OPS_CSV, OPS_JSON, read_ops_csv
+from kerneltracer.core.ops_csv import OPS_CSV, OPS_JSON, read_ops_csv
 from kerneltracer.errors import InputFileError
 from kerneltracer.inputguard import read_input
 from kerneltracer.jsonio import atomic_write_text

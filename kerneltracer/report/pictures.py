@@ -327,7 +327,7 @@ def op_timeline(run_dir: Path, job: Job) -> Markup:
     """The ops of one profiled step (the last ``ProfilerStep#``, else the whole trace) on
     tracks per thread or GPU stream and nesting depth, zoomable. Empty when the job has no
     chrome trace, or one too large to draw in a page."""
-    from kerneltracer.analysis.timeline.loader import PH_COMPLETE, load_chrome_trace
+    from kerneltracer.analysis.timeline.load.loader import PH_COMPLETE, load_chrome_trace
     from kerneltracer.errors import TraceLoadError
 
     ref = next((o for o in job.outputs if o.kind == ArtefactKind.CHROME_TRACE), None)

@@ -16,8 +16,8 @@ from click.testing import CliRunner
 import kerneltracer as kt
 from kerneltracer import api
 from kerneltracer.analysis.compile_health.export import BREAK_COLUMNS, TABLE_COLUMNS
-from kerneltracer.analysis.timeline.ops_csv import KERNEL_COLUMNS, OPS_COLUMNS
 from kerneltracer.cli.main import root
+from kerneltracer.core.ops_csv import KERNEL_COLUMNS, OPS_COLUMNS
 from kerneltracer.corpus.schema import arrow_schema as corpus_schema
 from kerneltracer.coverage.export import COLUMNS as COVERAGE_COLUMNS
 from kerneltracer.errors import (

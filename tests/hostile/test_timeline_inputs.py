@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kerneltracer.analysis.timeline.loader import load_chrome_trace
+from kerneltracer.analysis.timeline.load.loader import load_chrome_trace
 from tests.helpers import kt
 from tests.timeline.traces import kernel, write_trace, x
 

@@ -79,7 +79,7 @@ def test_nested_blocks_are_one_set(tmp_path: Path) -> None:
 
 def test_a_forked_writer_hands_its_files_to_the_parents_set(tmp_path: Path) -> None:
     # The timeline writes the InferScope file in a forked child (ForkedCall).
-    from kerneltracer.analysis.timeline.forked import ForkedCall
+    from kerneltracer.analysis.timeline.render.forked import ForkedCall
 
     out = tmp_path / "out"
     with outputs_all_or_none(out):

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kerneltracer.analysis.timeline.attribution import (
+from kerneltracer.analysis.timeline.analyses.attribution import (
     ATTRIBUTED,
     CORRELATION,
     EXTERNAL_ID,
@@ -21,9 +21,9 @@ from kerneltracer.analysis.timeline.attribution import (
     Attribution,
     attribute,
 )
-from kerneltracer.analysis.timeline.cuda_graphs import join_capture
-from kerneltracer.analysis.timeline.loader import load_chrome_trace
-from kerneltracer.analysis.timeline.op_table import OpTable, op_table
+from kerneltracer.analysis.timeline.analyses.cuda_graphs import join_capture
+from kerneltracer.analysis.timeline.analyses.op_table import OpTable, op_table
+from kerneltracer.analysis.timeline.load.loader import load_chrome_trace
 from kerneltracer.costmodel import load_devices
 from tests.timeline.traces import kernel, write_trace, x
 
@@ -410,7 +410,7 @@ def test_repeated_correlation_ids_are_linked_by_time_and_counted(
     """Issue 38: ten launches sharing one correlation id gave all ten kernels to the first
     op and said "100.0% attributed". Now each kernel goes to the op of its own launch
     (launch order), the link is marked, and the summary says how much was linked so."""
-    from kerneltracer.analysis.timeline.ops_files import OpsResult
+    from kerneltracer.analysis.timeline.analyses.ops import OpsResult
 
     a = _attr(tmp_path / "t.json", _repeated_ids(queued))
     names = [a.instances[i].name for i in a.op.tolist()]
@@ -533,7 +533,7 @@ def test_alignment_tolerates_inserted_and_missing_kernels(tmp_path: Path) -> Non
 
 
 def test_myers_alignment_pairs_a_longest_common_subsequence() -> None:
-    from kerneltracer.analysis.timeline.cuda_graphs import align
+    from kerneltracer.analysis.timeline.analyses.cuda_graphs import align
 
     assert align(list("abcd"), list("abcd"), 0) == [0, 1, 2, 3]
     assert align(list("abxcd"), list("abcd"), 1) == [0, 1, 3, 4]  # a launch not replayed

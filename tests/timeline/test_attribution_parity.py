@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kerneltracer.analysis.timeline.attribution import ATTRIBUTED, Attribution, attribute
-from kerneltracer.analysis.timeline.gpu_breakdown import launched_before_last_step
-from kerneltracer.analysis.timeline.loader import load_chrome_trace
-from kerneltracer.analysis.timeline.op_table import kernel_sequences, op_table
+from kerneltracer.analysis.timeline.analyses.attribution import ATTRIBUTED, Attribution, attribute
+from kerneltracer.analysis.timeline.analyses.gpu_breakdown import launched_before_last_step
+from kerneltracer.analysis.timeline.analyses.op_table import kernel_sequences, op_table
+from kerneltracer.analysis.timeline.load.loader import load_chrome_trace
 from tests.conftest import require
 from tests.timeline.traces import GPU_TRACES, hta_path
 

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from kerneltracer.analysis.timeline.bottleneck import analyze_steps, analyze_trace, categorize
-from kerneltracer.analysis.timeline.loader import load_chrome_trace
-from kerneltracer.analysis.timeline.ranks import RankRow, find_stragglers
+from kerneltracer.analysis.timeline.analyses.bottleneck import analyze_steps, analyze_trace
+from kerneltracer.analysis.timeline.analyses.category_rows import categorize
+from kerneltracer.analysis.timeline.analyses.ranks import RankRow, find_stragglers
+from kerneltracer.analysis.timeline.load.loader import load_chrome_trace
 from tests.timeline.traces import ALL_TRACES, hta_path, kernel, memcpy, write_trace, x
 
 
@@ -97,7 +98,10 @@ def test_stragglers_are_ranks_well_above_the_median() -> None:
 
 
 def test_temporal_breakdown_per_gpu_when_a_rank_has_several(tmp_path: Path) -> None:
-    from kerneltracer.analysis.timeline.gpu_breakdown import per_device_temporal, select_gpu_work
+    from kerneltracer.analysis.timeline.analyses.gpu_breakdown import (
+        per_device_temporal,
+        select_gpu_work,
+    )
 
     events = [kernel("a", 0, 100), kernel("b", 200, 100)]
     events.append(kernel("c", 0, 50) | {"args": {"stream": 9, "device": 1, "correlation": 5}})

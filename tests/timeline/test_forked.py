@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from kerneltracer.analysis.timeline.forked import ForkedCall
+from kerneltracer.analysis.timeline.render.forked import ForkedCall
 from kerneltracer.errors import KernelTracerError, UsageError
 
 

@@ -19,14 +19,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kerneltracer.analysis.timeline.attribution import REPEATED_CORRELATION, attribute
-from kerneltracer.analysis.timeline.gpu_breakdown import (
+from kerneltracer.analysis.timeline.analyses.attribution import REPEATED_CORRELATION, attribute
+from kerneltracer.analysis.timeline.analyses.gpu_breakdown import (
     kernel_breakdown,
     select_gpu_work,
     temporal_breakdown,
 )
-from kerneltracer.analysis.timeline.loader import load_chrome_trace
-from kerneltracer.analysis.timeline.op_table import op_table
+from kerneltracer.analysis.timeline.analyses.op_table import op_table
+from kerneltracer.analysis.timeline.load.loader import load_chrome_trace
 from kerneltracer.errors import TraceLoadError
 from tests.helpers import kt
 from tests.timeline.traces import hta_path, kernel, write_trace, x

@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
-from kerneltracer.analysis.timeline.gpu_breakdown import (
+from kerneltracer.analysis.timeline.analyses.gpu_breakdown import (
     kernel_breakdown,
     select_gpu_work,
     temporal_breakdown,
 )
-from kerneltracer.analysis.timeline.loader import load_chrome_trace
+from kerneltracer.analysis.timeline.load.loader import load_chrome_trace
 from tests.timeline.traces import kernel, timeline_cli, write_trace, x
 
 MEMSET = "Memset (Device)"

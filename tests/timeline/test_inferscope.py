@@ -9,11 +9,11 @@ from typing import Any
 import jsonschema
 import pytest
 
-from kerneltracer.analysis.timeline.convert import to_inferscope
-from kerneltracer.analysis.timeline.index import TraceIndex
-from kerneltracer.analysis.timeline.loader import load_chrome_trace
-from kerneltracer.analysis.timeline.schema import SCHEMA_PATH, json_schema, parse_inferscope
-from kerneltracer.analysis.timeline.validate import validate
+from kerneltracer.analysis.timeline.load.loader import load_chrome_trace
+from kerneltracer.analysis.timeline.model.index import TraceIndex
+from kerneltracer.analysis.timeline.model.schema import SCHEMA_PATH, json_schema, parse_inferscope
+from kerneltracer.analysis.timeline.model.validate import validate
+from kerneltracer.analysis.timeline.render.convert import to_inferscope
 from kerneltracer.errors import UsageError
 from tests.timeline.traces import hta_path, kernel, memcpy, write_trace, x
 
@@ -188,7 +188,7 @@ def test_streamed_file_equals_the_in_memory_document(testdata_dir: Path, tmp_pat
     import gzip
     from datetime import UTC, datetime
 
-    from kerneltracer.analysis.timeline.inferscope_file import write_inferscope
+    from kerneltracer.analysis.timeline.render.inferscope_file import write_inferscope
 
     trace = load_chrome_trace(hta_path(testdata_dir, "nccl"))
     created = datetime(2026, 1, 2, tzinfo=UTC)
@@ -207,7 +207,7 @@ def test_streamed_file_without_wall_clock_and_with_violations(tmp_path: Path) ->
     the column checks agree with the dicts and the dict checks."""
     import gzip
 
-    from kerneltracer.analysis.timeline.inferscope_file import write_inferscope
+    from kerneltracer.analysis.timeline.render.inferscope_file import write_inferscope
 
     events = [
         x("outer", "user_annotation", 0, 100),
@@ -238,7 +238,7 @@ def test_full_disk_at_the_gzips_last_flush_is_an_error_not_a_hang() -> None:
     import errno
     import io
 
-    from kerneltracer.analysis.timeline.inferscope_file import _background_gzip
+    from kerneltracer.analysis.timeline.render.inferscope_file import _background_gzip
 
     class FullDisk(io.RawIOBase):
         """Takes the gzip header, then is full."""

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kerneltracer.analysis.timeline.intervals import exclusive_sweep, merge, union_length
+from kerneltracer.analysis.timeline.model.intervals import exclusive_sweep, merge, union_length
 
 _spans = st.lists(st.tuples(st.integers(0, 60), st.integers(0, 15)), max_size=25)
 

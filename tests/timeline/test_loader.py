@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kerneltracer.analysis.timeline import loader
-from kerneltracer.analysis.timeline.loader import load_chrome_trace
+from kerneltracer.analysis.timeline.load import loader
+from kerneltracer.analysis.timeline.load.loader import load_chrome_trace
 from kerneltracer.errors import InputFileError, TraceLoadError
 from tests.timeline.traces import ALL_TRACES, hta_path, kernel, write_trace, x
 

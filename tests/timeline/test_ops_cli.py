@@ -12,7 +12,7 @@ import pytest
 
 from kerneltracer.analysis.base import AnalysisJob
 from kerneltracer.analysis.timeline.job import TimelineAnalysis
-from kerneltracer.analysis.timeline.ops_csv import OPS_COLUMNS, read_ops_csv
+from kerneltracer.core.ops_csv import OPS_COLUMNS, read_ops_csv
 from tests.timeline.test_attribution import eager_events, replay_events
 from tests.timeline.traces import hta_path, kernel, timeline_cli, write_trace, x
 

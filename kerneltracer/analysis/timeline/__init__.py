@@ -10,13 +10,20 @@ Python API::
     idx = TraceIndex(a.inferscope)             # by type, time range, scope
     idx.between(10_000, 50_000, types={"gpu_kernel"})
 
-Modules: loader/builder (chrome trace → numpy columns), bottleneck + suggestions (on
-interval unions), gpu_breakdown (HTA's temporal and kernel breakdowns), convert +
-schema + validate (InferScope trace file), index, ranks (multi-rank, stragglers), pipeline
-and writer (reports), markdown/html (rendering), job (the per-job analysis); op → kernel
-attribution: nesting (host intervals by thread), attribution (GPU event → launch → op),
-cuda_graphs (graph replays joined to a capture trace), op_table (per-op GPU time and
-roofline), ops_csv / ops_files / ops_html (ops.csv, kernels_by_op.csv, ops.json, ops.html).
+Sub-packages, each importing only those listed before it:
+
+- ``load``: chrome trace → numpy columns (``loader``, ``builder``);
+- ``model``: categories, interval arithmetic, result models, the InferScope trace model
+  (``schema``, ``validate``, ``index``);
+- ``analyses``: bottleneck + suggestions (on interval unions), HTA's temporal and kernel
+  breakdowns (``gpu_breakdown``), multi-rank stragglers (``ranks``), op → kernel
+  attribution (``attribution``, ``cuda_graphs``, ``op_table``, ``ops``);
+- ``render``: Markdown / HTML reports, the ops files and ``ops.html``, the InferScope file
+  (``convert``, ``inferscope_file``, written by a forked child).
+
+``pipeline`` runs the analyses on one trace, ``writer`` writes a set of traces' reports, and
+``job`` is the per-job analysis the registry runs. The ops.csv format itself is
+``kerneltracer.core.ops_csv`` (coverage and the fleet views read it).
 """
 
 from __future__ import annotations
@@ -27,20 +34,20 @@ from typing import Any
 # Lazy exports: the registry imports ``timeline.job`` and must not pull numpy, msgspec and
 # jinja2 into every ``kerneltracer`` command.
 _EXPORTS = {
-    "ChromeTrace": "loader",
-    "TraceLoadError": "loader",
-    "load_chrome_trace": "loader",
-    "TraceIndex": "index",
+    "ChromeTrace": "load.loader",
+    "load_chrome_trace": "load.loader",
+    "TraceIndex": "model.index",
+    "ValidationReport": "model.validate",
+    "validate": "model.validate",
+    "attribute": "analyses.attribution",
+    "compute_ops": "analyses.ops",
+    "to_inferscope": "render.convert",
+    "write_inferscope": "render.inferscope_file",
+    "OpsOptions": "pipeline",
     "TraceAnalysis": "pipeline",
     "analyze_file": "pipeline",
     "report_document": "pipeline",
-    "ValidationReport": "validate",
-    "validate": "validate",
-    "to_inferscope": "convert",
-    "write_inferscope": "inferscope_file",
     "run_timeline": "writer",
-    "attribute": "attribution",
-    "compute_ops": "ops_files",
 }
 __all__ = sorted(_EXPORTS)
 

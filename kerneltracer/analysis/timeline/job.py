@@ -6,10 +6,11 @@ from pathlib import Path
 
 from kerneltracer.analysis.base import AnalysisJob, JobAnalysis
 from kerneltracer.core.artefacts import ArtefactKind
+from kerneltracer.core.ops_csv import TIMELINE_ANALYSIS
 
 
 class TimelineAnalysis(JobAnalysis):
-    name = "timeline"
+    name = TIMELINE_ANALYSIS
     version = "2"
     description = (
         "bottleneck analysis, HTA-style GPU breakdowns, op → kernel attribution with a "

@@ -8,16 +8,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kerneltracer.analysis.timeline.forked import ForkedCall
-from kerneltracer.analysis.timeline.inferscope_file import write_inferscope
-from kerneltracer.analysis.timeline.loader import ChromeTrace, count_text, load_chrome_trace
-from kerneltracer.analysis.timeline.ranks import RankRow
-from kerneltracer.analysis.timeline.validate import ValidationReport
+from kerneltracer.analysis.timeline.analyses.ranks import RankRow
+from kerneltracer.analysis.timeline.load.loader import ChromeTrace, count_text, load_chrome_trace
+from kerneltracer.analysis.timeline.model.validate import ValidationReport
+from kerneltracer.analysis.timeline.render.forked import ForkedCall
+from kerneltracer.analysis.timeline.render.inferscope_file import write_inferscope
 
 if TYPE_CHECKING:
-    from kerneltracer.analysis.timeline.gpu_breakdown import KernelBreakdown, TemporalBreakdown
-    from kerneltracer.analysis.timeline.ops_files import OpsResult
-    from kerneltracer.analysis.timeline.results import BottleneckResult, StepResult
+    from kerneltracer.analysis.timeline.analyses.gpu_breakdown import (
+        KernelBreakdown,
+        TemporalBreakdown,
+    )
+    from kerneltracer.analysis.timeline.analyses.ops import OpsResult
+    from kerneltracer.analysis.timeline.model.results import BottleneckResult, StepResult
 
 REPORT_VERSION = "1.0"
 
@@ -70,12 +73,9 @@ def analyze_file(
         target = inferscope_file
         writer = ForkedCall(lambda: write_inferscope(trace, target))
     # Imported only now (pydantic models, ~0.2 s): while the child writes the file.
-    from kerneltracer.analysis.timeline.bottleneck import (
-        analyze_steps,
-        analyze_trace,
-        categorize,
-    )
-    from kerneltracer.analysis.timeline.gpu_breakdown import (
+    from kerneltracer.analysis.timeline.analyses.bottleneck import analyze_steps, analyze_trace
+    from kerneltracer.analysis.timeline.analyses.category_rows import categorize
+    from kerneltracer.analysis.timeline.analyses.gpu_breakdown import (
         kernel_breakdown,
         per_device_temporal,
         select_gpu_work,
@@ -96,7 +96,7 @@ def analyze_file(
         validation=None,
     )
     if ops is not None:
-        from kerneltracer.analysis.timeline.ops_files import compute_ops
+        from kerneltracer.analysis.timeline.analyses.ops import compute_ops
 
         analysis.ops = compute_ops(
             trace, capture=ops.capture, device=ops.device, devices=ops.devices

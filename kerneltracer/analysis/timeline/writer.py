@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kerneltracer.analysis.timeline.markdown import render_markdown, render_rank_summary
+from kerneltracer.analysis.timeline.analyses.ranks import rank_table
 from kerneltracer.analysis.timeline.pipeline import (
     OpsOptions,
     TraceAnalysis,
@@ -22,7 +22,7 @@ from kerneltracer.analysis.timeline.pipeline import (
     rank_row,
     report_document,
 )
-from kerneltracer.analysis.timeline.ranks import rank_table
+from kerneltracer.analysis.timeline.render.markdown import render_markdown, render_rank_summary
 from kerneltracer.jsonio import atomic_write_json, atomic_write_text
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ class HtmlTemplate:
 
     def get(self) -> jinja2.Template:
         if self._template is None:
-            from kerneltracer.analysis.timeline.html import load_template
+            from kerneltracer.analysis.timeline.render.html import load_template
 
             self._template = load_template()
         return self._template
@@ -61,7 +61,7 @@ class HtmlTemplate:
 def write_trace_reports(
     a: TraceAnalysis, out_dir: Path, template: HtmlTemplate | None = None
 ) -> list[Path]:
-    from kerneltracer.analysis.timeline.html import render_html, timeline_lanes
+    from kerneltracer.analysis.timeline.render.html import render_html, timeline_lanes
 
     html = (template or HtmlTemplate()).get()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -90,7 +90,7 @@ def write_trace_reports(
         write(out_dir / name)
         written.append(out_dir / name)
     if a.ops is not None and a.ops.attribution.rows.size:  # no GPU work: nothing to attribute
-        from kerneltracer.analysis.timeline.ops_files import write_ops_files
+        from kerneltracer.analysis.timeline.render.ops_files import write_ops_files
 
         written += write_ops_files(a.ops, out_dir, a.trace.path.name)
     return written

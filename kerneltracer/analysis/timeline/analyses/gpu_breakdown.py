@@ -34,9 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from kerneltracer.analysis.timeline.categories import GPU_ACTIVITY, KernelType, kernel_type
-from kerneltracer.analysis.timeline.intervals import merge, union_length
-from kerneltracer.analysis.timeline.loader import PH_COMPLETE, ChromeTrace
+from kerneltracer.analysis.timeline.load.loader import PH_COMPLETE, ChromeTrace
+from kerneltracer.analysis.timeline.model.categories import GPU_ACTIVITY, KernelType, kernel_type
+from kerneltracer.analysis.timeline.model.intervals import merge, union_length
 
 _HOST_SYNC_NAMES = frozenset({"Event Sync", "Context Sync"})
 _TYPE_ORDER = (KernelType.COMPUTATION, KernelType.COMMUNICATION, KernelType.MEMORY)

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from kerneltracer.analysis.timeline.attribution import (
+from kerneltracer.analysis.timeline.analyses.attribution import (
     STATUSES,
     Attribution,
     OpInstance,
@@ -294,18 +294,27 @@ def op_category(op: str, cost_category: str | None, kernels: set[str]) -> str:
     by_cost = {"matmul": "GEMM", "conv": "CONV", "attention": "SDPA", "norm": "NORM"}
     found = by_cost.get(cost_category or "")
     if found is None and cost_category is None:
-        for name, op_pat, kernel_pat in _NAMED:
-            if op_pat.search(op) or any(map(kernel_pat.search, kernels)):
-                found = name
-                break
-        if found is None and (_GEMM_OP.search(op) or any(map(_GEMM_KERNEL.search, kernels))):
-            found = "GEMM"
+        found = _kind_by_name(op, kernels)
     if found == "GEMM":
         return found
     if found is not None:
         return f"{found}_{side}"
     if cost_category in _BY_COST:
         return _BY_COST[cost_category]
+    return _other_kind(op, kernels)
+
+
+def _kind_by_name(op: str, kernels: set[str]) -> str | None:
+    """GEMM / CONV / SDPA / NORM from the op's or its kernels' names; None if neither says."""
+    for name, op_pat, kernel_pat in _NAMED:
+        if op_pat.search(op) or any(map(kernel_pat.search, kernels)):
+            return name
+    if _GEMM_OP.search(op) or any(map(_GEMM_KERNEL.search, kernels)):
+        return "GEMM"
+    return None
+
+
+def _other_kind(op: str, kernels: set[str]) -> str:
     if "triton" in op.lower() or any(k.startswith("triton") for k in kernels):
         return "triton"
     if any("elementwise" in k for k in kernels):

@@ -13,9 +13,9 @@ from typing import Any
 import jinja2
 import numpy as np
 
-from kerneltracer.analysis.timeline.categories import CPU_BUSY, GPU_ACTIVITY
-from kerneltracer.analysis.timeline.intervals import clip, merge
-from kerneltracer.analysis.timeline.loader import PH_COMPLETE, ChromeTrace
+from kerneltracer.analysis.timeline.load.loader import PH_COMPLETE, ChromeTrace
+from kerneltracer.analysis.timeline.model.categories import CPU_BUSY, GPU_ACTIVITY
+from kerneltracer.analysis.timeline.model.intervals import clip, merge
 from kerneltracer.core.templates import html_environment
 
 _RESOLUTION = 1500  # distinct x positions across the window
@@ -82,7 +82,7 @@ def _lane(trace: ChromeTrace, sel: np.ndarray, label: str, kind: str, lo: float,
 
 def load_template() -> jinja2.Template:
     """The report's compiled template (compiling it is most of rendering a report)."""
-    return html_environment("kerneltracer.analysis.timeline").get_template("report.html.j2")
+    return html_environment("kerneltracer.analysis.timeline.render").get_template("report.html.j2")
 
 
 def render_html(

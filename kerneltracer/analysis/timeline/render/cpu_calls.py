@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from kerneltracer.analysis.timeline.loader import ChromeTrace
+from kerneltracer.analysis.timeline.load.loader import ChromeTrace
 
 
 class CpuCallBuilder:

@@ -20,15 +20,15 @@ from typing import Any
 import numpy as np
 import orjson
 
-from kerneltracer.analysis.timeline.categories import (
+from kerneltracer.analysis.timeline.load.loader import PH_COMPLETE, ChromeTrace
+from kerneltracer.analysis.timeline.model.categories import (
     CPU_BUSY,
     kernel_type,
     memcpy_direction,
     memcpy_host_kind,
 )
-from kerneltracer.analysis.timeline.cpu_calls import CpuCallBuilder
-from kerneltracer.analysis.timeline.loader import PH_COMPLETE, ChromeTrace
-from kerneltracer.analysis.timeline.validate import EventColumns
+from kerneltracer.analysis.timeline.model.validate import EventColumns
+from kerneltracer.analysis.timeline.render.cpu_calls import CpuCallBuilder
 
 # The InferScope file format written here (schema.py models it; kept out of that module so
 # that converting does not import pydantic).

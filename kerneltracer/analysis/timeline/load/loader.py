@@ -23,13 +23,8 @@ from typing import IO, Any
 
 import numpy as np
 
-from kerneltracer.analysis.timeline.builder import (
-    PH_COMPLETE,
-    PH_INSTANT,
-    Builder,
-    OpArgs,
-    loads_lenient,
-)
+from kerneltracer.analysis.timeline.load.builder import PH_COMPLETE, PH_INSTANT, Builder
+from kerneltracer.analysis.timeline.load.events import OpArgs, loads_lenient
 from kerneltracer.errors import TraceLoadError
 from kerneltracer.inputguard import InputLimits, open_input
 
@@ -38,14 +33,7 @@ _MAX_BATCH_RETRIES = 8
 # No chrome-trace event comes near this; more text without a cut is not a trace.
 _MAX_PENDING = 32 << 20
 
-__all__ = [
-    "PH_COMPLETE",
-    "PH_INSTANT",
-    "ChromeTrace",
-    "OpArgs",
-    "TraceLoadError",
-    "load_chrome_trace",
-]
+__all__ = ["PH_COMPLETE", "PH_INSTANT", "ChromeTrace", "load_chrome_trace"]
 
 
 @dataclass

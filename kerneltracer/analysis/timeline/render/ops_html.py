@@ -13,9 +13,9 @@ def render_ops_html(
     kernels: list[dict[str, Any]],
     title: str = "",
 ) -> str:
-    from kerneltracer.analysis.timeline.attribution import STATUS_TEXT
+    from kerneltracer.analysis.timeline.analyses.attribution import STATUS_TEXT
 
-    env = html_environment("kerneltracer.analysis.timeline")
+    env = html_environment("kerneltracer.analysis.timeline.render")
     return env.get_template("ops.html.j2").render(
         title=title,
         s=summary,

@@ -1,30 +1,16 @@
-"""The op attribution's files for one trace: ``ops.csv`` / ``ops.parquet`` (one row per op,
-shapes and module), ``kernels_by_op.csv``, ``ops.json`` (the summary: attributed share,
-unattributed time by reason, CUDA graph join, top ops) and the ``ops.html`` page."""
+"""Op attribution for one trace: GPU events attributed to host ops, CUDA graph replays
+joined to a capture trace, and the per-op table (:class:`OpsResult`, what the ops files are
+written from)."""
 
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kerneltracer.analysis.timeline.attribution import METHODS, STATUS_TEXT, Attribution
-from kerneltracer.analysis.timeline.cuda_graphs import GraphJoin
-from kerneltracer.analysis.timeline.op_table import OpTable
-from kerneltracer.analysis.timeline.ops_csv import (
-    INT_COLUMNS,
-    KERNEL_COLUMNS,
-    KERNELS_CSV,
-    OPS_COLUMNS,
-    OPS_CSV,
-    OPS_HTML,
-    OPS_JSON,
-    OPS_PARQUET,
-    STR_COLUMNS,
-)
-from kerneltracer.jsonio import atomic_write_json, atomic_write_text, atomic_writer
+from kerneltracer.analysis.timeline.analyses.attribution import METHODS, STATUS_TEXT, Attribution
+from kerneltracer.analysis.timeline.analyses.cuda_graphs import GraphJoin
+from kerneltracer.analysis.timeline.analyses.op_table import OpTable
 
 
 @dataclass
@@ -107,49 +93,6 @@ class OpsResult:
         }
 
 
-def write_ops_files(result: OpsResult, out_dir: Path, title: str = "") -> list[Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    records = [r.record() for r in result.table.rows]
-    kernels = [k.record() for k in result.table.kernels]
-    summary = result.summary()
-    written = [
-        _csv(out_dir / OPS_CSV, OPS_COLUMNS, records),
-        _parquet(out_dir / OPS_PARQUET, records),
-        _csv(out_dir / KERNELS_CSV, KERNEL_COLUMNS, kernels),
-    ]
-    atomic_write_json(out_dir / OPS_JSON, summary)
-    from kerneltracer.analysis.timeline.ops_html import render_ops_html
-
-    atomic_write_text(out_dir / OPS_HTML, render_ops_html(summary, records, kernels, title))
-    return [*written, out_dir / OPS_JSON, out_dir / OPS_HTML]
-
-
-def _csv(path: Path, columns: tuple[str, ...], rows: list[dict[str, Any]]) -> Path:
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
-    w.writeheader()
-    for r in rows:
-        w.writerow({k: "" if r[k] is None else r[k] for k in columns})
-    atomic_write_text(path, buf.getvalue())
-    return path
-
-
-def _parquet(path: Path, rows: list[dict[str, Any]]) -> Path:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    def kind(col: str) -> Any:
-        if col in INT_COLUMNS:
-            return pa.int64()
-        return pa.string() if col in STR_COLUMNS else pa.float64()
-
-    schema = pa.schema([pa.field(c, kind(c), nullable=True) for c in OPS_COLUMNS])
-    table = pa.Table.from_pylist([{c: r[c] for c in OPS_COLUMNS} for r in rows], schema=schema)
-    with atomic_writer(path) as fh:
-        pq.write_table(table, fh, compression="zstd")
-    return path
-
-
 def compute_ops(
     trace: Any,
     *,
@@ -160,10 +103,10 @@ def compute_ops(
     """Attribute ``trace`` (a ChromeTrace loaded with ``op_args=True``), join its CUDA
     graph replays to ``capture`` when given, and build the per-op table on ``device``
     (a device-table name; default: the trace's own GPU when the table knows it)."""
-    from kerneltracer.analysis.timeline.attribution import attribute
-    from kerneltracer.analysis.timeline.cuda_graphs import join_capture
-    from kerneltracer.analysis.timeline.loader import load_chrome_trace
-    from kerneltracer.analysis.timeline.op_table import detect_device, op_table
+    from kerneltracer.analysis.timeline.analyses.attribution import attribute
+    from kerneltracer.analysis.timeline.analyses.cuda_graphs import join_capture
+    from kerneltracer.analysis.timeline.analyses.op_table import detect_device, op_table
+    from kerneltracer.analysis.timeline.load.loader import load_chrome_trace
     from kerneltracer.costmodel import load_devices
 
     a = attribute(trace)

@@ -28,15 +28,16 @@ plus the unattributed buckets add up to the trace's GPU time, each event counted
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from kerneltracer.analysis.timeline.categories import CUDA_API, GPU_ACTIVITY
-from kerneltracer.analysis.timeline.loader import PH_COMPLETE, ChromeTrace
-from kerneltracer.analysis.timeline.nesting import Nesting, thread_keys
+from kerneltracer.analysis.nesting import Nesting, thread_keys
+from kerneltracer.analysis.timeline.load.loader import PH_COMPLETE, ChromeTrace
+from kerneltracer.analysis.timeline.model.categories import CUDA_API, GPU_ACTIVITY
 
 METHODS = ("correlation", "flow", "external_id", "graph_capture", "repeated_correlation")
 CORRELATION, FLOW, EXTERNAL_ID, GRAPH_CAPTURE, REPEATED_CORRELATION = range(5)
@@ -280,17 +281,26 @@ def _by_flow(
         return
     fthread = thread_keys(flows["pid"], flows["tid"])
     start, fid = flows["start"], flows["id"]
-    ends = {
-        (int(k), float(t)): int(i)
-        for k, t, i in zip(fthread[~start], flows["ts"][~start], fid[~start], strict=True)
-    }
+    end = ~start
+    ends = dict(
+        zip(
+            zip(fthread[end].tolist(), flows["ts"][end].astype(np.float64).tolist(), strict=True),
+            fid[end].tolist(),
+            strict=True,
+        )
+    )
     # A flow id that starts twice does not say which start a GPU event's flow came from.
     ids, times = np.unique(fid[start], return_counts=True)
     once = set(ids[times == 1].tolist())
     begins = {
-        int(i): (int(k), float(t))
-        for k, t, i in zip(fthread[start], flows["ts"][start], fid[start], strict=True)
-        if int(i) in once
+        i: (k, t)
+        for k, t, i in zip(
+            fthread[start].tolist(),
+            flows["ts"][start].astype(np.float64).tolist(),
+            fid[start].tolist(),
+            strict=True,
+        )
+        if i in once
     }
     found: list[tuple[int, int, float]] = []
     for q in todo.tolist():
@@ -361,6 +371,13 @@ class StepSpans:
         self.ts = trace.ts[rows]
         self.end = trace.end[rows]
         self.number = np.array([ids[int(n)] for n in trace.name[rows]], dtype=np.int64)
+        self._starts, self._ends = self.ts.tolist(), self.end.tolist()
+        self._numbers = self.number.tolist()
+
+    def at_one(self, ts: float) -> int:
+        """:meth:`at` for one timestamp (per op instance: no arrays made)."""
+        pos = bisect_right(self._starts, ts) - 1
+        return self._numbers[pos] if pos >= 0 and ts <= self._ends[pos] else -1
 
     def at(self, ts: np.ndarray) -> np.ndarray:
         out = np.full(ts.size, -1, dtype=np.int64)
@@ -416,7 +433,7 @@ class _Instances:
             module = a.module_hierarchy
         if not module and is_op and self.python is not None:
             module = self._backward_module(row, parent)
-        step = int(self.steps.at(np.array([t.ts[row]]))[0])
+        step = self.steps.at_one(float(t.ts[row]))
         self.items.append(
             OpInstance(
                 name=t.names[int(t.name[row])],

@@ -37,16 +37,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kerneltracer.analysis.timeline.attribution import (
+from kerneltracer.analysis.nesting import Nesting, thread_keys
+from kerneltracer.analysis.timeline.analyses.attribution import (
     ATTRIBUTED,
     GRAPH_CAPTURE,
     GRAPH_REPLAY,
     Attribution,
     OpInstance,
 )
-from kerneltracer.analysis.timeline.categories import CUDA_API
-from kerneltracer.analysis.timeline.loader import PH_COMPLETE, ChromeTrace
-from kerneltracer.analysis.timeline.nesting import Nesting, thread_keys
+from kerneltracer.analysis.timeline.load.loader import PH_COMPLETE, ChromeTrace
+from kerneltracer.analysis.timeline.model.categories import CUDA_API
 
 LAUNCH_CALLS = re.compile(
     r"^(cudaLaunchKernel|cudaLaunchKernelExC|cuLaunchKernel|cuLaunchKernelEx|"
@@ -182,14 +182,7 @@ def _align_regions(
     wanted = Counter(names)
     for i in named:
         region = regions[i].kernel
-        # no order pairs more than the names both have: skip a region that cannot fit
-        # before the diff (vLLM captures dozens of graphs of alike lengths)
-        common = sum((Counter(k for k in region if k is not None) & wanted).values())
-        if len(region) + len(names) - 2 * common > limit:
-            continue
-        # a launch without a known kernel name pairs with nothing
-        keys: list[object] = [k if k is not None else object() for k in region]
-        pairs = align(keys, names, limit)
+        pairs = _region_pairs(region, names, wanted, limit)
         if pairs is None:
             continue
         paired = sum(1 for p in pairs if p >= 0)
@@ -199,6 +192,20 @@ def _align_regions(
         if paired == len(names) == len(region) and i not in used:
             break  # a region the replay matches exactly, not taken yet: none does better
     return "names_differ" if best is None else (best[2], best[1])
+
+
+def _region_pairs(
+    region: list[str | None], names: list[str], wanted: Counter[str], limit: int
+) -> list[int] | None:
+    """``align`` of a region's kernels with a replay's names; None if it cannot fit."""
+    # no order pairs more than the names both have: skip a region that cannot fit
+    # before the diff (vLLM captures dozens of graphs of alike lengths)
+    common = sum((Counter(k for k in region if k is not None) & wanted).values())
+    if len(region) + len(names) - 2 * common > limit:
+        return None
+    # a launch without a known kernel name pairs with nothing
+    keys: list[object] = [k if k is not None else object() for k in region]
+    return align(keys, names, limit)
 
 
 def align(a: list[object], b: list[str], max_edits: int) -> list[int] | None:
@@ -277,8 +284,6 @@ def _capture_regions(a: Attribution) -> list[_Slots]:
     complete = t.ph == PH_COMPLETE
     api = np.flatnonzero(complete & t.category_mask(CUDA_API))
     names = [t.names[int(t.name[r])] for r in api.tolist()]
-    begins = [r for r, n in zip(api.tolist(), names, strict=True) if _BEGIN.match(n)]
-    ends = [r for r, n in zip(api.tolist(), names, strict=True) if _END.match(n)]
     launches = np.array(
         [r for r, n in zip(api.tolist(), names, strict=True) if LAUNCH_CALLS.match(n)],
         dtype=np.int64,
@@ -286,15 +291,7 @@ def _capture_regions(a: Attribution) -> list[_Slots]:
     if not launches.size:
         return []
     thread = thread_keys(t.pid, t.tid)
-    spans: list[tuple[int, float, float]] = []  # (thread, from, to)
-    for b in sorted(begins, key=lambda r: float(t.ts[r])):
-        e = next((r for r in ends if thread[r] == thread[b] and t.ts[r] >= t.end[b]), None)
-        spans.append((int(thread[b]), float(t.end[b]), float(t.ts[e]) if e is not None else np.inf))
-    record_names = [i for i, n in enumerate(t.names) if _RECORD.match(n)]
-    for r in np.flatnonzero(complete & np.isin(t.name, record_names)).tolist():
-        inside = [s for s in spans if s[0] == thread[r] and t.ts[r] <= s[1] <= t.end[r]]
-        if not inside:  # a stream capture recorded inside is the more precise region
-            spans.append((int(thread[r]), float(t.ts[r]), float(t.end[r])))
+    spans = _capture_spans(t, api.tolist(), names, thread)
     ran = {int(a.launch[q]): t.names[int(t.name[a.rows[q]])] for q in np.flatnonzero(a.launch >= 0)}
     ops = Nesting(np.flatnonzero(complete & t.category_mask({"cpu_op"})), t.ts, t.end, thread)
     regions = []
@@ -311,6 +308,26 @@ def _capture_regions(a: Attribution) -> list[_Slots]:
         kernels = [_launched(t, int(r), k) for r, k in zip(sel.tolist(), named, strict=True)]
         regions.append(_Slots(op=slots, kernel=kernels, named=any(named)))
     return regions
+
+
+def _capture_spans(
+    t: ChromeTrace, api: list[int], names: list[str], thread: np.ndarray
+) -> list[tuple[int, float, float]]:
+    """(thread, from, to) of each capture region: stream-capture begin/end pairs, and
+    CUDAGraphNode.record annotations with no stream capture recorded inside."""
+    begins = [r for r, n in zip(api, names, strict=True) if _BEGIN.match(n)]
+    ends = [r for r, n in zip(api, names, strict=True) if _END.match(n)]
+    spans: list[tuple[int, float, float]] = []
+    for b in sorted(begins, key=lambda r: float(t.ts[r])):
+        e = next((r for r in ends if thread[r] == thread[b] and t.ts[r] >= t.end[b]), None)
+        spans.append((int(thread[b]), float(t.end[b]), float(t.ts[e]) if e is not None else np.inf))
+    record_names = [i for i, n in enumerate(t.names) if _RECORD.match(n)]
+    complete = t.ph == PH_COMPLETE
+    for r in np.flatnonzero(complete & np.isin(t.name, record_names)).tolist():
+        inside = [s for s in spans if s[0] == thread[r] and t.ts[r] <= s[1] <= t.end[r]]
+        if not inside:  # a stream capture recorded inside is the more precise region
+            spans.append((int(thread[r]), float(t.ts[r]), float(t.end[r])))
+    return spans
 
 
 def _launched(t: ChromeTrace, row: int, name: str | None) -> str | None:

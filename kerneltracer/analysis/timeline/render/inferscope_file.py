@@ -22,9 +22,9 @@ from typing import IO
 import orjson
 from isal import igzip
 
-from kerneltracer.analysis.timeline.convert import InferScopeConverter
-from kerneltracer.analysis.timeline.loader import ChromeTrace
-from kerneltracer.analysis.timeline.validate import ValidationReport, Validator
+from kerneltracer.analysis.timeline.load.loader import ChromeTrace
+from kerneltracer.analysis.timeline.model.validate import ValidationReport, Validator
+from kerneltracer.analysis.timeline.render.convert import InferScopeConverter
 from kerneltracer.jsonio import atomic_writer
 
 COMPRESS_LEVEL = 1

@@ -1,5 +1,8 @@
-"""The ops.csv contract: file names, columns, and a typed reader, without the analysis
-(fleet views and coverage read ops.csv without importing numpy or the attribution)."""
+"""The ops.csv contract: file names, columns, and a typed reader, without the analysis.
+
+The timeline analysis writes these files (one folder per trace under its analysis dir);
+fleet views and coverage read them without importing numpy or the attribution, so the
+format lives here, below both."""
 
 from __future__ import annotations
 
@@ -11,6 +14,8 @@ from typing import Any
 from kerneltracer.errors import InputFileError
 from kerneltracer.inputguard import read_input_text
 
+# The analysis whose per-trace folders hold the files below (``TimelineAnalysis.name``).
+TIMELINE_ANALYSIS = "timeline"
 OPS_CSV = "ops.csv"
 OPS_PARQUET = "ops.parquet"
 KERNELS_CSV = "kernels_by_op.csv"

@@ -1,7 +1,7 @@
 """The InferScope trace file (metadata, events, scopes) as pydantic models, and its JSON Schema.
 
 The models are the single source of the schema: ``inferscope_trace.schema.json`` beside
-this module is generated from them (``python -m kerneltracer.analysis.timeline.schema``)
+this module is generated from them (``python -m kerneltracer.analysis.timeline.model.schema``)
 and a test checks the two agree. The converter builds plain dicts for speed; the schema and
 :func:`parse_inferscope` are how a consumer checks a file. Unknown fields are allowed
 everywhere (readers skip unknown fields; new versions only add fields).
@@ -17,7 +17,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 # Re-exported: the converter owns the version it writes.
-from kerneltracer.analysis.timeline.convert import FORMAT_VERSION as FORMAT_VERSION
 
 SCHEMA_PATH = Path(__file__).with_name("inferscope_trace.schema.json")
 

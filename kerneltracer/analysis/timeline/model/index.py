@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from kerneltracer.analysis.timeline.schema import EVENT_TYPES
+from kerneltracer.analysis.timeline.model.schema import EVENT_TYPES
 from kerneltracer.errors import UsageError, choices
 
 

@@ -10,12 +10,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kerneltracer.analysis.timeline.categories import memcpy_host_kind
-from kerneltracer.analysis.timeline.loader import ChromeTrace
-from kerneltracer.analysis.timeline.results import Bottleneck, BreakdownEntry, Suggestion, Summary
+from kerneltracer.analysis.timeline.load.loader import ChromeTrace
+from kerneltracer.analysis.timeline.model.categories import memcpy_host_kind
+from kerneltracer.analysis.timeline.model.results import (
+    Bottleneck,
+    BreakdownEntry,
+    Suggestion,
+    Summary,
+)
 
 if TYPE_CHECKING:
-    from kerneltracer.analysis.timeline.bottleneck import CategoryRows
+    from kerneltracer.analysis.timeline.analyses.category_rows import CategoryRows
 
 _SHORT_KERNEL_US = 10.0
 

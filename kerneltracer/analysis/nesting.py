@@ -1,0 +1,162 @@
+"""Intervals nested by time, per thread: one stack pass that gives every interval its parent.
+
+Both the timeline (host ops of a chrome trace) and the records analysis (ranges of a device
+dump) recover call trees this way. Intervals come in (start ascending, end descending)
+order within each thread — threads may interleave — and each is given the innermost open
+interval of its thread as parent.
+
+Two rules differ between the callers and are chosen by ``close_crossed``:
+
+- ``False`` (what a stack-based trace viewer shows): an open interval is closed once it
+  ended before the new one starts; one that the new interval overlaps without nesting stays
+  open and becomes its parent, and an empty interval at its end is inside it.
+- ``True`` (records): an interval that ended at or before the new one's start is closed,
+  and one the new interval crosses (starts inside, ends after) is closed too and reported
+  in ``crossings`` as ``(earlier, later)``, so the walk stays linear and the tree a tree.
+
+With ``kind``, each interval also learns its nearest enclosing interval of the same kind
+(``same_parent``), kept with one stack per kind beside the thread's stack.
+
+:class:`Nesting` answers queries on the result for numpy columns (the innermost interval
+enclosing a moment on a thread, an interval's ancestors).
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class StackPass:
+    parent: array[int]  # per interval, its parent's index (-1 at the top of its thread)
+    same_parent: array[int] | None = None  # only with ``kind``: nearest same-kind ancestor
+    crossings: list[tuple[int, int]] = field(default_factory=list)  # close_crossed only
+
+
+def stack_pass(
+    start: Sequence[float],
+    end: Sequence[float],
+    thread: Sequence[int],
+    *,
+    close_crossed: bool = False,
+    kind: Sequence[int] | None = None,
+) -> StackPass:
+    """Parents (and same-kind parents with ``kind``) of intervals given in (start asc, end
+    desc) order per thread; see the module docstring for ``close_crossed``."""
+    n = len(start)
+    parent = array("q", bytes(8 * n))
+    same_parent = array("q", bytes(8 * n)) if kind is not None else None
+    crossings: list[tuple[int, int]] = []
+    threads: dict[int, tuple[list[int], dict[int, list[int]]]] = {}
+    last: int | None = None
+    stack: list[int] = []
+    by_kind: dict[int, list[int]] = {}
+    for i in range(n):
+        s, e, t = start[i], end[i], thread[i]
+        if t != last:  # callers mostly give one thread's run at a time: one lookup per run
+            state = threads.get(t)
+            if state is None:
+                state = threads[t] = ([], {})
+            stack, by_kind = state
+            last = t
+        if close_crossed:
+            while stack and end[stack[-1]] <= s:
+                _pop(stack, by_kind, kind)
+            while stack and end[stack[-1]] < e:
+                crossings.append((_pop(stack, by_kind, kind), i))
+        else:
+            while stack and end[stack[-1]] <= s and end[stack[-1]] < e:
+                _pop(stack, by_kind, kind)
+        parent[i] = stack[-1] if stack else -1
+        stack.append(i)
+        if kind is not None and same_parent is not None:
+            same = by_kind.get(kind[i])
+            if same is None:
+                same = by_kind[kind[i]] = []
+            same_parent[i] = same[-1] if same else -1
+            same.append(i)
+    return StackPass(parent, same_parent, crossings)
+
+
+def _pop(stack: list[int], by_kind: dict[int, list[int]], kind: Sequence[int] | None) -> int:
+    j = stack.pop()
+    if kind is not None:
+        by_kind[kind[j]].pop()
+    return j
+
+
+def thread_keys(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
+    """One int64 per (pid, tid) pair of label indices."""
+    return (pid.astype(np.int64) << 32) | tid.astype(np.int64)
+
+
+class Nesting:
+    """Intervals (trace rows) grouped by thread, each with its parent row (-1 at the top).
+
+    The innermost interval enclosing a query is found from the last interval of its thread
+    that started at or before it, walking up its parents: in a properly nested tree every
+    interval enclosing the query is one of those ancestors."""
+
+    def __init__(
+        self, rows: np.ndarray, ts: np.ndarray, end: np.ndarray, thread: np.ndarray
+    ) -> None:
+        order = np.lexsort((-end[rows], ts[rows], thread[rows]))
+        self.rows = rows[order]
+        self.ts = ts[self.rows]
+        self.end = end[self.rows]
+        self.thread = thread[self.rows]
+        parents = stack_pass(self.ts.tolist(), self.end.tolist(), self.thread.tolist()).parent
+        self.parent_pos = np.frombuffer(parents, dtype=np.int64) if len(parents) else _NONE
+        self._pos = {int(r): i for i, r in enumerate(self.rows.tolist())}
+
+    def __len__(self) -> int:
+        return int(self.rows.size)
+
+    def parent(self, row: int) -> int:
+        """The enclosing interval's row, -1 at the top of its thread."""
+        p = self.parent_pos[self._pos[row]]
+        return int(self.rows[p]) if p >= 0 else -1
+
+    def ancestors(self, row: int) -> list[int]:
+        """Rows enclosing ``row``, innermost first."""
+        out = []
+        p = self.parent_pos[self._pos[row]]
+        while p >= 0:
+            out.append(int(self.rows[p]))
+            p = self.parent_pos[p]
+        return out
+
+    def innermost(self, thread: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:
+        """Per query, the row of the innermost interval on its thread that encloses
+        ``[ts, end]``; -1 where none does."""
+        out = np.full(ts.size, -1, dtype=np.int64)
+        if not self.rows.size or not ts.size:
+            return out
+        # Sort key (thread, ts): a query's candidates are those of its thread starting <= ts.
+        keys = _combined(self.thread, self.ts)
+        qkeys = _combined(thread, ts)
+        first = np.searchsorted(self.thread, thread, side="left")
+        cand = np.searchsorted(keys, qkeys, side="right") - 1
+        parent, iend = self.parent_pos, self.end
+        for q in np.flatnonzero(cand >= first).tolist():
+            p, e = int(cand[q]), end[q]
+            while p >= 0 and iend[p] < e:
+                p = int(parent[p])
+            if p >= 0:
+                out[q] = self.rows[p]
+        return out
+
+
+_NONE = np.empty(0, dtype=np.int64)
+
+
+def _combined(thread: np.ndarray, ts: np.ndarray) -> np.ndarray:
+    """(thread, ts) as one sortable structured key."""
+    key = np.empty(ts.size, dtype=[("t", np.int64), ("s", np.float64)])
+    key["t"] = thread
+    key["s"] = ts
+    return key

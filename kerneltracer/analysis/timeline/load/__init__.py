@@ -1,0 +1,3 @@
+"""Chrome trace files into numpy columns: ``loader`` (streamed batches, input guard,
+``ChromeTrace``) and ``builder`` (events folded into column chunks, every unused event
+counted by kind)."""

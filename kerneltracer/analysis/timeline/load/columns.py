@@ -1,0 +1,96 @@
+"""The loader's numpy columns: per-event lists turned into typed arrays, chunks joined, ids
+that are not 64-bit integers read as -1."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+DTYPES: dict[str, Any] = {
+    "ph": np.uint8,
+    "cat": np.int32,
+    "name": np.int32,
+    "ts": np.float64,
+    "dur": np.float64,
+    "pid": np.int32,
+    "tid": np.int32,
+    "stream": np.int64,
+    "corr": np.int64,
+    "device": np.int64,
+}
+
+
+class Columns:
+    """Rows appended one event at a time (the per-event path)."""
+
+    def __init__(self) -> None:
+        self.ph: list[int] = []
+        self.cat: list[int] = []
+        self.name: list[int] = []
+        self.ts: list[float] = []
+        self.dur: list[float] = []
+        self.pid: list[int] = []
+        self.tid: list[int] = []
+        self.stream: list[int] = []
+        self.corr: list[int] = []
+        self.device: list[int] = []
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        out = {k: np.asarray(getattr(self, k), dtype=d) for k, d in DTYPES.items() if d != np.int64}
+        for k in ("stream", "corr", "device"):
+            out[k] = int_column(getattr(self, k))
+        return out
+
+
+class Flows:
+    """Flow events (``s`` start on the host, ``f`` finish on the GPU) of the flow categories."""
+
+    def __init__(self) -> None:
+        self.id: list[Any] = []
+        self.start: list[bool] = []
+        self.pid: list[int] = []
+        self.tid: list[int] = []
+        self.ts: list[Any] = []
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Flow columns (``id`` as int64, -1 when not an integer)."""
+        return {
+            "id": int_column(self.id),
+            "start": np.array(self.start, dtype=bool),
+            "pid": np.array(self.pid, dtype=np.int32),
+            "tid": np.array(self.tid, dtype=np.int32),
+            "ts": np.array(self.ts, dtype=np.float64),
+        }
+
+
+def concat(chunks: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    if not chunks:
+        return {k: np.empty(0, dtype=d) for k, d in DTYPES.items()}
+    return {k: np.concatenate([c[k] for c in chunks]) for k in DTYPES}
+
+
+def int_column(values: list[Any]) -> np.ndarray:
+    if set(map(type, values)) != {int}:
+        values = [v if type(v) is int else as_int(v) for v in values]
+    try:
+        return np.array(values, dtype=np.int64)
+    except OverflowError:  # an id beyond int64 is no id we can use
+        return np.array([as_int(v) for v in values], dtype=np.int64)
+
+
+_INT64 = range(-(2**63), 2**63)
+
+
+def as_int(value: Any) -> int:
+    if isinstance(value, bool):
+        return -1
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    elif isinstance(value, str):
+        try:
+            value = int(value)
+        except ValueError:
+            return -1
+    return value if isinstance(value, int) and value in _INT64 else -1
