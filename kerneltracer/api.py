@@ -21,7 +21,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from kerneltracer import _API as _TOP_LEVEL
 from kerneltracer.errors import InputFileError, UsageError
 
 if TYPE_CHECKING:
@@ -37,8 +36,23 @@ if TYPE_CHECKING:
     from kerneltracer.coverage.diff_schema import DiffReport
     from kerneltracer.report.build import ReportResult
 
-# What ``import kerneltracer`` offers (lazily, so the list lives there) and two constants.
-__all__ = ["JOB_COLUMNS", "OUTPUT_COLUMNS", *_TOP_LEVEL]
+# What ``import kerneltracer`` offers lazily (its ``_API``; tests/api checks the two lists
+# agree: the package root cannot import this module eagerly) and two constants.
+__all__ = [
+    "JOB_COLUMNS",
+    "OUTPUT_COLUMNS",
+    "CompileHealth",
+    "Diff",
+    "LogsResult",
+    "ProgressEvent",
+    "Run",
+    "TimelineResult",
+    "compile_health",
+    "logs",
+    "open_run",
+    "timeline",
+    "trace",
+]
 
 PathLike = str | os.PathLike[str]
 

@@ -331,3 +331,11 @@ def test_run_attribution_after_analyze(testdata_dir: Path, tmp_path: Path) -> No
     # The same table as the file analysis of that trace.
     direct = kt.timeline(testdata_dir / ALEXNET).ops
     assert attribution["gpu_time_us"].sum() == pytest.approx(direct["gpu_time_us"].sum())
+
+
+def test_the_package_root_offers_exactly_the_api_modules_names() -> None:
+    import kerneltracer
+    from kerneltracer import api
+
+    assert set(kerneltracer._API) == set(api.__all__) - {"JOB_COLUMNS", "OUTPUT_COLUMNS"}
+    assert all(hasattr(api, name) for name in api.__all__)
