@@ -76,6 +76,50 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
+class ParallelSettings(_Strict):
+    """A parallel layout to simulate with ``weights: fake`` (every distinct rank role, one job)."""
+
+    tp: int = Field(1, ge=1, le=4096, description="Tensor-parallel degree (heads split)")
+    ep: int = Field(
+        1,
+        ge=1,
+        le=4096,
+        description="Expert-parallel degree: experts spread over ep ranks, each with its own "
+        "batch (data-parallel attention); tokens exchanged all-to-all",
+    )
+    pp: int = Field(1, ge=1, le=4096, description="Pipeline stages (layers split)")
+    dp: int = Field(1, ge=1, le=65536, description="Data-parallel degree")
+    fsdp: bool = Field(False, description="Shard weights and gradients over dp (mode train)")
+    sequence_parallel: bool = Field(False, description="Sequence parallel with tp, where planned")
+    tp_plan: dict[str, str] | None = Field(
+        None, description="Tensor-parallel plan rules overriding the model's own, e.g. "
+        "{'layers.*.mlp.down_proj': 'rowwise'}"
+    )
+    ep_plan: dict[str, str] | None = Field(None, description="Expert-parallel plan rules")
+    fsdp_plan: dict[str, str] | None = Field(None, description="FSDP plan rules")
+    layers: int | None = Field(
+        None,
+        ge=1,
+        le=100000,
+        description="Build this many layers (every layer of a stage runs the same ops: a "
+        "few show a deep model's per-layer ops and collectives in seconds)",
+    )
+
+    @model_validator(mode="after")
+    def _check_layout(self) -> ParallelSettings:
+        from kerneltracer.core.parallelspec import ParallelSpec, layout_problem
+
+        problem = layout_problem(ParallelSpec.from_json(self.model_dump()), "train")
+        if problem is not None and "mode train" not in problem:
+            raise ValueError(problem)
+        return self
+
+    def label(self) -> str:
+        from kerneltracer.core.parallelspec import ParallelSpec
+
+        return ParallelSpec.from_json(self.model_dump()).label()
+
+
 class JobSettings(_Strict):
     """Per-job settings: given once in ``defaults``, overridable per model."""
 
@@ -112,6 +156,11 @@ class JobSettings(_Strict):
     )
     trust_remote_code: bool = False
     tracer_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    parallel: ParallelSettings | None = Field(
+        None,
+        description="Parallel layout {tp, ep, pp, dp, fsdp, ...}; with weights fake, one job "
+        "simulates every rank role (outputs in rank_<r>/, collectives per rank)",
+    )
 
     @model_validator(mode="after")
     def _check_device(self) -> JobSettings:
@@ -145,6 +194,7 @@ class ModelEntry(_Strict):
     max_rss_gb: float | None = Field(None, gt=0)
     trust_remote_code: bool | None = None
     tracer_options: dict[str, dict[str, Any]] | None = None
+    parallel: ParallelSettings | None = None
 
     @field_validator("id")
     @classmethod
@@ -335,6 +385,7 @@ def check_semantics(
         checks.append(_check_tracer_names(loc, entry.tracers, registry))
         checks.append(_check_options(loc, entry.tracer_options or {}, registry))
         checks.append(_check_applicable(loc, cfg, entry, registry))
+        checks.append(_check_parallel(loc, settings_for(cfg, entry)))
         if entry.path is not None and not os.path.isdir(os.path.join(base_dir, entry.path)):
             resolved = os.path.abspath(os.path.join(base_dir, entry.path))
             what = "is a file, not a directory" if os.path.lexists(resolved) else "does not exist"
@@ -377,8 +428,9 @@ def planned_models(
             continue
         settings = settings_for(cfg, entry)
         slug = slugify(entry.name or entry.id or Path(path or "").name)
+        layout = settings.parallel.label() if settings.parallel is not None else "single"
         jobs = tuple(
-            (tracer, job_key(slug, tracer, settings.mode, settings.phase))
+            (tracer, job_key(slug, tracer, settings.mode, settings.phase, layout))
             for tracer in planned_tracers(cfg, entry, registry)
         )
         yield PlannedModel(index, entry, path, settings, slug, jobs)
@@ -429,6 +481,19 @@ def _check_options(
             where = (*loc, "tracer_options", name, *err["loc"])
             return where, f"{what} (options of {name}: {valid})"
     return None
+
+
+def _check_parallel(
+    loc: tuple[Any, ...], settings: JobSettings
+) -> tuple[tuple[Any, ...], str] | None:
+    """What a layout needs of the job's mode (the degrees are checked against the model's
+    config in the worker, before anything is built)."""
+    if settings.parallel is None:
+        return None
+    from kerneltracer.core.parallelspec import ParallelSpec, layout_problem
+
+    problem = layout_problem(ParallelSpec.from_json(settings.parallel.model_dump()), settings.mode)
+    return ((*loc, "parallel"), problem) if problem is not None else None
 
 
 def _check_applicable(
@@ -545,6 +610,7 @@ __all__ = [
     "DownloadSettings",
     "JobSettings",
     "ModelEntry",
+    "ParallelSettings",
     "RunConfig",
     "check_hub_id",
     "load_config",

@@ -97,23 +97,27 @@ def run_job(job: JobSpec, attempt: str, job_dir: Path, phases: PhaseLog) -> Trac
         tracer = cls(cls.Options.model_validate(job.options))
         _check_tracer(cls, job)
         loader = get_loader(job.framework)
-        with phases.phase("load"):
-            ctx = loader.load(job, job_dir, tracer)
-        log.info("loaded %s on %s (%s)", job.model.display, ctx.device, ctx.dtype)
-        if ctx.notes:
-            fields["notes"] = ctx.notes
-        inputs = ctx.describe_inputs()
-        if inputs is not None:
-            fields["inputs"] = inputs
-        with phases.phase("warmup"):
-            tracer.warmup(ctx)
-        with phases.phase("trace"):
-            traced = tracer.trace(ctx)
-        with phases.phase("write"):
-            result = tracer.write(ctx, traced, job_dir)
-            fields["outputs"] = [
-                describe_output(job_dir, rel, cls.kind_of(rel)) for rel in result.outputs
-            ]
+        if job.parallel:
+            # Every rank role, each loaded, warmed up, traced and written in turn.
+            result = _simulate_ranks(job, job_dir, tracer, phases)
+        else:
+            with phases.phase("load"):
+                ctx = loader.load(job, job_dir, tracer)
+            log.info("loaded %s on %s (%s)", job.model.display, ctx.device, ctx.dtype)
+            if ctx.notes:
+                fields["notes"] = ctx.notes
+            inputs = ctx.describe_inputs()
+            if inputs is not None:
+                fields["inputs"] = inputs
+            with phases.phase("warmup"):
+                tracer.warmup(ctx)
+            with phases.phase("trace"):
+                traced = tracer.trace(ctx)
+            with phases.phase("write"):
+                result = tracer.write(ctx, traced, job_dir)
+        fields["outputs"] = [
+            describe_output(job_dir, rel, cls.kind_of(rel)) for rel in result.outputs
+        ]
         fields["summary"] = result.summary
         status = JobStatus.OK
     except BaseException as exc:
@@ -133,6 +137,13 @@ def run_job(job: JobSpec, attempt: str, job_dir: Path, phases: PhaseLog) -> Trac
     if ctx is not None:
         fields["resolved_device"] = ctx.device
     return base_status(job, attempt, status, **fields)
+
+
+def _simulate_ranks(job: JobSpec, job_dir: Path, tracer: Tracer[Any], phases: PhaseLog) -> Any:
+    """A job with ``parallel``: see :mod:`kerneltracer.worker.parallel.simulate`."""
+    from kerneltracer.worker.parallel import simulate
+
+    return simulate.run(job, job_dir, tracer, phases)
 
 
 def _check_tracer(cls: type[Tracer], job: JobSpec) -> None:
