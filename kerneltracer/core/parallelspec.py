@@ -58,7 +58,7 @@ class ParallelSpec:
         """The job column's suffix: ``tp8``, ``tp8.pp2``, ``fsdp8`` (dp sharded by FSDP)."""
         text = self.layout.label()
         if self.fsdp:
-            text = ".".join("f" + p if p.startswith("dp") else p for p in text.split("."))
+            text = ".".join("fs" + p if p.startswith("dp") else p for p in text.split("."))
         if self.sequence_parallel:
             text += ".sp"
         return text

@@ -114,7 +114,11 @@ class CollectiveRecorder(TorchDispatchMode):
                 module=self.module() or None,
                 phase=self.phase,
                 peer=peer,
-                assumption=self.assumption() if kind == "all_to_all" else None,
+                assumption=(
+                    self.assumption()
+                    if kind == "all_to_all" and first is not None and first.is_floating_point()
+                    else None
+                ),
                 extra={"buffers": len(buffers)} if len(buffers) > 1 else {},
             )
         )
