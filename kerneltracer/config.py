@@ -90,10 +90,11 @@ class ParallelSettings(_Strict):
     pp: int = Field(1, ge=1, le=4096, description="Pipeline stages (layers split)")
     dp: int = Field(1, ge=1, le=65536, description="Data-parallel degree")
     fsdp: bool = Field(False, description="Shard weights and gradients over dp (mode train)")
-    sequence_parallel: bool = Field(False, description="Sequence parallel with tp, where planned")
     tp_plan: dict[str, str] | None = Field(
-        None, description="Tensor-parallel plan rules overriding the model's own, e.g. "
-        "{'layers.*.mlp.down_proj': 'rowwise'}"
+        None,
+        description="Tensor-parallel plan rules overriding the model's own, rule by rule, e.g. "
+        "{'model.layers.*.mlp.down_proj': 'rowwise'}; 'sequence_parallel' rules (on norms) "
+        "give sequence parallelism where the model allows it",
     )
     ep_plan: dict[str, str] | None = Field(None, description="Expert-parallel plan rules")
     fsdp_plan: dict[str, str] | None = Field(None, description="FSDP plan rules")

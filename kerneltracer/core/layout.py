@@ -23,7 +23,6 @@ outside core spells one out.
 from __future__ import annotations
 
 import re
-
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path, PurePosixPath
@@ -64,8 +63,8 @@ class _Name(StrEnum):
 
 _MODES = ("train",)
 _PHASES = ("decode", "generate")
-# A parallel layout's suffix part: tp8, ep8, pp2, dp8, fsdp8, sp (see core.parallelspec).
-_LAYOUT_PART = re.compile(r"^(?:(?:tp|ep|pp|dp|fsdp)[1-9][0-9]*|sp)$")
+# A parallel layout's suffix part: tp8, ep8, pp2, dp8, fsdp8 (see core.parallelspec).
+_LAYOUT_PART = re.compile(r"^(?:tp|ep|pp|dp|fsdp)[1-9][0-9]*$")
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,11 +22,10 @@ _LAYERS = ("num_hidden_layers", "n_layer", "num_layers")
 
 @dataclass(frozen=True)
 class ParallelSpec:
-    """Degrees plus what shapes them: FSDP over dp (train), sequence parallel, user plans."""
+    """Degrees plus what shapes them: FSDP over dp (train), user plans."""
 
     layout: Layout
     fsdp: bool = False
-    sequence_parallel: bool = False
     # A user plan overrides the model's own, rule by rule (transformers' DistributedConfig).
     tp_plan: dict[str, str] | None = None
     ep_plan: dict[str, str] | None = None
@@ -47,7 +46,6 @@ class ParallelSpec:
         return cls(
             layout=layout,
             fsdp=bool(data.get("fsdp", False)),
-            sequence_parallel=bool(data.get("sequence_parallel", False)),
             tp_plan=data.get("tp_plan"),
             ep_plan=data.get("ep_plan"),
             fsdp_plan=data.get("fsdp_plan"),
@@ -55,12 +53,11 @@ class ParallelSpec:
         )
 
     def label(self) -> str:
-        """The job column's suffix: ``tp8``, ``tp8.pp2``, ``fsdp8`` (dp sharded by FSDP)."""
+        """The job column's suffix: ``tp8``, ``tp8.pp2``, ``fsdp8`` (dp sharded by FSDP); user
+    plans are not in it (two plans of one model and layout need distinct ``name:``s)."""
         text = self.layout.label()
         if self.fsdp:
             text = ".".join("fs" + p if p.startswith("dp") else p for p in text.split("."))
-        if self.sequence_parallel:
-            text += ".sp"
         return text
 
 
@@ -80,8 +77,6 @@ def layout_problem(spec: ParallelSpec, mode: str) -> str | None:
         return "parallel: dp with pp is not supported by transformers' plans (FSDP + PP)"
     if lay.ep > 1 and lay.pp > 1:
         return "parallel: ep with pp is not supported by transformers' plans (EP + PP)"
-    if spec.sequence_parallel and lay.tp == 1:
-        return "parallel.sequence_parallel needs tp > 1"
     return None
 
 

@@ -99,7 +99,7 @@ def run_job(job: JobSpec, attempt: str, job_dir: Path, phases: PhaseLog) -> Trac
         loader = get_loader(job.framework)
         if job.parallel:
             # Every rank role, each loaded, warmed up, traced and written in turn.
-            result = _simulate_ranks(job, job_dir, tracer, phases)
+            result, fields["notes"] = _simulate_ranks(job, job_dir, tracer, phases)
         else:
             with phases.phase("load"):
                 ctx = loader.load(job, job_dir, tracer)

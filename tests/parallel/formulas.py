@@ -13,7 +13,9 @@ from typing import Any
 Coll = tuple[str, str, int]
 
 
-def tp_forward(cfg: dict[str, Any], b: int, s: int, tp: int, itemsize: int, layers: int) -> list[Coll]:
+def tp_forward(
+    cfg: dict[str, Any], b: int, s: int, tp: int, itemsize: int, layers: int
+) -> list[Coll]:
     """Megatron TP: the vocab-parallel embedding's all-reduce, two all-reduces of the hidden
     states per layer (after o_proj and down_proj), the LM head's gather of vocab slices."""
     h, v = cfg["hidden_size"], cfg["vocab_size"]
@@ -48,7 +50,14 @@ def tp_pp_forward(
 
 
 def ep_forward(
-    cfg: dict[str, Any], b: int, s: int, ep: int, itemsize: int, moe_layers: int, experts: int, top_k: int
+    cfg: dict[str, Any],
+    b: int,
+    s: int,
+    ep: int,
+    itemsize: int,
+    moe_layers: int,
+    experts: int,
+    top_k: int,
 ) -> list[Coll]:
     """EP with data-parallel attention, balanced routing: per MoE layer the per-expert counts
     exchanged, the (token, expert) rows sent to their experts and the results sent back."""

@@ -71,8 +71,12 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, LocalH
         cfg = write_config(
             tmp / "config.yaml",
             models,
-            defaults={"weights": "fake", "seq_len": SEQ, "tracers": ["torch_dispatch"],
-                      "timeout_s": 600},
+            defaults={
+                "weights": "fake",
+                "seq_len": SEQ,
+                "tracers": ["torch_dispatch"],
+                "timeout_s": 600,
+            },
             download={"timeout_s": 120},
         )
         proc = kt("run", str(cfg), "-j", "2", env=_env(tmp, hub), timeout=900)
@@ -83,9 +87,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, LocalH
 
 def _records(job_dir: Path, rank: int) -> list[tuple[str, str, int | None]]:
     lines = (job_dir / f"rank_{rank}" / "collectives.jsonl").read_text().splitlines()
-    return [
-        (r["kind"], r["group"], r["bytes_per_rank"]) for r in (json.loads(x) for x in lines)
-    ]
+    return [(r["kind"], r["group"], r["bytes_per_rank"]) for r in (json.loads(x) for x in lines)]
 
 
 def _mm_weights(job_dir: Path, rank: int) -> set[tuple[int, ...]]:
@@ -127,8 +129,10 @@ def test_no_weight_file_is_read(run: tuple[Path, LocalHub]) -> None:
         assert not [p for p in asked if p.endswith(WEIGHT_SUFFIXES)], (rid, asked)
 
 
-@pytest.mark.parametrize("rid", ["meta-llama/Llama-3.3-70B-Instruct", "meta-llama/Llama-3.1-405B",
-                                 "Qwen/Qwen2.5-72B-Instruct"])
+@pytest.mark.parametrize(
+    "rid",
+    ["meta-llama/Llama-3.3-70B-Instruct", "meta-llama/Llama-3.1-405B", "Qwen/Qwen2.5-72B-Instruct"],
+)
 def test_tp8_gemms_and_collectives(run: tuple[Path, LocalHub], rid: str) -> None:
     run_dir, _ = run
     cfg, tp = _config(rid), 8
@@ -136,8 +140,14 @@ def test_tp8_gemms_and_collectives(run: tuple[Path, LocalHub], rid: str) -> None
     h, i = cfg["hidden_size"], cfg["intermediate_size"]
     heads, kv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
     d = h // heads
-    want = {(h, heads * d // tp), (h, kv * d // tp), (heads * d // tp, h), (h, i // tp),
-            (i // tp, h), (h, cfg["vocab_size"] // tp)}
+    want = {
+        (h, heads * d // tp),
+        (h, kv * d // tp),
+        (heads * d // tp, h),
+        (h, i // tp),
+        (i // tp, h),
+        (h, cfg["vocab_size"] // tp),
+    }
     assert _mm_weights(job, 0) == want
     assert _records(job, 0) == formulas.tp_forward(cfg, 1, SEQ, tp, BF16, LAYERS)
     roles = json.loads((job / "roles.json").read_text())["roles"]
@@ -151,16 +161,20 @@ def test_tp8_pp2_stages(run: tuple[Path, LocalHub], rid: str) -> None:
     job = run_dir / "jobs" / _key(rid, {"tp": 8, "pp": 2}, "eval")
     roles = json.loads((job / "roles.json").read_text())["roles"]
     assert [(r["rank"], r["ranks"], r["layers"]) for r in roles] == [
-        (0, list(range(8)), [0, 1]), (8, list(range(8, 16)), [1, 2])]
+        (0, list(range(8)), [0, 1]),
+        (8, list(range(8, 16)), [1, 2]),
+    ]
     for stage, rank in enumerate((0, 8)):
         assert _records(job, rank) == formulas.tp_pp_forward(cfg, 1, SEQ, 8, 2, stage, BF16, LAYERS)
 
 
 @pytest.mark.parametrize(
     ("rid", "experts_key", "moe_layers"),
-    [("mistralai/Mixtral-8x22B-v0.1", "num_local_experts", 2),
-     ("Qwen/Qwen3-30B-A3B", "num_experts", 2),
-     ("deepseek-ai/DeepSeek-V3", "n_routed_experts", 1)],  # layer 0 dense (first_k_dense)
+    [
+        ("mistralai/Mixtral-8x22B-v0.1", "num_local_experts", 2),
+        ("Qwen/Qwen3-30B-A3B", "num_experts", 2),
+        ("deepseek-ai/DeepSeek-V3", "n_routed_experts", 1),
+    ],  # layer 0 dense (first_k_dense)
 )
 def test_ep8_experts_and_all_to_all(
     run: tuple[Path, LocalHub], rid: str, experts_key: str, moe_layers: int
@@ -175,7 +189,8 @@ def test_ep8_experts_and_all_to_all(
     assert any("balanced routing" in n for n in doc["notes"])
     for rank in range(ep):
         assert _records(job, rank) == formulas.ep_forward(
-            cfg, 1, SEQ, ep, BF16, moe_layers, experts, top_k)
+            cfg, 1, SEQ, ep, BF16, moe_layers, experts, top_k
+        )
         lines = (job / f"rank_{rank}" / "collectives.jsonl").read_text().splitlines()
         tokens = [json.loads(x) for x in lines if '"bfloat16"' in x]
         assert all("balanced routing" in (r["assumption"] or "") for r in tokens)
@@ -190,8 +205,10 @@ def test_fsdp8_train_gathers_and_reduce_scatters_each_layer(run: tuple[Path, Loc
     gather, scatter = formulas.fsdp_train_layer(cfg, dp, BF16)
     assert records.count(gather) == 2 * LAYERS  # forward, and again for the backward
     assert records.count(scatter) == LAYERS
-    phases = [json.loads(x)["phase"] for x in
-              (job / "rank_0" / "collectives.jsonl").read_text().splitlines()]
+    phases = [
+        json.loads(x)["phase"]
+        for x in (job / "rank_0" / "collectives.jsonl").read_text().splitlines()
+    ]
     assert {"forward", "backward"} <= set(phases)
     # Every rank's GEMMs use the whole weight (FSDP gathers it before the layer runs).
     h, i = cfg["hidden_size"], cfg["intermediate_size"]

@@ -1,4 +1,4 @@
-"""Parallel settings: config schema, checks against a model's config, job columns, roles, formulas."""
+"""Parallel settings: config schema, degree checks, job columns, roles, formulas."""
 
 from __future__ import annotations
 
@@ -38,17 +38,32 @@ def test_degrees_dividing_the_model_pass() -> None:
 @pytest.mark.parametrize(
     ("name", "degrees", "line"),
     [
-        ("meta-llama--Llama-3.3-70B-Instruct", {"tp": 16},
-         "parallel.tp 16 does not divide the model's 64 attention heads and 8 KV heads "
-         "(valid tp: 1, 2, 4, 8)"),
-        ("mistralai--Mixtral-8x22B-v0.1", {"ep": 3},
-         "parallel.ep 3 does not divide the model's 8 experts (valid ep: 1, 2, 4, 8)"),
-        ("meta-llama--Llama-3.1-8B", {"ep": 2},
-         "parallel.ep: the model has no experts (its config names no expert count)"),
-        ("meta-llama--Llama-3.1-8B", {"pp": 3},
-         "parallel.pp 3 does not divide the model's 32 layers (valid pp: 1, 2, 4, 8, 16, 32)"),
-        ("meta-llama--Llama-3.1-8B", {"pp": 2, "layers": 3},
-         "parallel.pp 2 does not divide parallel.layers 3 layers (valid pp: 1, 3)"),
+        (
+            "meta-llama--Llama-3.3-70B-Instruct",
+            {"tp": 16},
+            "parallel.tp 16 does not divide the model's 64 attention heads and 8 KV heads "
+            "(valid tp: 1, 2, 4, 8)",
+        ),
+        (
+            "mistralai--Mixtral-8x22B-v0.1",
+            {"ep": 3},
+            "parallel.ep 3 does not divide the model's 8 experts (valid ep: 1, 2, 4, 8)",
+        ),
+        (
+            "meta-llama--Llama-3.1-8B",
+            {"ep": 2},
+            "parallel.ep: the model has no experts (its config names no expert count)",
+        ),
+        (
+            "meta-llama--Llama-3.1-8B",
+            {"pp": 3},
+            "parallel.pp 3 does not divide the model's 32 layers (valid pp: 1, 2, 4, 8, 16, 32)",
+        ),
+        (
+            "meta-llama--Llama-3.1-8B",
+            {"pp": 2, "layers": 3},
+            "parallel.pp 2 does not divide parallel.layers 3 layers (valid pp: 1, 3)",
+        ),
     ],
 )
 def test_degrees_that_do_not_divide_name_the_valid_ones(
@@ -72,7 +87,11 @@ def test_labels_and_job_keys_round_trip() -> None:
     assert key == "m/torch_dispatch.train.fsdp8"
     parsed = JobKey.parse(key)
     assert (parsed.tracer, parsed.mode, parsed.phase, parsed.layout) == (
-        "torch_dispatch", "train", "prefill", "fsdp8")
+        "torch_dispatch",
+        "train",
+        "prefill",
+        "fsdp8",
+    )
     assert JobKey.parse("m/torch_dispatch.decode.tp8.pp2").layout == "tp8.pp2"
     assert JobKey.parse("m/torch_dispatch").layout == "single"
     assert job_key("m", "torch_dispatch", "eval", "prefill") == "m/torch_dispatch"
@@ -82,9 +101,11 @@ def test_config_plans_one_column_per_layout(tmp_path: Path) -> None:
     (tmp_path / "m").mkdir()
     cfg_path = write_config(
         tmp_path / "c.yaml",
-        [{"path": "m", "name": "a", "parallel": {"tp": 8}},
-         {"path": "m", "name": "b", "parallel": {"tp": 8, "pp": 2, "tp_plan": {"x": "colwise"}}},
-         {"path": "m", "name": "c"}],
+        [
+            {"path": "m", "name": "a", "parallel": {"tp": 8}},
+            {"path": "m", "name": "b", "parallel": {"tp": 8, "pp": 2, "tp_plan": {"x": "colwise"}}},
+            {"path": "m", "name": "c"},
+        ],
         defaults={"weights": "fake", "tracers": ["torch_dispatch"]},
     )
     cfg, base = load_config(cfg_path)
@@ -110,7 +131,8 @@ def test_bad_parallel_settings_are_one_line_config_errors(
 ) -> None:
     (tmp_path / "m").mkdir()
     cfg_path = write_config(
-        tmp_path / "c.yaml", [{"path": "m", "mode": mode, "parallel": parallel}],
+        tmp_path / "c.yaml",
+        [{"path": "m", "mode": mode, "parallel": parallel}],
         defaults={"weights": "fake"},
     )
     with pytest.raises(ConfigError) as err:

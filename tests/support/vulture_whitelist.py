@@ -180,3 +180,11 @@ _.JOB_TMP_DIR
 _.__dir__  # kerneltracer/__init__: dir() lists the lazily exported API names
 _.out_dirs
 _.parse_failures
+
+# worker.parallel.simulate: what transformers reads of the objects it is handed (its FSDP's
+# mesh manager, its DistributedConfig set after validation, the config's distributed_config).
+_.get_mesh
+_.ep_size
+_.enable_expert_parallel
+_.fsdp_size
+_.distributed_config

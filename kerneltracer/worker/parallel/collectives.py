@@ -90,9 +90,7 @@ class CollectiveRecorder(TorchDispatchMode):
             self._record(func, known, args, kwargs or {})
         return out
 
-    def _record(
-        self, func: Any, known: tuple[str, int], args: Any, kwargs: dict[str, Any]
-    ) -> None:
+    def _record(self, func: Any, known: tuple[str, int], args: Any, kwargs: dict[str, Any]) -> None:
         kind, index = known
         buffers = list(_tensors(args[index])) if len(args) > index else []
         group_name, group_size, group = _group(args, kwargs)
@@ -124,7 +122,9 @@ class CollectiveRecorder(TorchDispatchMode):
         )
 
 
-_REDUCE_OPS = frozenset({"sum", "avg", "product", "min", "max", "band", "bor", "bxor", "premul_sum"})
+_REDUCE_OPS = frozenset(
+    {"sum", "avg", "product", "min", "max", "band", "bor", "bxor", "premul_sum"}
+)
 
 
 def _global_rank(group: Any, group_rank: int) -> int:
@@ -154,7 +154,7 @@ def _group(args: Any, kwargs: dict[str, Any]) -> tuple[str, int, Any]:
             return value.group_name, value.size(), value
         if isinstance(value, str) and value and value not in _REDUCE_OPS:
             try:
-                group = _resolve_process_group(value)
+                group = _resolve_process_group(value)  # type: ignore[arg-type]
             except (RuntimeError, ValueError, KeyError):
                 continue
             return value, group.size(), group

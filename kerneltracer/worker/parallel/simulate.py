@@ -93,8 +93,11 @@ def check(job: JobSpec, config: dict[str, Any]) -> ParallelSpec:
     return spec
 
 
-def run(job: JobSpec, job_dir: Path, tracer: Tracer[Any], phases: PhaseLog) -> TraceResult:
-    """Every role of the job's layout: load, warm up, trace and write into ``rank_<r>/``."""
+def run(
+    job: JobSpec, job_dir: Path, tracer: Tracer[Any], phases: PhaseLog
+) -> tuple[TraceResult, list[str]]:
+    """Every role of the job's layout: load, warm up, trace and write into ``rank_<r>/``;
+    with the notes a reader of the status must know (fake weights, assumptions made)."""
     import transformers
 
     from kerneltracer.tracers.base import TraceResult
@@ -146,7 +149,6 @@ def run(job: JobSpec, job_dir: Path, tracer: Tracer[Any], phases: PhaseLog) -> T
         "label": spec.label(),
         "world_size": spec.layout.world_size,
         "fsdp": spec.fsdp,
-        "sequence_parallel": spec.sequence_parallel,
         "layers": spec.layers,
         "model_layers": _layers(config),
         "roles": summary_roles,
@@ -160,7 +162,7 @@ def run(job: JobSpec, job_dir: Path, tracer: Tracer[Any], phases: PhaseLog) -> T
         "roles": len(summary_roles),
         "collectives": sum(r["collectives"] for r in summary_roles),
     }
-    return TraceResult(outputs=outputs, summary=summary)
+    return TraceResult(outputs=outputs, summary=summary), notes
 
 
 def _layers(config: Any) -> int | None:
@@ -384,7 +386,8 @@ def _shard(model: Any, spec: ParallelSpec, mesh: Any) -> dict[str, Any]:
         from transformers.distributed.fsdp import apply_fully_sharded_data_parallelism
 
         model.config.distributed_config = dc
-        apply_fully_sharded_data_parallelism(model, _Meshes(mesh), fsdp_plan, ep_plan)
+        meshes: Any = _Meshes(mesh)  # what FSDP asks of a TransformersDeviceMesh
+        apply_fully_sharded_data_parallelism(model, meshes, fsdp_plan, ep_plan)
     return extra
 
 
