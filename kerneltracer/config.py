@@ -491,6 +491,11 @@ def _check_parallel(
     config in the worker, before anything is built)."""
     if settings.parallel is None:
         return None
+    if settings.weights != "fake" and settings.parallel.label() != "single":
+        return (*loc, "parallel"), (
+            "parallel needs weights fake for now: every rank role is simulated in one process "
+            "(jobs of one process per rank are not built yet)"
+        )
     from kerneltracer.core.parallelspec import ParallelSpec, layout_problem
 
     problem = layout_problem(ParallelSpec.from_json(settings.parallel.model_dump()), settings.mode)

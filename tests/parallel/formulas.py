@@ -26,6 +26,13 @@ def tp_forward(
     return out
 
 
+def tp_backward(cfg: dict[str, Any], b: int, s: int, itemsize: int, layers: int) -> list[Coll]:
+    """transformers' TP backward: every column-parallel linear all-reduces its input's
+    gradient on its own (q, k, v, gate, up: five per layer; no fused QKV), and the LM head."""
+    act = b * s * cfg["hidden_size"] * itemsize
+    return [("all_reduce", "tp", act)] * (5 * layers + 1)
+
+
 def tp_pp_forward(
     cfg: dict[str, Any], b: int, s: int, tp: int, pp: int, stage: int, itemsize: int, layers: int
 ) -> list[Coll]:

@@ -2,7 +2,7 @@
 
 One `kerneltracer run` through the local test hub (config-only repos that also hold weight
 files): dense 70B and 405B at TP 8 and TP 8 x PP 2, Qwen2.5-72B at TP 8, Mixtral-8x22B,
-Qwen3-30B-A3B and DeepSeek-V3 (MLA) at EP 8, Llama-3.1-8B training under FSDP 8, and
+Qwen3-30B-A3B and DeepSeek-V3 (MLA) at EP 8, Llama-3.1-8B training under FSDP 8 and TP 8, and
 flan-t5-xxl at TP 4 (T5 ships no tensor-parallel plan: unsupported, saying so). Two layers
 each (`parallel.layers`), 128 tokens: every job ends as expected, each rank's GEMMs are the
 config's sizes divided on the right axis, the collectives equal the hand count
@@ -40,6 +40,7 @@ JOBS: list[tuple[str, dict[str, Any], str, str]] = [
     ("Qwen/Qwen3-30B-A3B", {"ep": 8}, "eval", "ok"),
     ("deepseek-ai/DeepSeek-V3", {"ep": 8}, "eval", "ok"),
     ("meta-llama/Llama-3.1-8B", {"dp": 8, "fsdp": True}, "train", "ok"),
+    ("meta-llama/Llama-3.1-8B", {"tp": 8}, "train", "ok"),
     ("google/flan-t5-xxl", {"tp": 4}, "eval", "unsupported"),
 ]
 
@@ -213,3 +214,21 @@ def test_fsdp8_train_gathers_and_reduce_scatters_each_layer(run: tuple[Path, Loc
     # Every rank's GEMMs use the whole weight (FSDP gathers it before the layer runs).
     h, i = cfg["hidden_size"], cfg["intermediate_size"]
     assert {(h, i), (i, h)} <= _mm_weights(job, 0)
+
+
+def test_tp8_train_all_reduces_the_gradients_of_column_parallel_inputs(
+    run: tuple[Path, LocalHub],
+) -> None:
+    run_dir, _ = run
+    rid, tp = "meta-llama/Llama-3.1-8B", 8
+    cfg = _config(rid)
+    job = run_dir / "jobs" / _key(rid, {"tp": tp}, "train")
+    rows = [json.loads(x) for x in (job / "rank_0" / "collectives.jsonl").read_text().splitlines()]
+    forward = [
+        (r["kind"], r["group"], r["bytes_per_rank"]) for r in rows if r["phase"] == "forward"
+    ]
+    backward = [
+        (r["kind"], r["group"], r["bytes_per_rank"]) for r in rows if r["phase"] == "backward"
+    ]
+    assert forward == formulas.tp_forward(cfg, 1, SEQ, tp, BF16, LAYERS)
+    assert backward == formulas.tp_backward(cfg, 1, SEQ, BF16, LAYERS)

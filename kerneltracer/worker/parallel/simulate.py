@@ -84,8 +84,8 @@ def check(job: JobSpec, config: dict[str, Any]) -> ParallelSpec:
     if job.tracer not in PARALLEL_TRACERS:
         raise UnsupportedError(
             f"{job.tracer} with parallel: only {', '.join(sorted(PARALLEL_TRACERS))} is "
-            "simulated per rank so far (graph capture of DTensor / fake-process-group "
-            "collectives is not checked for faithfulness yet)"
+            "simulated per rank so far (on a model sharded into DTensors on fake tensors, "
+            "Dynamo captures no graph and torch.export refuses DTensor parameters)"
         )
     problem = layout_problem(spec, job.mode) or degrees_problem(config, spec)
     if problem is not None:
@@ -210,14 +210,16 @@ def _run_role(
         with fake.values_unsupported():
             model = fake.build_fake_model(cls, cfg, dtype, "cpu", mode, job.model.trust_remote_code)
             extra = _shard(model, spec, mesh)
-            ctx = _context(job, job_dir, path, model, cfg, dtype)
             oracle = ValueOracle()
-            modules = ModulePaths(ctx.model)
-            recorder = CollectiveRecorder(axis_of, modules.current, oracle.current_assumption)
-            with oracle, _answers(oracle, job, cfg), modules:
-                tracer.warmup(ctx)
-                with recorder:
-                    traced = _trace(tracer, ctx, recorder)
+            # A decode workload runs the prompt once to fill its KV cache: answered too.
+            with oracle, _answers(oracle, job, cfg):
+                ctx = _context(job, job_dir, path, model, cfg, dtype)
+                modules = ModulePaths(ctx.model)
+                recorder = CollectiveRecorder(axis_of, modules.current, oracle.current_assumption)
+                with modules:
+                    tracer.warmup(ctx)
+                    with recorder:
+                        traced = _trace(tracer, ctx, recorder)
             rank_dir = JobPaths(job_dir).rank(role.rank)
             result = tracer.write(ctx, traced, rank_dir)
     notes = list(ctx.notes)
