@@ -100,6 +100,10 @@ class TorchCompileTracer(Tracer["HFContext"]):
     # Weights fake: Inductor generates (and builds) the code of the full-size graphs but it is
     # never run, the step goes on eagerly on fake tensors; no step is timed.
     fake_weights_refusal: ClassVar[str | None] = None
+    parallel_refusal: ClassVar[str | None] = (
+        "on a model sharded into DTensors on fake tensors Dynamo captures no graph and "
+        "torch.export refuses DTensor parameters (checked with transformers' TP plans)"
+    )
     fresh_interpreter: ClassVar[bool] = True  # TORCH_TRACE and inductor's cache, at import
     summary: ClassVar[str] = (
         "torch.compile (inductor): TORCH_TRACE log, output code, graph breaks, compile times"

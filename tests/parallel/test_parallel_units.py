@@ -158,3 +158,40 @@ def test_formulas_by_hand() -> None:
     assert colls[-1] == ("all_gather", "tp", 2048 * 16032 * 2)
     # Llama-3.1-8B's decoder layer holds 218,112,000 parameters.
     assert formulas.fsdp_layer_params(_cfg("meta-llama--Llama-3.1-8B")) == 218_112_000
+
+
+def test_tracers_that_cannot_trace_simulated_ranks_are_refused_before_loading() -> None:
+    from kerneltracer.core.jobspec import JobSpec, ModelRef
+    from kerneltracer.errors import UnsupportedError
+    from kerneltracer.tracers.registry import get_tracer
+    from kerneltracer.worker.parallel.simulate import refuse
+
+    def job(tracer: str, weights: str) -> JobSpec:
+        model = ModelRef(display="m", slug="m", path="/m", weights=weights)
+        return JobSpec(
+            key=f"m/{tracer}.tp2",
+            model=model,
+            tracer=tracer,
+            tracer_version="1",
+            exclusive_group=None,
+            framework="huggingface",
+            mode="eval",
+            device="cpu",
+            dtype="auto",
+            batch_size=1,
+            seq_len=8,
+            options={},
+            timeout_s=60,
+            max_rss_gb=None,
+            parallel={"tp": 2},
+        )
+
+    def tracer(name: str) -> Any:
+        cls = get_tracer(name)
+        return cls(cls.Options())
+
+    refuse(job("torch_dispatch", "fake"), tracer("torch_dispatch"))
+    with pytest.raises(UnsupportedError, match="Dynamo captures no graph"):
+        refuse(job("print_fx", "fake"), tracer("print_fx"))
+    with pytest.raises(UnsupportedError, match="weights real needs one process per rank"):
+        refuse(job("torch_dispatch", "real"), tracer("torch_dispatch"))

@@ -41,8 +41,6 @@ if TYPE_CHECKING:
     from kerneltracer.worker.phases import PhaseLog
 
 ROLES_FILE = "roles.json"
-# Tracers that run per rank role; the others end unsupported with the reason below.
-PARALLEL_TRACERS = frozenset({"torch_dispatch"})
 BALANCED = (
     "balanced routing: each rank sends every ep rank an equal share of its tokens x top_k "
     "(a fake run has no router values)"
@@ -72,21 +70,22 @@ def roles_of(layout: Layout) -> list[Role]:
     return roles
 
 
-def check(job: JobSpec, config: dict[str, Any]) -> ParallelSpec:
-    """The job's parallel spec, refused before anything is built when it cannot run."""
-    assert job.parallel is not None  # the caller dispatches on it
-    spec = ParallelSpec.from_json(job.parallel)
+def refuse(job: JobSpec, tracer: Tracer[Any]) -> None:
+    """What no layout of this job can run: decided before anything is imported or read."""
     if not job.model.fake_weights:
         raise UnsupportedError(
             "parallel with weights real needs one process per rank (multi-rank jobs are not "
             "built yet); use weights fake to simulate every rank role in one process"
         )
-    if job.tracer not in PARALLEL_TRACERS:
-        raise UnsupportedError(
-            f"{job.tracer} with parallel: only {', '.join(sorted(PARALLEL_TRACERS))} is "
-            "simulated per rank so far (on a model sharded into DTensors on fake tensors, "
-            "Dynamo captures no graph and torch.export refuses DTensor parameters)"
-        )
+    if tracer.parallel_refusal is not None:
+        raise UnsupportedError(f"{job.tracer} with parallel: {tracer.parallel_refusal}")
+
+
+def check(job: JobSpec, config: dict[str, Any]) -> ParallelSpec:
+    """The job's parallel spec, refused before anything is built when the model's config does
+    not divide by its degrees (one line naming the valid ones)."""
+    assert job.parallel is not None  # the caller dispatches on it
+    spec = ParallelSpec.from_json(job.parallel)
     problem = layout_problem(spec, job.mode) or degrees_problem(config, spec)
     if problem is not None:
         raise UnsupportedError(problem)
@@ -98,6 +97,7 @@ def run(
 ) -> tuple[TraceResult, list[str]]:
     """Every role of the job's layout: load, warm up, trace and write into ``rank_<r>/``;
     with the notes a reader of the status must know (fake weights, assumptions made)."""
+    refuse(job, tracer)
     import transformers
 
     from kerneltracer.tracers.base import TraceResult
