@@ -36,6 +36,7 @@ JOBS: list[tuple[str, dict[str, Any], str, str]] = [
     ("meta-llama/Llama-3.1-405B", {"tp": 8}, "eval", "ok"),
     ("meta-llama/Llama-3.1-405B", {"tp": 8, "pp": 2}, "eval", "ok"),
     ("Qwen/Qwen2.5-72B-Instruct", {"tp": 8}, "eval", "ok"),
+    ("google/gemma-2-27b", {"tp": 8}, "eval", "ok"),  # its LM head is tied to the embedding
     ("mistralai/Mixtral-8x22B-v0.1", {"ep": 8}, "eval", "ok"),
     ("Qwen/Qwen3-30B-A3B", {"ep": 8}, "eval", "ok"),
     ("deepseek-ai/DeepSeek-V3", {"ep": 8}, "eval", "ok"),
@@ -232,3 +233,18 @@ def test_tp8_train_all_reduces_the_gradients_of_column_parallel_inputs(
     ]
     assert forward == formulas.tp_forward(cfg, 1, SEQ, tp, BF16, LAYERS)
     assert backward == formulas.tp_backward(cfg, 1, SEQ, BF16, LAYERS)
+
+
+def test_a_tied_lm_head_is_sharded_on_the_vocabulary(run: tuple[Path, LocalHub]) -> None:
+    run_dir, _ = run
+    rid, tp = "google/gemma-2-27b", 8
+    cfg = _config(rid)
+    job = run_dir / "jobs" / _key(rid, {"tp": tp}, "eval")
+    h, v = cfg["hidden_size"], cfg["vocab_size"]
+    assert (h, v // tp) in _mm_weights(job, 0)
+    records = _records(job, 0)
+    itemsize = 4  # the config's torch_dtype is float32
+    assert records[-1] == ("all_gather", "tp", SEQ * (v // tp) * itemsize)
+    assert records[:-1] == [("all_reduce", "tp", SEQ * h * itemsize)] * (2 * LAYERS)
+    notes = json.loads((job / "roles.json").read_text())["notes"]
+    assert any("tied LM head" in n for n in notes)

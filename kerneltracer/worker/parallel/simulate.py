@@ -230,6 +230,11 @@ def _run_role(
         )
     if spec.layout.ep > 1:
         notes.append(f"ep: all-to-all split sizes assume {BALANCED}")
+    if extra.pop("untied_head", False):
+        notes.append(
+            "tied LM head given its own weight before sharding (transformers ties after "
+            "sharding): same per-rank shapes, the backward's sum of the tied gradients left out"
+        )
     return _RoleResult(result, recorder.records, notes, extra)
 
 
@@ -331,6 +336,7 @@ def _shard(model: Any, spec: ParallelSpec, mesh: Any) -> dict[str, Any]:
     from transformers.distributed.tensor_parallel import apply_tensor_parallelism
 
     lay = spec.layout
+    extra: dict[str, Any] = {}
     if not hasattr(model, "_resolve_parallel_plans"):
         raise UnsupportedError(
             f"{type(model).__name__} has no transformers parallel plans (no DistributedMixin)"
@@ -347,11 +353,12 @@ def _shard(model: Any, spec: ParallelSpec, mesh: Any) -> dict[str, Any]:
     dc.ep_size = lay.ep
     dc.enable_expert_parallel = lay.ep > 1
     dc.fsdp_size = lay.dp if spec.fsdp else 1
+    if lay.tp > 1 and _untie_head(model):
+        extra["untied_head"] = True
     try:
         tp_plan, ep_plan, fsdp_plan = model._resolve_parallel_plans(dc)
     except ValueError as exc:
         raise UnsupportedError(f"{type(model).__name__}: {str(exc).splitlines()[0]}") from None
-    extra: dict[str, Any] = {}
     if lay.pp > 1:
         if not hasattr(model, model.base_model_prefix) or not hasattr(
             getattr(model, model.base_model_prefix), "layers"
@@ -364,15 +371,8 @@ def _shard(model: Any, spec: ParallelSpec, mesh: Any) -> dict[str, Any]:
         stage = model._pp_stage
         n = len(getattr(model, model.base_model_prefix).layers)
         extra["layers"] = list(stage.layer_range_for_rank(stage.pp_rank, n))
-        # The plans were expanded over every layer; this stage holds only its own (the others
-        # are identity stand-ins now), so rules for the rest name nothing.
-        from transformers.distributed.pipeline_parallel import PipelineIdentityLayer
-
-        held = {n for n, m in model.named_modules() if not isinstance(m, PipelineIdentityLayer)}
-        held |= {n for n, _ in model.named_parameters()}
-        tp_plan = {k: v for k, v in tp_plan.items() if k in held}
     if lay.tp > 1:
-        model = apply_tensor_parallelism(model, mesh["tp"], tp_plan)
+        model = apply_tensor_parallelism(model, mesh["tp"], _held(model, tp_plan))
     if lay.ep > 1:
         if "ep_dispatch_experts" not in ep_plan.values():
             raise UnsupportedError(
@@ -391,6 +391,36 @@ def _shard(model: Any, spec: ParallelSpec, mesh: Any) -> dict[str, Any]:
         meshes: Any = _Meshes(mesh)  # what FSDP asks of a TransformersDeviceMesh
         apply_fully_sharded_data_parallelism(model, meshes, fsdp_plan, ep_plan)
     return extra
+
+
+def _untie_head(model: Any) -> bool:
+    """Give a tied LM head (Gemma's is its embedding) a weight of its own before sharding.
+
+    transformers ties after sharding, when each rule has sharded its own parameter; this
+    model was tied when built, and one parameter under two rules (vocab-parallel embedding,
+    column-parallel head) is not what a rank holds. The shapes each rank runs are the same;
+    the backward loses only the sum of the two gradients of the tied weight.
+    """
+    import torch
+
+    head = getattr(model, "get_output_embeddings", lambda: None)()
+    embed = getattr(model, "get_input_embeddings", lambda: None)()
+    if head is None or embed is None or head.weight is not embed.weight:
+        return False
+    weight = embed.weight
+    head.weight = torch.nn.Parameter(torch.empty_like(weight), requires_grad=weight.requires_grad)
+    return True
+
+
+def _held(model: Any, plan: dict[str, str]) -> dict[str, str]:
+    """The plan's rules for what this rank holds. Rules were expanded over every layer: a
+    pipeline stage holds only its own (the others are identity stand-ins). A tied weight
+    left in the plan under its second name is dropped (see _untie_head)."""
+    from transformers.distributed.pipeline_parallel import PipelineIdentityLayer
+
+    held = {n for n, m in model.named_modules() if not isinstance(m, PipelineIdentityLayer)}
+    held |= {n for n, _ in model.named_parameters()}
+    return {k: v for k, v in plan.items() if k in held}
 
 
 def _local_experts(model: Any) -> int | None:
