@@ -233,6 +233,18 @@ def test_tp8_train_all_reduces_the_gradients_of_column_parallel_inputs(
     ]
     assert forward == formulas.tp_forward(cfg, 1, SEQ, tp, BF16, LAYERS)
     assert backward == formulas.tp_backward(cfg, 1, SEQ, BF16, LAYERS)
+    # Each backward all-reduce is named by the column-parallel linear whose input it sums.
+    owners = [r["module"] for r in rows if r["phase"] == "backward"]
+    per_layer = [
+        "mlp.up_proj",
+        "mlp.gate_proj",
+        "self_attn.v_proj",
+        "self_attn.k_proj",
+        "self_attn.q_proj",
+    ]
+    assert owners == ["lm_head"] + [
+        f"model.layers.{i}.{m}" for i in reversed(range(LAYERS)) for m in per_layer
+    ]
 
 
 def test_a_tied_lm_head_is_sharded_on_the_vocabulary(run: tuple[Path, LocalHub]) -> None:

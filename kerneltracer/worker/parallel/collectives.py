@@ -77,6 +77,8 @@ class CollectiveRecorder(TorchDispatchMode):
         self.axis_of = axis_of
         self.module = module
         self.assumption = assumption
+        # Set for a train step: names the module of a collective issued in the backward.
+        self.backward_module: Callable[[], str | None] | None = None
         self.phase = "forward"
         self.records: list[CollectiveRecord] = []
 
@@ -98,6 +100,9 @@ class CollectiveRecorder(TorchDispatchMode):
         if kind in ("send", "recv") and len(args) > 2 and isinstance(args[2], int):
             peer = _global_rank(group, args[2])
         first = buffers[0] if buffers else None
+        where = self.module() or None
+        if self.phase == "backward" and self.backward_module is not None:
+            where = self.backward_module()
         nbytes = sum(t.numel() * t.element_size() for t in buffers)
         self.records.append(
             CollectiveRecord(
@@ -109,7 +114,7 @@ class CollectiveRecorder(TorchDispatchMode):
                 shape=tuple(int(d) for d in first.shape) if first is not None else (),
                 bytes_per_rank=int(nbytes) if kind != "barrier" else 0,
                 op=str(func),
-                module=self.module() or None,
+                module=where,
                 phase=self.phase,
                 peer=peer,
                 assumption=(
@@ -159,3 +164,56 @@ def _group(args: Any, kwargs: dict[str, Any]) -> tuple[str, int, Any]:
                 continue
             return value, group.size(), group
     return "", 1, None
+
+
+class BackwardModules:
+    """The module a backward collective belongs to: the one whose forward created the
+    autograd node running it.
+
+    Forward hooks see no backward. So as each module's forward ends, the autograd nodes its
+    output hangs from that no inner module claimed are labelled with its path (in the node's
+    ``metadata``; no op is dispatched); during the backward, the node running now says whose
+    it is. Each node is visited once, when its innermost module ends. A collective a hook
+    issues (FSDP's unshard before a layer's backward, its reduce-scatter after) is named by
+    the node that was running when the hook fired: for FSDP that is a neighbour (the layer
+    after it, or the layer's last node), not always the unit whose weights move.
+    """
+
+    KEY = "kerneltracer_module"
+
+    def __init__(self, names: dict[int, str]) -> None:
+        self.names = names
+        self._handle: Any = None
+
+    def __enter__(self) -> BackwardModules:
+        from torch.nn.modules import module as nn_module
+
+        self._handle = nn_module.register_module_forward_hook(self._label)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._handle is not None:
+            self._handle.remove()
+
+    def _label(self, module: Any, _args: Any, out: Any) -> None:
+        if not torch.is_grad_enabled():
+            return
+        path = self.names.get(id(module))
+        if path is None:
+            return
+        stack: list[Any] = [t.grad_fn for t in _tensors(_outputs(out)) if t.grad_fn is not None]
+        while stack:
+            node = stack.pop()
+            if node is None or self.KEY in node.metadata:
+                continue
+            node.metadata[self.KEY] = path
+            stack.extend(fn for fn, _ in node.next_functions)
+
+    def current(self) -> str | None:
+        node: Any = torch._C._current_autograd_node()
+        return None if node is None else node.metadata.get(self.KEY)
+
+
+def _outputs(out: Any) -> Any:
+    """Tensors of a module's output: a ModelOutput (a dict) gives its values."""
+    return list(out.values()) if isinstance(out, dict) else out

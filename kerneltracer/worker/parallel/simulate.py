@@ -198,7 +198,7 @@ def _run_role(
     from kerneltracer.tracers._dispatch_recorder import ModulePaths
     from kerneltracer.worker.frameworks.huggingface import fake
     from kerneltracer.worker.frameworks.huggingface.loader import model_class
-    from kerneltracer.worker.parallel.collectives import CollectiveRecorder
+    from kerneltracer.worker.parallel.collectives import BackwardModules, CollectiveRecorder
 
     cfg = copy.deepcopy(config)
     if spec.layers is not None:
@@ -216,9 +216,11 @@ def _run_role(
                 ctx = _context(job, job_dir, path, model, cfg, dtype)
                 modules = ModulePaths(ctx.model)
                 recorder = CollectiveRecorder(axis_of, modules.current, oracle.current_assumption)
+                owners = BackwardModules(modules.names)
+                recorder.backward_module = owners.current
                 with modules:
                     tracer.warmup(ctx)
-                    with recorder:
+                    with recorder, owners:
                         traced = _trace(tracer, ctx, recorder)
             rank_dir = JobPaths(job_dir).rank(role.rank)
             result = tracer.write(ctx, traced, rank_dir)
