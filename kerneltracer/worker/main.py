@@ -97,9 +97,10 @@ def run_job(job: JobSpec, attempt: str, job_dir: Path, phases: PhaseLog) -> Trac
         tracer = cls(cls.Options.model_validate(job.options))
         _check_tracer(cls, job)
         loader = get_loader(job.framework)
+        kind_of = cls.kind_of
         if job.parallel:
             # Every rank role, each loaded, warmed up, traced and written in turn.
-            result, fields["notes"] = _simulate_ranks(job, job_dir, tracer, phases)
+            result, fields["notes"], kind_of = _simulate_ranks(job, job_dir, tracer, phases)
         else:
             with phases.phase("load"):
                 ctx = loader.load(job, job_dir, tracer)
@@ -115,9 +116,7 @@ def run_job(job: JobSpec, attempt: str, job_dir: Path, phases: PhaseLog) -> Trac
                 traced = tracer.trace(ctx)
             with phases.phase("write"):
                 result = tracer.write(ctx, traced, job_dir)
-        fields["outputs"] = [
-            describe_output(job_dir, rel, cls.kind_of(rel)) for rel in result.outputs
-        ]
+        fields["outputs"] = [describe_output(job_dir, rel, kind_of(rel)) for rel in result.outputs]
         fields["summary"] = result.summary
         status = JobStatus.OK
     except BaseException as exc:
@@ -140,10 +139,14 @@ def run_job(job: JobSpec, attempt: str, job_dir: Path, phases: PhaseLog) -> Trac
 
 
 def _simulate_ranks(job: JobSpec, job_dir: Path, tracer: Tracer[Any], phases: PhaseLog) -> Any:
-    """A job with ``parallel``: see :mod:`kerneltracer.worker.parallel.simulate`."""
+    """A job with ``parallel``: see :mod:`kerneltracer.worker.parallel.simulate`. Returns
+    its result, notes, and the kind of each output (a rank's files under ``rank_<r>/``)."""
+    from functools import partial
+
     from kerneltracer.worker.parallel import simulate
 
-    return simulate.run(job, job_dir, tracer, phases)
+    result, notes = simulate.run(job, job_dir, tracer, phases)
+    return result, notes, partial(simulate.kind_of, type(tracer))
 
 
 def _check_tracer(cls: type[Tracer], job: JobSpec) -> None:

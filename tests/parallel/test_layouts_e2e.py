@@ -260,3 +260,13 @@ def test_a_tied_lm_head_is_sharded_on_the_vocabulary(run: tuple[Path, LocalHub])
     assert records[:-1] == [("all_reduce", "tp", SEQ * h * itemsize)] * (2 * LAYERS)
     notes = json.loads((job / "roles.json").read_text())["notes"]
     assert any("tied LM head" in n for n in notes)
+
+
+def test_status_lists_every_rank_output_with_its_kind(run: tuple[Path, LocalHub]) -> None:
+    run_dir, _ = run
+    st = status_of(run_dir, _key("meta-llama/Llama-3.1-405B", {"tp": 8, "pp": 2}, "eval"))
+    kinds = {o["path"]: o["kind"] for o in st["outputs"]}
+    assert kinds["rank_0/dispatch_ops.jsonl"] == "dispatch_signatures"
+    assert kinds["rank_8/dispatch_ops.jsonl"] == "dispatch_signatures"
+    assert {"rank_0/collectives.jsonl", "rank_8/collectives.jsonl", "roles.json"} <= set(kinds)
+    assert any("naive pipeline" in n for n in st["notes"])

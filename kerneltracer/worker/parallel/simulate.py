@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,11 +37,13 @@ from kerneltracer.errors import UnsupportedError
 from kerneltracer.jsonio import atomic_write_bytes, atomic_write_json
 
 if TYPE_CHECKING:
+    from kerneltracer.core.artefacts import ArtefactKind
     from kerneltracer.tracers.base import Tracer, TraceResult
     from kerneltracer.worker.frameworks.huggingface import HFContext
     from kerneltracer.worker.phases import PhaseLog
 
 ROLES_FILE = "roles.json"
+_RANK_DIR = re.compile(r"rank_[0-9]+")  # JobPaths.rank(r)
 BALANCED = (
     "balanced routing: each rank sends every ep rank an equal share of its tokens x top_k "
     "(a fake run has no router values)"
@@ -68,6 +71,15 @@ def roles_of(layout: Layout) -> list[Role]:
         )
         roles.append(Role(layout.rank_of(coords), coords, tuple(sorted(peers))))
     return roles
+
+
+def kind_of(tracer: type[Tracer[Any]], rel: str) -> ArtefactKind | None:
+    """An output's kind: a rank's file is what the same file of a one-device job is
+    (``rank_0/dispatch_ops.jsonl`` holds dispatch signatures)."""
+    head, sep, rest = rel.partition("/")
+    if sep and _RANK_DIR.fullmatch(head):
+        return tracer.kind_of(rest)
+    return tracer.kind_of(rel)
 
 
 def refuse(job: JobSpec, tracer: Tracer[Any]) -> None:
