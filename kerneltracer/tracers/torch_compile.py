@@ -101,8 +101,8 @@ class TorchCompileTracer(Tracer["HFContext"]):
     # never run, the step goes on eagerly on fake tensors; no step is timed.
     fake_weights_refusal: ClassVar[str | None] = None
     parallel_refusal: ClassVar[str | None] = (
-        "on a model sharded into DTensors on fake tensors Dynamo captures no graph and "
-        "torch.export refuses DTensor parameters (checked with transformers' TP plans)"
+        "compiling a rank of a simulated layout is not checked for faithfulness yet (inductor "
+        "lowers the fake process group's collectives; print_fx / print_aten give its graphs)"
     )
     fresh_interpreter: ClassVar[bool] = True  # TORCH_TRACE and inductor's cache, at import
     summary: ClassVar[str] = (

@@ -27,6 +27,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 CONFIGS = FIXTURES / "hub_configs"
 SEQ, LAYERS, MAX_RSS = 128, 2, int(2e9)
+GRAPHED = "meta-llama/Llama-3.1-8B"
 BF16 = 2
 
 # (repo id, parallel, mode, expected status)
@@ -70,6 +71,15 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, LocalH
             {"id": rid, "mode": mode, "parallel": {**parallel, "layers": LAYERS}}
             for rid, parallel, mode, _ in JOBS
         ]
+        # A graph tracer per rank too: Dynamo's graph of a TP 8 rank.
+        models.append(
+            {
+                "id": GRAPHED,
+                "name": "graphed",
+                "tracers": ["print_fx"],
+                "parallel": {"tp": 8, "layers": LAYERS},
+            }
+        )
         cfg = write_config(
             tmp / "config.yaml",
             models,
@@ -270,3 +280,20 @@ def test_status_lists_every_rank_output_with_its_kind(run: tuple[Path, LocalHub]
     assert kinds["rank_8/dispatch_ops.jsonl"] == "dispatch_signatures"
     assert {"rank_0/collectives.jsonl", "rank_8/collectives.jsonl", "roles.json"} <= set(kinds)
     assert any("naive pipeline" in n for n in st["notes"])
+
+
+def test_print_fx_captures_a_ranks_graph_with_its_collectives(run: tuple[Path, LocalHub]) -> None:
+    run_dir, _ = run
+    st = status_of(run_dir, "graphed/print_fx.tp8")
+    assert st["status"] == "ok", st.get("reason")
+    cfg = _config(GRAPHED)
+    h, i = cfg["hidden_size"], cfg["intermediate_size"]
+    text = "\n".join(
+        p.read_text()
+        for p in (run_dir / "jobs" / "graphed" / "print_fx.tp8" / "rank_0" / "graphs").glob(
+            "graph_*.txt"
+        )
+    )
+    assert text.count("all_reduce") >= 2 * LAYERS
+    assert f"[1, {SEQ}, {i // 8}]" in text  # the MLP's column shard
+    assert f"[1, {SEQ}, {h}]" in text

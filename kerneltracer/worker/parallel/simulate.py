@@ -39,7 +39,6 @@ from kerneltracer.jsonio import atomic_write_bytes, atomic_write_json
 if TYPE_CHECKING:
     from kerneltracer.core.artefacts import ArtefactKind
     from kerneltracer.tracers.base import Tracer, TraceResult
-    from kerneltracer.worker.frameworks.huggingface import HFContext
     from kerneltracer.worker.phases import PhaseLog
 
 ROLES_FILE = "roles.json"
@@ -224,16 +223,18 @@ def _run_role(
             extra = _shard(model, spec, mesh)
             oracle = ValueOracle()
             # A decode workload runs the prompt once to fill its KV cache: answered too.
-            with oracle, _answers(oracle, job, cfg):
+            with _answers(oracle, job, cfg):
                 ctx = _context(job, job_dir, path, model, cfg, dtype)
                 modules = ModulePaths(ctx.model)
                 recorder = CollectiveRecorder(axis_of, modules.current, oracle.current_assumption)
                 owners = BackwardModules(modules.names)
                 recorder.backward_module = owners.current
-                with modules:
-                    tracer.warmup(ctx)
-                    with recorder, owners:
-                        traced = _trace(tracer, ctx, recorder)
+                # The collectives are recorded in the warmup step (the one every HF tracer
+                # runs, untraced): the traced step is the same, and the tracer's own step
+                # runs under no mode of ours (a dispatch mode makes Dynamo refuse frames).
+                with modules, recorder, owners:
+                    ctx.step(before_backward=recorder.enter_backward)
+                traced = tracer.trace(ctx)
             rank_dir = JobPaths(job_dir).rank(role.rank)
             result = tracer.write(ctx, traced, rank_dir)
     notes = list(ctx.notes)
@@ -250,25 +251,6 @@ def _run_role(
             "sharding): same per-rank shapes, the backward's sum of the tied gradients left out"
         )
     return _RoleResult(result, recorder.records, notes, extra)
-
-
-def _trace(tracer: Tracer[Any], ctx: HFContext, recorder: Any) -> Any:
-    """The tracer's own trace; the collectives recorder follows its backward too."""
-    step = ctx.step
-
-    def step_with_phase(before_backward: Any = None) -> Any:
-        def both() -> None:
-            recorder.enter_backward()
-            if before_backward is not None:
-                before_backward()
-
-        return step(before_backward=both)
-
-    ctx.step = step_with_phase  # type: ignore[method-assign]
-    try:
-        return tracer.trace(ctx)
-    finally:
-        del ctx.step
 
 
 def _set_layers(cfg: Any, layers: int) -> None:
@@ -451,12 +433,14 @@ class ValueOracle:
     def __init__(self) -> None:
         self.queue: list[int] = []
         self.assumption: str | None = None
-        self._mode: Any = None
 
     def current_assumption(self) -> str | None:
         return self.assumption
 
-    def __enter__(self) -> ValueOracle:
+    @contextlib.contextmanager
+    def told(self, values: list[int]) -> Iterator[None]:
+        """Answer the next scalar reads with ``values``. The mode is entered only here: a
+        dispatch mode over the whole step would make Dynamo refuse the model's frames."""
         from torch.utils._python_dispatch import TorchDispatchMode
 
         oracle = self
@@ -471,12 +455,12 @@ class ValueOracle:
                     return oracle.queue.pop(0)
                 return func(*args, **(kwargs or {}))
 
-        self._mode = _Mode()
-        self._mode.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._mode.__exit__(*exc)
+        self.queue = list(values)
+        try:
+            with _Mode():
+                yield
+        finally:
+            self.queue = []
 
 
 @contextlib.contextmanager
@@ -497,12 +481,9 @@ def _answers(oracle: ValueOracle, job: JobSpec, config: Any) -> Iterator[None]:
         base, rest = divmod(pairs, ep)
         send = [base + (j < rest) for j in range(ep)]
         recv = [base + (me < rest) for _ in range(ep)]
-        oracle.queue = [*send, *recv]
         oracle.assumption = BALANCED
-        try:
+        with oracle.told([*send, *recv]):
             return dispatch(self, hidden_states, top_k_index, top_k_weights)
-        finally:
-            oracle.queue = []
 
     def combine(self: Any, expert_output: Any, state: Any) -> Any:
         oracle.assumption = BALANCED
@@ -514,14 +495,13 @@ def _answers(oracle: ValueOracle, job: JobSpec, config: Any) -> Iterator[None]:
     AllToAllEP_combine = AllToAllEP._combine_tokens
 
     def logits(self: Any, tensor: Any, *, dtype: Any, device: Any) -> Any:
+        shape: list[int] = []
         if not self.pp_is_last_stage and self.pp_size > 1:
             text = config.get_text_config() if hasattr(config, "get_text_config") else config
             seq = job.seq_len if job.phase == "prefill" else 1
-            oracle.queue = [job.batch_size, seq, int(text.vocab_size)]
-        try:
+            shape = [job.batch_size, seq, int(text.vocab_size)]
+        with oracle.told(shape):
             return broadcast(self, tensor, dtype=dtype, device=device)
-        finally:
-            oracle.queue = []
 
     AllToAllEP._dispatch_tokens = balanced  # type: ignore[method-assign]
     AllToAllEP._combine_tokens = combine  # type: ignore[method-assign]
