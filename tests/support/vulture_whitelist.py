@@ -188,3 +188,5 @@ _.ep_size
 _.enable_expert_parallel
 _.fsdp_size
 _.distributed_config
+# core.parallel: the reader of collectives.jsonl, for the cost model, Chakra export and report.
+_.parse_collectives
