@@ -198,6 +198,8 @@ def test_ep8_experts_and_all_to_all(
     doc = json.loads((job / "roles.json").read_text())
     assert [r["rank"] for r in doc["roles"]] == list(range(ep))
     assert {r["experts_per_layer"] for r in doc["roles"]} == {experts // ep}
+    local = experts // ep
+    assert [r["experts"] for r in doc["roles"]] == [[i * local, (i + 1) * local] for i in range(ep)]
     assert any("balanced routing" in n for n in doc["notes"])
     for rank in range(ep):
         assert _records(job, rank) == formulas.ep_forward(

@@ -379,7 +379,9 @@ def _shard(model: Any, spec: ParallelSpec, mesh: Any) -> dict[str, Any]:
         )
         experts = _local_experts(model)
         if experts:
+            first = mesh["ep"].get_local_rank() * experts
             extra["experts_per_layer"] = experts
+            extra["experts"] = [first, first + experts]  # the ids this rank holds, [start, end)
     if spec.fsdp:
         from transformers.distributed.fsdp import apply_fully_sharded_data_parallelism
 
