@@ -54,7 +54,7 @@ class ParallelSpec:
 
     def label(self) -> str:
         """The job column's suffix: ``tp8``, ``tp8.pp2``, ``fsdp8`` (dp sharded by FSDP); user
-    plans are not in it (two plans of one model and layout need distinct ``name:``s)."""
+        plans are not in it (two plans of one model and layout need distinct ``name:``s)."""
         if not self.layout.is_parallel:
             return "single"
         text = self.layout.label()
