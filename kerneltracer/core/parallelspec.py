@@ -75,6 +75,11 @@ def layout_problem(spec: ParallelSpec, mode: str) -> str | None:
         return "parallel.fsdp needs dp > 1 (FSDP shards over the data-parallel ranks)"
     if spec.fsdp and mode != "train":
         return "parallel.fsdp applies to mode train (eval keeps whole weights per rank)"
+    if lay.dp > 1 and not spec.fsdp and mode == "train":
+        return (
+            "parallel: dp in mode train needs fsdp: true (transformers plans FSDP; plain data "
+            "parallel's gradient all-reduce is not simulated)"
+        )
     if lay.dp > 1 and lay.pp > 1:
         return "parallel: dp with pp is not supported by transformers' plans (FSDP + PP)"
     if lay.ep > 1 and lay.pp > 1:

@@ -77,6 +77,8 @@ def test_layouts_the_simulation_refuses_say_why() -> None:
     assert "mode train" in (layout_problem(_spec(dp=8, fsdp=True), "eval") or "")
     assert layout_problem(_spec(dp=8, fsdp=True), "train") is None
     assert "needs dp > 1" in (layout_problem(_spec(fsdp=True), "train") or "")
+    assert "needs fsdp: true" in (layout_problem(_spec(dp=8), "train") or "")
+    assert layout_problem(_spec(dp=8), "eval") is None  # replicas: no collective in eval
 
 
 def test_labels_and_job_keys_round_trip() -> None:
