@@ -76,6 +76,51 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
+class ParallelSettings(_Strict):
+    """A parallel layout to simulate with ``weights: fake`` (every distinct rank role, one job)."""
+
+    tp: int = Field(1, ge=1, le=4096, description="Tensor-parallel degree (heads split)")
+    ep: int = Field(
+        1,
+        ge=1,
+        le=4096,
+        description="Expert-parallel degree: experts spread over ep ranks, each with its own "
+        "batch (data-parallel attention); tokens exchanged all-to-all",
+    )
+    pp: int = Field(1, ge=1, le=4096, description="Pipeline stages (layers split)")
+    dp: int = Field(1, ge=1, le=65536, description="Data-parallel degree")
+    fsdp: bool = Field(False, description="Shard weights and gradients over dp (mode train)")
+    tp_plan: dict[str, str] | None = Field(
+        None,
+        description="Tensor-parallel plan rules overriding the model's own, rule by rule, e.g. "
+        "{'model.layers.*.mlp.down_proj': 'rowwise'}; 'sequence_parallel' rules (on norms) "
+        "give sequence parallelism where the model allows it",
+    )
+    ep_plan: dict[str, str] | None = Field(None, description="Expert-parallel plan rules")
+    fsdp_plan: dict[str, str] | None = Field(None, description="FSDP plan rules")
+    layers: int | None = Field(
+        None,
+        ge=1,
+        le=100000,
+        description="Build this many layers (every layer of a stage runs the same ops: a "
+        "few show a deep model's per-layer ops and collectives in seconds)",
+    )
+
+    @model_validator(mode="after")
+    def _check_layout(self) -> ParallelSettings:
+        from kerneltracer.core.parallelspec import ParallelSpec, layout_problem
+
+        problem = layout_problem(ParallelSpec.from_json(self.model_dump()), "train")
+        if problem is not None and "mode train" not in problem:
+            raise ValueError(problem)
+        return self
+
+    def label(self) -> str:
+        from kerneltracer.core.parallelspec import ParallelSpec
+
+        return ParallelSpec.from_json(self.model_dump()).label()
+
+
 class JobSettings(_Strict):
     """Per-job settings: given once in ``defaults``, overridable per model."""
 
@@ -112,6 +157,11 @@ class JobSettings(_Strict):
     )
     trust_remote_code: bool = False
     tracer_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    parallel: ParallelSettings | None = Field(
+        None,
+        description="Parallel layout {tp, ep, pp, dp, fsdp, ...}; with weights fake, one job "
+        "simulates every rank role (outputs in rank_<r>/, collectives per rank)",
+    )
 
     @model_validator(mode="after")
     def _check_device(self) -> JobSettings:
@@ -145,6 +195,7 @@ class ModelEntry(_Strict):
     max_rss_gb: float | None = Field(None, gt=0)
     trust_remote_code: bool | None = None
     tracer_options: dict[str, dict[str, Any]] | None = None
+    parallel: ParallelSettings | None = None
 
     @field_validator("id")
     @classmethod
@@ -400,6 +451,7 @@ __all__ = [
     "DownloadSettings",
     "JobSettings",
     "ModelEntry",
+    "ParallelSettings",
     "RunConfig",
     "check_hub_id",
     "error_message",

@@ -63,6 +63,8 @@ class JobSpec(BaseModel):
     max_rss_gb: float | None
     phase: str = "prefill"
     new_tokens: int = 8
+    # A parallel layout to simulate (core.parallelspec.ParallelSpec as JSON); None: one device.
+    parallel: dict[str, Any] | None = None
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> JobSpec:
         # A copy must not inherit hashes cached from the fields it changes.
@@ -96,6 +98,7 @@ class JobSpec(BaseModel):
             **({"phase": self.phase} if self.phase != "prefill" else {}),
             **({"new_tokens": self.new_tokens} if self.phase == "generate" else {}),
             **({"weights": self.model.weights} if self.model.fake_weights else {}),
+            **({"parallel": self.parallel} if self.parallel else {}),
         }
 
     @cached_property

@@ -24,6 +24,7 @@ outside core spells one out.
 
 from __future__ import annotations
 
+import re
 import tempfile
 from dataclasses import dataclass
 from enum import StrEnum
@@ -76,6 +77,8 @@ _RPC_SHORT_PREFIX = "kt-rpc-"
 
 _MODES = ("train",)
 _PHASES = ("decode", "generate")
+# A parallel layout's suffix part: tp8, ep8, pp2, dp8, fsdp8 (see core.parallelspec).
+_LAYOUT_PART = re.compile(r"^(?:tp|ep|pp|dp|fsdp)[1-9][0-9]*$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,6 +337,8 @@ class JobKey:
     tracer: str
     mode: str
     phase: str
+    # The parallel layout's label (``tp8.pp2``), "single" for one device.
+    layout: str = "single"
 
     @classmethod
     def parse(cls, key: str) -> JobKey:
@@ -341,12 +346,15 @@ class JobKey:
         tracer, *suffixes = column.split(".")
         mode = next((s for s in suffixes if s in _MODES), "eval")
         phase = next((s for s in suffixes if s in _PHASES), "prefill")
-        return cls(slug, column, tracer, mode, phase)
+        layout = ".".join(s for s in suffixes if _LAYOUT_PART.match(s)) or "single"
+        return cls(slug, column, tracer, mode, phase, layout)
 
 
-def job_key(slug: str, tracer: str, mode: str, phase: str) -> str:
+def job_key(slug: str, tracer: str, mode: str, phase: str, layout: str = "single") -> str:
+    """``slug/tracer[.train][.decode|.generate][.tp8.pp2]``: the layout last, as its label."""
     return (
         f"{slug}/{tracer}"
         + ("" if mode == "eval" else f".{mode}")
         + ("" if phase == "prefill" else f".{phase}")
+        + ("" if layout == "single" else f".{layout}")
     )

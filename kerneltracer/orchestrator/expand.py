@@ -70,6 +70,11 @@ def plan_jobs(cfg: RunConfig, base_dir: Path, registry: TracerRegistry = TRACERS
                     max_rss_gb=settings.max_rss_gb,
                     phase=settings.phase,
                     new_tokens=settings.new_tokens,
+                    parallel=(
+                        settings.parallel.model_dump(mode="json", exclude_defaults=True)
+                        if settings.parallel is not None
+                        else None
+                    ),
                 )
             )
     return jobs

@@ -63,6 +63,7 @@ def check_semantics(
         checks.append(_check_tracer_names(loc, entry.tracers, registry))
         checks.append(_check_options(loc, entry.tracer_options or {}, registry))
         checks.append(_check_applicable(loc, cfg, entry, registry))
+        checks.append(_check_parallel(loc, settings_for(cfg, entry)))
         if entry.path is not None and not os.path.isdir(os.path.join(base_dir, entry.path)):
             resolved = os.path.abspath(os.path.join(base_dir, entry.path))
             what = "is a file, not a directory" if os.path.lexists(resolved) else "does not exist"
@@ -105,8 +106,9 @@ def planned_models(
             continue
         settings = settings_for(cfg, entry)
         slug = slugify(entry.name or entry.id or Path(path or "").name)
+        layout = settings.parallel.label() if settings.parallel is not None else "single"
         jobs = tuple(
-            (tracer, job_key(slug, tracer, settings.mode, settings.phase))
+            (tracer, job_key(slug, tracer, settings.mode, settings.phase, layout))
             for tracer in planned_tracers(cfg, entry, registry)
         )
         yield PlannedModel(index, entry, path, settings, slug, jobs)
@@ -157,6 +159,24 @@ def _check_options(
             where = (*loc, "tracer_options", name, *err["loc"])
             return where, f"{what} (options of {name}: {valid})"
     return None
+
+
+def _check_parallel(
+    loc: tuple[Any, ...], settings: JobSettings
+) -> tuple[tuple[Any, ...], str] | None:
+    """What a layout needs of the job's mode (the degrees are checked against the model's
+    config in the worker, before anything is built)."""
+    if settings.parallel is None:
+        return None
+    if settings.weights != "fake" and settings.parallel.label() != "single":
+        return (*loc, "parallel"), (
+            "parallel needs weights fake for now: every rank role is simulated in one process "
+            "(jobs of one process per rank are not built yet)"
+        )
+    from kerneltracer.core.parallelspec import ParallelSpec, layout_problem
+
+    problem = layout_problem(ParallelSpec.from_json(settings.parallel.model_dump()), settings.mode)
+    return ((*loc, "parallel"), problem) if problem is not None else None
 
 
 def _check_applicable(

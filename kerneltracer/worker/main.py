@@ -100,23 +100,26 @@ def run_job(job: JobSpec, attempt: str, job_dir: Path, phases: PhaseLog) -> Trac
         tracer = cls(cls.Options.model_validate(job.options))
         _check_tracer(cls, job)
         loader = get_loader(job.framework)
-        with phases.phase("load"):
-            ctx = loader.load(job, job_dir, tracer)
-        log.info("loaded %s on %s (%s)", job.model.display, ctx.device, ctx.dtype)
-        if ctx.notes:
-            fields["notes"] = ctx.notes
-        inputs = ctx.describe_inputs()
-        if inputs is not None:
-            fields["inputs"] = inputs
-        with phases.phase("warmup"):
-            tracer.warmup(ctx)
-        with phases.phase("trace"):
-            traced = tracer.trace(ctx)
-        with phases.phase("write"):
-            result = tracer.write(ctx, traced, job_dir)
-            fields["outputs"] = [
-                describe_output(job_dir, rel, cls.kind_of(rel)) for rel in result.outputs
-            ]
+        kind_of = cls.kind_of
+        if job.parallel:
+            # Every rank role, each loaded, warmed up, traced and written in turn.
+            result, fields["notes"], kind_of = _simulate_ranks(job, job_dir, tracer, phases)
+        else:
+            with phases.phase("load"):
+                ctx = loader.load(job, job_dir, tracer)
+            log.info("loaded %s on %s (%s)", job.model.display, ctx.device, ctx.dtype)
+            if ctx.notes:
+                fields["notes"] = ctx.notes
+            inputs = ctx.describe_inputs()
+            if inputs is not None:
+                fields["inputs"] = inputs
+            with phases.phase("warmup"):
+                tracer.warmup(ctx)
+            with phases.phase("trace"):
+                traced = tracer.trace(ctx)
+            with phases.phase("write"):
+                result = tracer.write(ctx, traced, job_dir)
+        fields["outputs"] = [describe_output(job_dir, rel, kind_of(rel)) for rel in result.outputs]
         fields["summary"] = result.summary
         status = JobStatus.OK
     except BaseException as exc:
@@ -136,6 +139,17 @@ def run_job(job: JobSpec, attempt: str, job_dir: Path, phases: PhaseLog) -> Trac
     if ctx is not None:
         fields["resolved_device"] = ctx.device
     return base_status(job, attempt, status, **fields)
+
+
+def _simulate_ranks(job: JobSpec, job_dir: Path, tracer: Tracer[Any], phases: PhaseLog) -> Any:
+    """A job with ``parallel``: see :mod:`kerneltracer.worker.parallel.simulate`. Returns
+    its result, notes, and the kind of each output (a rank's files under ``rank_<r>/``)."""
+    from functools import partial
+
+    from kerneltracer.worker.parallel import simulate
+
+    result, notes = simulate.run(job, job_dir, tracer, phases)
+    return result, notes, partial(simulate.kind_of, type(tracer))
 
 
 def _check_tracer(cls: type[Tracer], job: JobSpec) -> None:

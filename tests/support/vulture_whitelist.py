@@ -207,3 +207,10 @@ _.to_json_line
 _.why_unknown  # costmodel.comm.CommCost: shown in the ranks page's collectives table
 _.ops_left_out  # report.ranks_view.JobRanks
 _.missing_files
+# worker.parallel.simulate: what transformers reads of the objects it is handed (its FSDP's
+# mesh manager, its DistributedConfig set after validation, the config's distributed_config).
+_.get_mesh
+_.ep_size
+_.enable_expert_parallel
+_.fsdp_size
+_.distributed_config

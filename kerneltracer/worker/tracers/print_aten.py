@@ -71,6 +71,7 @@ class PrintAtenTracer(Tracer["HFContext"]):
     phases: ClassVar[frozenset[str]] = frozenset({"prefill", "decode"})
     exclusive_group: ClassVar[str | None] = "print_aten"
     fake_weights_refusal: ClassVar[str | None] = None
+    parallel_refusal: ClassVar[str | None] = None
     summary: ClassVar[str] = (
         "ATen graph(s) via aot_module_simplified (fallbacks export, make_fx); text + JSON"
     )

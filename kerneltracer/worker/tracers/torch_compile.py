@@ -100,6 +100,10 @@ class TorchCompileTracer(Tracer["HFContext"]):
     # Weights fake: Inductor generates (and builds) the code of the full-size graphs but it is
     # never run, the step goes on eagerly on fake tensors; no step is timed.
     fake_weights_refusal: ClassVar[str | None] = None
+    parallel_refusal: ClassVar[str | None] = (
+        "compiling a rank of a simulated layout is not checked for faithfulness yet (inductor "
+        "lowers the fake process group's collectives; print_fx / print_aten give its graphs)"
+    )
     fresh_interpreter: ClassVar[bool] = True  # TORCH_TRACE and inductor's cache, at import
     summary: ClassVar[str] = (
         "torch.compile (inductor): TORCH_TRACE log, output code, graph breaks, compile times"

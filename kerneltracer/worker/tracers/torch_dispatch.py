@@ -38,6 +38,7 @@ class TorchDispatchTracer(Tracer["HFContext"]):
     version: ClassVar[str] = "2"  # 2: integer ranges, tagged scalars, module paths
     frameworks: ClassVar[frozenset[str]] = frozenset({"huggingface"})
     fake_weights_refusal: ClassVar[str | None] = None
+    parallel_refusal: ClassVar[str | None] = None
     summary: ClassVar[str] = (
         "every aten op call (TorchDispatchMode): shapes, dtypes, strides, counts, "
         "integer ranges and module paths (what replay needs)"
