@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from kerneltracer.config import load_config, planned_models
 from kerneltracer.core.layout import JobKey, job_key
 from kerneltracer.core.parallel import Layout
 from kerneltracer.core.parallelspec import ParallelSpec, degrees_problem, layout_problem
 from kerneltracer.errors import ConfigError
 from kerneltracer.orchestrator.expand import plan_jobs
+from kerneltracer.orchestrator.planning import load_config, planned_models
 from tests.helpers import FIXTURES, write_config
 from tests.parallel import formulas
 
@@ -165,7 +165,7 @@ def test_formulas_by_hand() -> None:
 def test_tracers_that_cannot_trace_simulated_ranks_are_refused_before_loading() -> None:
     from kerneltracer.core.jobspec import JobSpec, ModelRef
     from kerneltracer.errors import UnsupportedError
-    from kerneltracer.tracers.registry import get_tracer
+    from kerneltracer.tracers.registry import TRACERS
     from kerneltracer.worker.parallel.simulate import refuse
 
     def job(tracer: str, weights: str) -> JobSpec:
@@ -189,7 +189,7 @@ def test_tracers_that_cannot_trace_simulated_ranks_are_refused_before_loading() 
         )
 
     def tracer(name: str) -> Any:
-        cls = get_tracer(name)
+        cls = TRACERS[name]
         return cls(cls.Options())
 
     refuse(job("torch_dispatch", "fake"), tracer("torch_dispatch"))
