@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from kerneltracer.core.dispatch_row import DispatchRow
 from kerneltracer.core.parallel import CollectiveRecord, Layout
-from kerneltracer.costmodel.aggregate import NO_MODULE, UNRECORDED, Totals, _PerCall
+from kerneltracer.costmodel.aggregate import NO_MODULE, UNRECORDED, PerCall, Totals
 from kerneltracer.costmodel.comm import CommCost, collective_cost
 from kerneltracer.costmodel.devices import Device
 from kerneltracer.costmodel.estimate import estimate
@@ -154,7 +154,7 @@ def rank_cost(
         if not is_compute_op(row.op):
             continue
         cost = estimate(row.op, row.inputs, row.kwargs, row.outputs)
-        point = _PerCall.of(roofline(cost, device)) if cost is not None else None
+        point = PerCall.of(roofline(cost, device)) if cost is not None else None
         recorded = 0
         for module, calls in row.modules.items():
             _layer(out, layer_of(module)).compute.add(point, calls)

@@ -36,12 +36,9 @@ from pathlib import Path
 
 from kerneltracer.core.parallel import AXES, CollectiveRecord, Layout
 from kerneltracer.core.ranks import RankData, RankJob, as_rank
-from kerneltracer.costmodel.aggregate import UNRECORDED, Totals, _PerCall
+from kerneltracer.costmodel import UNRECORDED, Device, PerCall, Totals, estimate, roofline
 from kerneltracer.costmodel.comm import collective_cost, group_members
-from kerneltracer.costmodel.devices import Device
-from kerneltracer.costmodel.estimate import estimate
 from kerneltracer.costmodel.layers import block_of, is_compute_op, layer_of, layer_order, natural
-from kerneltracer.costmodel.roofline import roofline
 from kerneltracer.export import protowire as pw
 from kerneltracer.jsonio import atomic_write_bytes, atomic_write_json
 
@@ -144,7 +141,7 @@ def _blocks(data: RankData, device: Device) -> dict[str, _Block]:
         if not is_compute_op(row.op):
             continue
         cost = estimate(row.op, row.inputs, row.kwargs, row.outputs)
-        point = _PerCall.of(roofline(cost, device)) if cost is not None else None
+        point = PerCall.of(roofline(cost, device)) if cost is not None else None
         recorded = 0
         for module, calls in row.modules.items():
             _block(blocks, block_of(module)).totals.add(point, calls)

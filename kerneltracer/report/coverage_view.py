@@ -15,7 +15,7 @@ from markupsafe import Markup
 from kerneltracer.report.pictures import NamedOp, fleet_heatmap, named, overloads_by_packet
 
 if TYPE_CHECKING:
-    from kerneltracer.coverage.matrix import Coverage
+    from kerneltracer.coverage import Coverage
 
 # Beyond this many models an ops x models table is wider than any screen; the page shows
 # per-op totals instead and links the full matrix CSV.

@@ -33,7 +33,7 @@ from kerneltracer.report.collect import Job, ModelRow, RunData
 from kerneltracer.report.views import fmt_duration, fmt_mib
 
 if TYPE_CHECKING:
-    from kerneltracer.coverage.matrix import Coverage, OpUse
+    from kerneltracer.coverage import Coverage, OpUse
 
 TOP_OPS = 15
 WIDE = 1280  # track views: as wide as a 1400 px window allows

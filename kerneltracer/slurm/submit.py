@@ -24,8 +24,8 @@ from kerneltracer.core.state import job_state, to_run
 from kerneltracer.core.status import now_iso
 from kerneltracer.errors import RunDirError, SlurmError, UsageError
 from kerneltracer.jsonio import atomic_write_json, atomic_write_text, read_json
+from kerneltracer.orchestrator import run_dir_for
 from kerneltracer.orchestrator.expand import plan_jobs
-from kerneltracer.orchestrator.facade import run_dir_for
 from kerneltracer.orchestrator.models import resolve_cached
 from kerneltracer.orchestrator.planning import load_config
 from kerneltracer.orchestrator.shard import MAX_SHARDS, split_jobs
