@@ -32,8 +32,10 @@ def declared_all(init: Path) -> set[str]:
         if isinstance(node, ast.Assign | ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
-                assert node.value is not None
-                names.update(ast.literal_eval(node.value))
+                try:
+                    names.update(ast.literal_eval(node.value))  # type: ignore[arg-type]
+                except ValueError:
+                    raise ValueError(f"{init}: a face's __all__ is a literal list") from None
     return names
 
 
