@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from kerneltracer.core.jobspec import JobSpec
     from kerneltracer.core.status import TraceStatus
     from kerneltracer.coverage.diff_schema import DiffReport
-    from kerneltracer.report.build import ReportResult
+    from kerneltracer.report import ReportResult
 
 # What ``import kerneltracer`` offers lazily (its ``_API``; tests/api checks the two lists
 # agree: the package root cannot import this module eagerly) and two constants.

@@ -53,7 +53,7 @@ class AnalysisOutcome:
         return self.state != UNCHANGED and AnalysisState(self.state).failed
 
 
-def iter_jobs(run_dir: Path) -> list[tuple[str, AnalysisJob]]:
+def _iter_jobs(run_dir: Path) -> list[tuple[str, AnalysisJob]]:
     run = RunDir(run_dir)
     found = ((key, analysis_job(run.record(key))) for key in run.job_dirs())
     return [(key, job) for key, job in found if job is not None]
@@ -116,7 +116,7 @@ def _plan(
 ) -> list[_Task]:
     """The (job, analysis) pairs to run; unchanged ones are reported right away."""
     todo = []
-    for key, job in iter_jobs(run_dir):
+    for key, job in _iter_jobs(run_dir):
         status_sha = sha256_file(JobPaths(job.job_dir).status)
         for name, cls in analyses.items():
             analysis = cls()
@@ -188,11 +188,11 @@ def _failure(raised: Raised, limits: Limits) -> str:
     if not raised.out_of_memory:
         return raised.summary
     ceiling = limits.max_memory_bytes
-    where = f"the memory ceiling of {format_bytes(ceiling)}" if ceiling else "memory"
+    where = f"the memory ceiling of {_format_bytes(ceiling)}" if ceiling else "memory"
     return f"out of memory: allocation beyond {where} ({raised.summary})"
 
 
-def format_bytes(n: int) -> str:
+def _format_bytes(n: int) -> str:
     value = float(n)
     for unit in ("B", "KiB", "MiB", "GiB"):
         if value < 1024:

@@ -31,7 +31,7 @@ class _Percent(click.ParamType):
         return number / 100.0
 
 
-def default_out_dir(run_a: Path, run_b: Path) -> Path:
+def _default_out_dir(run_a: Path, run_b: Path) -> Path:
     from kerneltracer.core.jobspec import slugify
 
     return run_b / "diff" / slugify(run_a.resolve().name)
@@ -99,7 +99,7 @@ def diff(
             raise RunDirError(f"run dir {run} does not exist")
     report = diff_runs(run_a, run_b, min_time_change=min_time_change, min_time_us=min_time_us)
     compile_diff = _compile_diff(run_a, run_b, compile_time_change)
-    out = out_dir if out_dir is not None else default_out_dir(run_a, run_b)
+    out = out_dir if out_dir is not None else _default_out_dir(run_a, run_b)
     # Both levels' files, or none of them (a full disk leaves no half of a diff).
     with outputs_all_or_none(out):
         written = write_diff(report, out)

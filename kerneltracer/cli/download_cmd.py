@@ -121,9 +121,9 @@ def download(config: Path, models: tuple[str, ...], max_workers: int | None, ref
     from rich.markup import escape
 
     from kerneltracer.cli.tables import console
+    from kerneltracer.orchestrator import select_jobs
     from kerneltracer.orchestrator.download import ensure_models_downloaded
     from kerneltracer.orchestrator.expand import plan_jobs
-    from kerneltracer.orchestrator.facade import select_jobs
     from kerneltracer.orchestrator.planning import load_config
 
     cfg, base_dir = load_config(config)

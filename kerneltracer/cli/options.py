@@ -152,14 +152,14 @@ def input_limit_options(func: F) -> F:
     )(func)
 
 
-PROBLEMS_SHOWN = 20
+_PROBLEMS_SHOWN = 20
 
 
 def echo_problems(lines: list[str], prefix: str = "unreadable input") -> None:
-    """One stderr line per unreadable input, the first PROBLEMS_SHOWN of them: a run of
+    """One stderr line per unreadable input, the first _PROBLEMS_SHOWN of them: a run of
     thousands of damaged jobs must not bury the summary (--strict still counts them all)."""
-    for line in lines[:PROBLEMS_SHOWN]:
+    for line in lines[:_PROBLEMS_SHOWN]:
         click.echo(f"{prefix}: {line}", err=True)
-    if len(lines) > PROBLEMS_SHOWN:
-        more = len(lines) - PROBLEMS_SHOWN
+    if len(lines) > _PROBLEMS_SHOWN:
+        more = len(lines) - _PROBLEMS_SHOWN
         click.echo(f"{prefix}: ... and {more} more ({len(lines)} in all)", err=True)

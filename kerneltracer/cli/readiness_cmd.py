@@ -13,7 +13,7 @@ from kerneltracer.core.layout import RUN, RunPaths
 if TYPE_CHECKING:
     from kerneltracer.corpus.model import Signature
 
-RANKED_SHOWN = 20
+_RANKED_SHOWN = 20
 
 
 @click.command()
@@ -96,7 +96,7 @@ def readiness(
         click.echo(f"  {model}: {len(items)} missing: " + ", ".join(b.op for b in items))
     if result.ranked:
         click.echo("ops to add, in order (models ready after each):")
-        for o in result.ranked[:RANKED_SHOWN]:
+        for o in result.ranked[:_RANKED_SHOWN]:
             click.echo(
                 f"  {o.rank:>3}. {o.op}  blocks {len(o.models_blocked)}, "
                 f"+{o.newly_ready} ready -> {o.ready_after}"

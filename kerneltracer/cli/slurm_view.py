@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from kerneltracer.slurm.status import ShardReport
 
 
-def json_row(r: ShardReport) -> dict[str, Any]:
+def _json_row(r: ShardReport) -> dict[str, Any]:
     return {
         "shard": r.shard,
         "job_id": r.job_id,
@@ -37,7 +37,7 @@ def print_json(reports: list[ShardReport]) -> None:
     from kerneltracer.jsonio import dumps
 
     for r in reports:
-        click.echo(dumps(json_row(r), indent=False).decode())
+        click.echo(dumps(_json_row(r), indent=False).decode())
 
 
 def print_table(reports: list[ShardReport]) -> None:

@@ -37,12 +37,12 @@ def console(stderr: bool = False) -> Console:
     return con if con.is_terminal else Console(stderr=stderr, width=200)
 
 
-GRID_LIMIT = 60  # beyond this a terminal grid is noise: show counts and problems only
-PROBLEM_LIMIT = 50
+_GRID_LIMIT = 60  # beyond this a terminal grid is noise: show counts and problems only
+_PROBLEM_LIMIT = 50
 
 
 def status_table(rows: list[JobRow], full: bool = False) -> Group:
-    if len(rows) > GRID_LIMIT and not full:
+    if len(rows) > _GRID_LIMIT and not full:
         return Group(_counts_table(rows), *_problems(rows))
     folded = collapsed_alternatives({r.key: (r.status, r.reason) for r in rows})
     shown = [r for r in rows if r.key not in folded]
@@ -98,7 +98,7 @@ def _problems(rows: list[JobRow]) -> list[Table]:
     problems = [r for r in rows if r.status not in ("ok", "skipped", "pending")]
     if not problems:
         return []
-    shown = problems[:PROBLEM_LIMIT]
+    shown = problems[:_PROBLEM_LIMIT]
     more = len(problems) - len(shown)
     why = Table(title="not ok" + (f" (first {len(shown)} of {len(problems)})" if more else ""))
     for col in ("job", "status", "reason"):

@@ -12,4 +12,23 @@
 
 Nothing here imports torch: the replay worker and the dispatch-key query live in
 kerneltracer.worker.replay.
+
+Its face (contract `faces`) is every module above but ``operator_inp`` (the export's), and
+``backendbench``, ``logs``, ``readiness_export``, ``replay_export`` and ``support`` (the
+``readiness`` / ``replay`` commands and report pages read them).
 """
+
+__all__ = [
+    "backendbench",
+    "build",
+    "costs",
+    "export",
+    "logs",
+    "model",
+    "readiness",
+    "readiness_export",
+    "replay",
+    "replay_export",
+    "schema",
+    "support",
+]

@@ -114,7 +114,7 @@ ABBREVIATIONS = {
 }
 _NON_FINITE = {"nan": "float('nan')", "inf": "inf", "-inf": "-inf"}
 _TORCH_TAGS = ("dtype", "layout", "memory_format")
-LOOKUP_TIMEOUT_S = 300.0  # importing torch on a loaded machine
+_LOOKUP_TIMEOUT_S = 300.0  # importing torch on a loaded machine
 
 
 # ---------------------------------------------------------------- torch's registry
@@ -154,10 +154,10 @@ def torch_registry(ops: Iterable[str], python: str = sys.executable) -> TorchReg
     try:
         done = subprocess.run(
             argv, input=orjson.dumps({"ops": asked}), capture_output=True,
-            timeout=LOOKUP_TIMEOUT_S, check=False,
+            timeout=_LOOKUP_TIMEOUT_S, check=False,
         )  # fmt: skip
     except subprocess.TimeoutExpired:
-        return _unknown(f"no answer from torch within {LOOKUP_TIMEOUT_S:g} s")
+        return _unknown(f"no answer from torch within {_LOOKUP_TIMEOUT_S:g} s")
     except OSError as exc:
         return _unknown(f"cannot start {python}: {exc.strerror or exc}")
     try:

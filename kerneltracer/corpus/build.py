@@ -26,15 +26,15 @@ from kerneltracer.coverage.scan import InputProblem, JobRef, iter_job_refs
 from kerneltracer.errors import InputFileError
 from kerneltracer.inputguard import read_input
 
-KIND = ArtefactKind.DISPATCH_SIGNATURES
+_KIND = ArtefactKind.DISPATCH_SIGNATURES
 
 
 def build_corpus(run_dir: Path) -> Corpus:
     """Read every ok job with dispatch signatures of ``run_dir`` into a :class:`Corpus`."""
-    return corpus_from_refs(iter_job_refs(Path(run_dir)))
+    return _corpus_from_refs(iter_job_refs(Path(run_dir)))
 
 
-def corpus_from_refs(
+def _corpus_from_refs(
     refs: Iterable[JobRef | InputProblem], source_tracers: frozenset[str] | None = None
 ) -> Corpus:
     """The corpus of scanned jobs. A job that failed or never finished counts when its
@@ -43,7 +43,7 @@ def corpus_from_refs(
     if source_tracers is None:
         from kerneltracer.tracers.registry import tracers_writing
 
-        source_tracers = tracers_writing((KIND,))
+        source_tracers = tracers_writing((_KIND,))
     table: dict[bytes, Signature] = {}
     models: set[str] = set()
     fake: set[str] = set()
@@ -60,7 +60,7 @@ def corpus_from_refs(
         if ref.status != "ok":
             not_ok.append((ref.model, ref.status, ref.tracer))
             continue
-        rels = ref.artefact_names(KIND)
+        rels = ref.artefact_names(_KIND)
         job = read_rank_job(ref.job_dir) if rank_dirs(ref.job_dir) else None
         if job is not None:  # a parallel job: each rank dir is a model label of its own
             rank_parts = {JOB.rank(r).name for r in job.ranks}
@@ -72,7 +72,7 @@ def corpus_from_refs(
                 fake.update(labels)
         if not rels and ref.tracer in source_tracers and job is None:
             where = str(RUN.job(ref.key).dir)
-            problems.append((CorpusProblem(ref.model, where, f"lists no {KIND} artefact"), None))
+            problems.append((CorpusProblem(ref.model, where, f"lists no {_KIND} artefact"), None))
         read.update([ref.tracer] if rels else [])
         if rels and ref.weights == "fake":
             fake.add(ref.model)

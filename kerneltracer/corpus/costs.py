@@ -31,11 +31,11 @@ from kerneltracer.costmodel import (
 )
 from kerneltracer.jsonio import atomic_write_text
 
-BY_OP_CSV = "costs_by_op.csv"
-BY_MODULE_CSV = "costs_by_module.csv"
-BY_MODEL_CSV = "costs_by_model.csv"
-UNKNOWN_CSV = "unknown_ops.csv"
-TOTAL_COLUMNS = (
+_BY_OP_CSV = "costs_by_op.csv"
+_BY_MODULE_CSV = "costs_by_module.csv"
+_BY_MODEL_CSV = "costs_by_model.csv"
+_UNKNOWN_CSV = "unknown_ops.csv"
+_TOTAL_COLUMNS = (
     "calls",
     "est_flops",
     "est_bytes",
@@ -107,10 +107,10 @@ def _csv(rows: list[list[Any]]) -> str:
 def write_costs(b: CostBreakdown, out_dir: Path) -> list[Path]:
     out_dir = Path(out_dir)
     files = {
-        BY_OP_CSV: (tables := cost_tables(b))["op"],
-        BY_MODULE_CSV: tables["module"],
-        BY_MODEL_CSV: tables["model"],
-        UNKNOWN_CSV: tables["unknown"],
+        _BY_OP_CSV: (tables := cost_tables(b))["op"],
+        _BY_MODULE_CSV: tables["module"],
+        _BY_MODEL_CSV: tables["model"],
+        _UNKNOWN_CSV: tables["unknown"],
     }
     for name, rows in files.items():
         atomic_write_text(out_dir / name, _csv(rows))
@@ -121,7 +121,7 @@ def cost_tables(b: CostBreakdown) -> dict[str, list[list[Any]]]:
     """The rows (header first; "" = no figure) of costs_by_{op,module,model}.csv and
     unknown_ops.csv, by "op", "module", "model", "unknown": the files and the Python API's
     ``Run.costs()`` are the same rows."""
-    head = list(TOTAL_COLUMNS)
+    head = list(_TOTAL_COLUMNS)
     by_op: list[list[Any]] = [["model", "op", *head, "est_share", "device"]]
     by_op += [[m, op, *_totals(t), _share(b, m, t), b.device] for m, op, t in b.ranked(b.by_op)]
     by_module: list[list[Any]] = [["model", "module", *head, "est_share", "device"]]

@@ -26,12 +26,12 @@ from kerneltracer.jsonio import atomic_write_json, atomic_write_text, atomic_wri
 if TYPE_CHECKING:
     import pyarrow as pa
 
-ALL_LOG = LOG_NAME
-MODEL_LOGS = "operator_inp"
+_ALL_LOG = LOG_NAME
+_MODEL_LOGS = "operator_inp"
 SUMMARY = "corpus_summary.json"
 
 
-def model_file_name(model: str) -> str:
+def _model_file_name(model: str) -> str:
     """A safe file name for a model label (no separators, no leading dots)."""
     safe = "".join(c if c.isalnum() or c in "._-" else "-" for c in model).strip(".-")
     return (safe or "model") + ".txt"
@@ -75,13 +75,13 @@ def write_corpus(corpus: Corpus, out_dir: Path, device: Device | None = None) ->
     written = [out_dir / PARQUET]
     estimated = corpus_breakdown(corpus.signatures, costs, device)
     written += write_costs(estimated, out_dir)
-    atomic_write_text(out_dir / ALL_LOG, _log(corpus.signatures, calls, None))
-    written.append(out_dir / ALL_LOG)
-    logs = out_dir / MODEL_LOGS
+    atomic_write_text(out_dir / _ALL_LOG, _log(corpus.signatures, calls, None))
+    written.append(out_dir / _ALL_LOG)
+    logs = out_dir / _MODEL_LOGS
     logs.mkdir(exist_ok=True)
     keep = set()
     for model, sigs in corpus.by_model().items():
-        name = model_file_name(model)
+        name = _model_file_name(model)
         if name in keep:  # "org/m" and "org-m" sanitise alike: keep both logs
             name = f"{name[:-4]}-{hashlib.sha256(model.encode()).hexdigest()[:8]}.txt"
         keep.add(name)

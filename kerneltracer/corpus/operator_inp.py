@@ -57,14 +57,14 @@ _ABBREV = {
 _DTYPE_OF = {v: k for k, v in _ABBREV.items()}
 # Every abbreviation a reader unquotes (BackendBench's dtype_abbrs has c32 besides ours): a
 # string spelt like one is double-quoted, so that no reader turns it into a dtype.
-READER_ABBREVIATIONS = frozenset({*_ABBREV.values(), "c32"})
+_READER_ABBREVIATIONS = frozenset({*_ABBREV.values(), "c32"})
 OP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _OPAQUE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 _PLAIN = re.compile(r"[A-Za-z0-9_ .:/+-]*")
 _TORCH_TAGS = ("dtype", "layout", "memory_format")
 LOG_NAME = "operator_inp.txt"  # the corpus's log of every signature
-OPERATOR = "Operator: "
+_OPERATOR = "Operator: "
 COUNT = "cnt: "
 
 
@@ -93,7 +93,7 @@ class Unwritable(ValueError):
     """A value (or op name) the log cannot hold as an inert literal of its grammar."""
 
 
-def check_op_name(op: str) -> str:
+def _check_op_name(op: str) -> str:
     if not OP_NAME.fullmatch(op):
         raise Unwritable(f"op name {op!r:.80} is not namespace.op.overload")
     return op
@@ -102,7 +102,7 @@ def check_op_name(op: str) -> str:
 def quote(text: str) -> str:
     """A string literal that ``eval`` gives back as it is, also after the text edits of
     BackendBench's reader (it unquotes ``'f16'`` anywhere and strips quotes at both ends)."""
-    if _PLAIN.fullmatch(text) and text not in READER_ABBREVIATIONS:
+    if _PLAIN.fullmatch(text) and text not in _READER_ABBREVIATIONS:
         return f"'{text}'"
     return '"' + "".join(map(_escaped, text)) + '"'
 
@@ -134,17 +134,17 @@ def contiguous_stride(shape: list[int]) -> list[int]:
     return stride[::-1]
 
 
-def format_value(value: Any) -> str:
+def _format_value(value: Any) -> str:
     if is_tensor(value):
         return _format_tensor(value)
     if isinstance(value, dict) and TAG in value:
         return _format_tagged(value[TAG], str(value.get("v")))
     if isinstance(value, dict):
         return (
-            "{" + ", ".join(f"{quote(str(k))}: {format_value(v)}" for k, v in value.items()) + "}"
+            "{" + ", ".join(f"{quote(str(k))}: {_format_value(v)}" for k, v in value.items()) + "}"
         )
     if isinstance(value, list):
-        return "[" + ", ".join(format_value(v) for v in value) + "]"
+        return "[" + ", ".join(_format_value(v) for v in value) + "]"
     if value is None or isinstance(value, bool):
         return repr(value)
     if isinstance(value, int):
@@ -161,7 +161,7 @@ def _format_tensor(t: dict[str, Any]) -> str:
     if not isinstance(shape, list):
         raise Unwritable(f"tensor shape {shape!r:.80} is not a list")
     dtype = str(t["dtype"])
-    parts = [format_value(shape), _ABBREV.get(dtype) or _name("dtype", dtype)]
+    parts = [_format_value(shape), _ABBREV.get(dtype) or _name("dtype", dtype)]
     stride = t.get("stride")
     sized = all(isinstance(s, int) and not isinstance(s, bool) for s in shape)
     if stride is not None and not isinstance(stride, list):
@@ -191,22 +191,23 @@ def _format_tagged(tag: str, text: str) -> str:
 
 def format_call(args: list[Any], kwargs: dict[str, Any]) -> str:
     """``((args), {kwargs})``: the part of a ``cnt`` line after the count."""
-    text = ", ".join(format_value(a) for a in args)
+    text = ", ".join(_format_value(a) for a in args)
     if len(args) == 1:
         text += ","
-    kw = ", ".join(f"{quote(str(k))}: {format_value(v)}" for k, v in kwargs.items())
+    kw = ", ".join(f"{quote(str(k))}: {_format_value(v)}" for k, v in kwargs.items())
     return f"(({text}), {{{kw}}})"
 
 
-def inert_calls(ops_and_calls: Iterable[tuple[str, str, list[Any], dict[str, Any]]]
-                ) -> tuple[dict[str, str], list[tuple[str, str]]]:
+def inert_calls(
+    ops_and_calls: Iterable[tuple[str, str, list[Any], dict[str, Any]]],
+) -> tuple[dict[str, str], list[tuple[str, str]]]:
     """(key, op, args, kwargs) -> ({key: the call's text}, [(key, why not)]) for the calls a
     log can hold and those it cannot (checked once, so a writer never meets them)."""
     texts: dict[str, str] = {}
     refused: list[tuple[str, str]] = []
     for key, op, args, kwargs in ops_and_calls:
         try:
-            check_op_name(op)
+            _check_op_name(op)
             texts[key] = format_call(args, kwargs)
         except Unwritable as exc:
             refused.append((key, str(exc)))
@@ -225,7 +226,7 @@ def format_lines(blocks: list[tuple[str, list[str]]]) -> str:
     """A log from already formatted ``cnt`` lines (a corpus formats each call once)."""
     lines = []
     for op, entries in blocks:
-        lines.append(OPERATOR + check_op_name(op))
+        lines.append(_OPERATOR + _check_op_name(op))
         lines.extend(entries)
     return "".join(line + "\n" for line in lines)
 
@@ -237,7 +238,7 @@ class ParseError(ValueError):
     pass
 
 
-MAX_ERRORS = 20
+_MAX_ERRORS = 20
 
 
 def parse_log(text: str) -> OperatorLog:
@@ -248,8 +249,8 @@ def parse_log(text: str) -> OperatorLog:
         if not line.strip():
             continue
         kind, why = "", ""
-        if line.startswith(OPERATOR):
-            op = line[len(OPERATOR) :].strip()
+        if line.startswith(_OPERATOR):
+            op = line[len(_OPERATOR) :].strip()
             if op and " " not in op:
                 current = []
                 log.blocks.append((op, current))
@@ -267,7 +268,7 @@ def parse_log(text: str) -> OperatorLog:
         else:
             kind, why = "unknown_line", "neither 'Operator:' nor 'cnt:'"
         log.malformed[kind] += 1
-        if len(log.first_errors) < MAX_ERRORS:
+        if len(log.first_errors) < _MAX_ERRORS:
             log.first_errors.append(f"line {n}: {kind}: {why}")
     return log
 

@@ -17,7 +17,7 @@ from kerneltracer.corpus.support import Support
 
 REPLAY = "replay"  # measured: `kerneltracer replay`'s median time per call
 ESTIMATE = "estimate"  # estimated from shapes: roofline time lower bound on a device
-NO_TIME = "none"
+_NO_TIME = "none"
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class Readiness:
     blockers: dict[str, list[Blocker]]  # model -> missing ops, most calls first
     ranked: list[RankedOp] = field(default_factory=list)
     ops_checked: int = 0
-    time_weight: str = NO_TIME  # where est_time_us comes from: REPLAY, ESTIMATE or NO_TIME
+    time_weight: str = _NO_TIME  # where est_time_us comes from: REPLAY, ESTIMATE or _NO_TIME
     time_note: str = ""  # the same for people: "roofline lower bound on H100, ..."
 
     @property
@@ -81,7 +81,7 @@ def assess(
         blockers.setdefault(model, []).append(Blocker(op, n, times.get((model, op))))
     for items in blockers.values():
         items.sort(key=lambda b: (-b.calls, b.op))
-    weight = time_weight or (REPLAY if time_us else NO_TIME)
+    weight = time_weight or (REPLAY if time_us else _NO_TIME)
     result = Readiness(
         support.source,
         models,

@@ -50,7 +50,7 @@ class ReadinessFile(BaseModel):
     ranked: list[RankedOut]
 
 
-def to_file(r: Readiness) -> ReadinessFile:
+def _to_file(r: Readiness) -> ReadinessFile:
     return ReadinessFile(
         support=r.support,
         time_weight=r.time_weight,
@@ -81,7 +81,7 @@ def to_file(r: Readiness) -> ReadinessFile:
 def write_readiness(r: Readiness, out_dir: Path) -> list[Path]:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    doc = to_file(r)
+    doc = _to_file(r)
     atomic_write_bytes(out_dir / JSON, doc.model_dump_json(indent=2).encode() + b"\n")
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")

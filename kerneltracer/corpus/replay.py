@@ -27,8 +27,8 @@ from kerneltracer.process.supervisor import WorkerProcess, describe_exit
 
 DEVICES = ("cpu", "cuda")
 STATUSES = ("ok", "mismatch", "failed", "crashed", "timeout")
-POLL_S = 0.02
-STARTUP_S = 300.0  # a worker's imports on a loaded machine, before the first op starts
+_POLL_S = 0.02
+_STARTUP_S = 300.0  # a worker's imports on a loaded machine, before the first op starts
 
 
 @dataclass(frozen=True)
@@ -165,14 +165,14 @@ def _run_worker(
 def _watch(proc: WorkerProcess, out: Path, timeout_s: float) -> tuple[str, str] | None:
     size, last = 0, time.monotonic()
     while proc.poll() is None:
-        time.sleep(POLL_S)
+        time.sleep(_POLL_S)
         now_size = out.stat().st_size
         if now_size != size:
             size, last = now_size, time.monotonic()
-        elif time.monotonic() - last > (timeout_s if size else STARTUP_S):
+        elif time.monotonic() - last > (timeout_s if size else _STARTUP_S):
             _kill(proc)
             if not size:
-                return ("crashed", f"worker did not start within {STARTUP_S:g} s")
+                return ("crashed", f"worker did not start within {_STARTUP_S:g} s")
             return ("timeout", f"no result after {timeout_s:g} s")
     return None
 

@@ -24,7 +24,7 @@ from kerneltracer.inputguard import read_input
 from kerneltracer.jsonio import atomic_write_json, atomic_write_text
 
 CSV = "replay.csv"
-MODELS_CSV = "replay_models.csv"
+_MODELS_CSV = "replay_models.csv"
 JSON = "replay.json"
 COLUMNS = (
     "op",
@@ -39,7 +39,7 @@ COLUMNS = (
 )
 
 
-def signature_text(r: ReplayResult) -> str:
+def _signature_text(r: ReplayResult) -> str:
     try:
         return format_entry(Entry(r.sig.calls, r.sig.inputs, r.sig.kwargs)).split(", ", 1)[1]
     except Unwritable as exc:
@@ -83,7 +83,7 @@ def write_replay(
         (
             r.sig.op,
             r.sig.sig_id,
-            signature_text(r),
+            _signature_text(r),
             r.status,
             r.reason,
             ";".join(r.sig.models),
@@ -101,7 +101,7 @@ def write_replay(
         for i in items
     ]
     header = ("model", "op", "sig_id", "calls", "est_us", "share")
-    atomic_write_text(out_dir / MODELS_CSV, _csv(header, share_rows))
+    atomic_write_text(out_dir / _MODELS_CSV, _csv(header, share_rows))
     doc = {
         "schema_version": 1,
         "device": options.device,
@@ -113,7 +113,7 @@ def write_replay(
         "model_shares": shares,
     }
     atomic_write_json(out_dir / JSON, doc)
-    return [out_dir / CSV, out_dir / MODELS_CSV, out_dir / JSON]
+    return [out_dir / CSV, out_dir / _MODELS_CSV, out_dir / JSON]
 
 
 def read_times(path: Path) -> dict[str, float]:

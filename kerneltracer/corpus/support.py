@@ -20,9 +20,9 @@ import yaml
 from kerneltracer.errors import InputFileError, UsageError
 from kerneltracer.inputguard import SMALL_FILE, read_input_text
 
-LIST_KEYS = ("ops", "supported")
-CSV_TRUE = ("yes", "true", "1", "y", "supported", "ok")
-CSV_FALSE = ("no", "false", "0", "n", "unsupported")
+_LIST_KEYS = ("ops", "supported")
+_CSV_TRUE = ("yes", "true", "1", "y", "supported", "ok")
+_CSV_FALSE = ("no", "false", "0", "n", "unsupported")
 
 
 @dataclass(frozen=True)
@@ -80,9 +80,9 @@ def _yaml_entries(path: Path, text: str) -> list[str]:
         where = f":{line + 1}" if line is not None else ""
         raise UsageError(f"support list {path}{where}: not valid YAML") from None
     if isinstance(data, dict):
-        key = next((k for k in LIST_KEYS if k in data), None)
+        key = next((k for k in _LIST_KEYS if k in data), None)
         if key is None:
-            keys = ", ".join(LIST_KEYS)
+            keys = ", ".join(_LIST_KEYS)
             raise UsageError(f"support list {path}: a mapping needs one of the keys: {keys}")
         data = data[key]
         values = [v for k, v in node.value] if isinstance(node, yaml.MappingNode) else []
@@ -123,11 +123,11 @@ def _csv_entries(path: Path, text: str) -> list[str]:
 def _flag(path: Path, line: int, value: str | None) -> bool:
     """A ``supported`` cell: one of the yes or no words, nothing else (not even empty)."""
     word = (value or "").strip().lower()
-    if word in CSV_TRUE or word in CSV_FALSE:
-        return word in CSV_TRUE
+    if word in _CSV_TRUE or word in _CSV_FALSE:
+        return word in _CSV_TRUE
     raise UsageError(
         f"support list {path}:{line}: supported: {value or ''!r} is not a yes/no value; "
-        f"use one of: {', '.join(CSV_TRUE + CSV_FALSE)}"
+        f"use one of: {', '.join(_CSV_TRUE + _CSV_FALSE)}"
     )
 
 

@@ -11,8 +11,10 @@ Costs are estimated from shapes: never a measured time.
 """
 
 from kerneltracer.costmodel.aggregate import (
+    UNRECORDED,
     CostBreakdown,
     CostedSignature,
+    PerCall,
     Totals,
     UnknownOp,
     breakdown,
@@ -29,26 +31,34 @@ from kerneltracer.costmodel.devices import (
 from kerneltracer.costmodel.estimate import INT64_MAX, estimate, estimate_gemm_like, is_known
 from kerneltracer.costmodel.roofline import Achieved, RooflinePoint, achieved, roofline
 
+# The face (contract `faces`): these names, and the submodules ``comm`` (collectives' costs),
+# ``layers`` (per layer and rank: the ranks page, the Chakra export) and ``profiler_args``
+# (the profiler's recorded shapes as signatures, for the timeline's op table).
 __all__ = [
     "CATEGORIES",
     "DEFAULT_DEVICE",
     "DTYPE_KEYS",
     "INT64_MAX",
+    "UNRECORDED",
     "Achieved",
     "CostBreakdown",
     "CostedSignature",
     "Device",
     "DeviceTable",
     "OpCost",
+    "PerCall",
     "RooflinePoint",
     "Totals",
     "UnknownOp",
     "achieved",
     "breakdown",
+    "comm",
     "estimate",
     "estimate_gemm_like",
     "is_known",
+    "layers",
     "load_devices",
     "module_group",
+    "profiler_args",
     "roofline",
 ]

@@ -52,7 +52,7 @@ class Totals:
     memory_s: float = 0.0
     time_s: float = 0.0  # sum of per-call roofline time lower bounds
 
-    def add(self, point: _PerCall | None, n: int) -> None:
+    def add(self, point: PerCall | None, n: int) -> None:
         self.calls += n
         if point is None:
             self.unknown_calls += n
@@ -118,7 +118,7 @@ class CostBreakdown:
 
 
 @dataclass(frozen=True, slots=True)
-class _PerCall:
+class PerCall:
     """A roofline point's figures, computed once per signature rather than once per use."""
 
     flops: int
@@ -128,7 +128,7 @@ class _PerCall:
     time_s: float
 
     @classmethod
-    def of(cls, p: RooflinePoint) -> _PerCall:
+    def of(cls, p: RooflinePoint) -> PerCall:
         return cls(p.flops, p.bytes, p.compute_s, p.memory_s, p.time_s)
 
 
@@ -144,7 +144,7 @@ def breakdown(items: Iterable[CostedSignature], device: Device) -> CostBreakdown
     unknown: dict[str, _Unknown] = {}
     groups: dict[str, str] = {}  # module path -> its group, folded once per path
     for sig in items:
-        point = _PerCall.of(roofline(sig.cost, device)) if sig.cost is not None else None
+        point = PerCall.of(roofline(sig.cost, device)) if sig.cost is not None else None
         for model, n in sig.model_calls.items():
             _totals(out.by_model, model).add(point, n)
             _totals(out.by_op, (model, sig.op)).add(point, n)

@@ -79,7 +79,7 @@ class CommCost:
         return self.time_s is not None
 
 
-def alpha_beta(kind: str, n: int, s: int, link: Link) -> tuple[float, float]:
+def _alpha_beta(kind: str, n: int, s: int, link: Link) -> tuple[float, float]:
     """(bytes sent, seconds) of ``kind`` over ``n`` ranks with input ``s`` bytes on ``link``."""
     sent = wire_bytes(kind, n, s)
     return sent, steps(kind, n) * link.latency + sent / link.bandwidth
@@ -132,7 +132,7 @@ def collective_cost(
         return replace(
             base, why_unknown=f"the group spans nodes and {device.key} has no inter_node link"
         )
-    sent, seconds = alpha_beta(record.kind, n, record.bytes_per_rank, link)
+    sent, seconds = _alpha_beta(record.kind, n, record.bytes_per_rank, link)
     assumed = "; ".join(a for a in (record.assumption, placed) if a) or None
     return CommCost(
         record.kind, record.group, n, record.bytes_per_rank, link.name, sent,

@@ -23,7 +23,7 @@ from kerneltracer.inputguard import SMALL_FILE, read_input_text
 
 DEFAULT_DEVICE = "H100"
 DTYPE_KEYS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8")
-DTypeKey = Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8"]
+_DTypeKey = Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8"]
 TERA = 1e12
 
 # torch dtype name -> the device rate it computes at
@@ -97,13 +97,13 @@ def _is_float(text: str) -> bool:
 
 
 Bandwidth = Annotated[float, BeforeValidator(_in_range(*BANDWIDTH_RANGE_TBS, "TB/s"))]
-Rate = Annotated[float, BeforeValidator(_in_range(*RATE_RANGE_TFLOPS, "TFLOP/s"))]
+_Rate = Annotated[float, BeforeValidator(_in_range(*RATE_RANGE_TFLOPS, "TFLOP/s"))]
 # A link from a slow Ethernet NIC (1 GB/s) to a whole NVLink switch domain; latencies from a
 # fraction of a microsecond to a congested WAN. Outside them: a unit mix-up (Gb/s for GB/s).
-LINK_BANDWIDTH_RANGE_GBS = (0.1, 1e5)
-LINK_LATENCY_RANGE_US = (0.0, 1e4)
-LinkBandwidth = Annotated[float, BeforeValidator(_in_range(*LINK_BANDWIDTH_RANGE_GBS, "GB/s"))]
-LinkLatency = Annotated[float, BeforeValidator(_in_range(*LINK_LATENCY_RANGE_US, "us"))]
+_LINK_BANDWIDTH_RANGE_GBS = (0.1, 1e5)
+_LINK_LATENCY_RANGE_US = (0.0, 1e4)
+_LinkBandwidth = Annotated[float, BeforeValidator(_in_range(*_LINK_BANDWIDTH_RANGE_GBS, "GB/s"))]
+_LinkLatency = Annotated[float, BeforeValidator(_in_range(*_LINK_LATENCY_RANGE_US, "us"))]
 
 
 class LinkSpec(BaseModel):
@@ -112,10 +112,10 @@ class LinkSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     link: StrictStr = Field(description="The link's name, e.g. 'NVLink 4', 'InfiniBand NDR'.")
-    bandwidth_gbs: LinkBandwidth = Field(
+    bandwidth_gbs: _LinkBandwidth = Field(
         description="Bandwidth per GPU per direction, GB/s (10^9 bytes/s)."
     )
-    latency_us: LinkLatency = Field(description="Latency of one algorithm step, microseconds.")
+    latency_us: _LinkLatency = Field(description="Latency of one algorithm step, microseconds.")
 
 
 class InterconnectSpec(BaseModel):
@@ -136,10 +136,10 @@ class DeviceSpec(BaseModel):
     name: StrictStr = Field(description="Full product name.")
     aliases: list[StrictStr] = Field(default_factory=list)
     memory_bandwidth_tbs: Bandwidth = Field(description="Memory bandwidth, TB/s.")
-    peak_tflops: dict[DTypeKey, Rate] = Field(
+    peak_tflops: dict[_DTypeKey, _Rate] = Field(
         description="Dense peak of matrix ops per dtype, TFLOP/s; fp32 is required."
     )
-    vector_tflops: dict[DTypeKey, Rate] = Field(
+    vector_tflops: dict[_DTypeKey, _Rate] = Field(
         default_factory=dict, description="Peak of non-matrix ops per dtype, TFLOP/s."
     )
     interconnect: InterconnectSpec | None = Field(

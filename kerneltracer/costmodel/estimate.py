@@ -15,7 +15,7 @@ from kerneltracer.costmodel import formulas_dense, formulas_simple
 from kerneltracer.costmodel.call import BadCall, Call, OpCost
 
 # FSDP2's copy-in / copy-out ops (``fsdp.*``) are plain copies, costed like aten's.
-NAMESPACES = ("aten", "prim", "fsdp")
+_NAMESPACES = ("aten", "prim", "fsdp")
 # Per-call FLOPs and bytes are int64 columns everywhere they are written; a call past that
 # (2^63 FLOPs, 8 EB) is no real call, only damaged shapes, and gets no estimate.
 INT64_MAX = 2**63 - 1
@@ -24,7 +24,7 @@ FORMULAS = {**formulas_simple.FORMULAS, **formulas_dense.FORMULAS}
 
 def _formula(op: str) -> formulas_dense.Formula | None:
     parts = op.split(".")
-    if len(parts) < 2 or parts[0] not in NAMESPACES:
+    if len(parts) < 2 or parts[0] not in _NAMESPACES:
         return None
     name = parts[1]
     found = FORMULAS.get(name)

@@ -161,7 +161,7 @@ def convolution(c: Call) -> OpCost:
     return c.cost(_conv_flops(x, w, spatial), CONV, out_numel=x[0] * w[0] * prod(spatial))
 
 
-def convolution_nobias_order(c: Call) -> OpCost:
+def _convolution_nobias_order(c: Call) -> OpCost:
     """cudnn_convolution (self, weight, padding, stride, dilation, ...)."""
     x, w = c.shape(0), c.shape(1)
     spatial = _out_spatial(c, x, w, (3, 2, 4))
@@ -278,7 +278,7 @@ FORMULAS: dict[str, Formula] = {
     "convolution": convolution,
     "_convolution": convolution,
     "convolution_overrideable": convolution,
-    "cudnn_convolution": convolution_nobias_order,
+    "cudnn_convolution": _convolution_nobias_order,
     "mkldnn_convolution": mkldnn_convolution,
     "convolution_backward": convolution_backward,
     **{name: _attention(0, backward=False) for name in _SDPA},

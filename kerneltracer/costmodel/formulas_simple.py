@@ -41,7 +41,7 @@ from kerneltracer.costmodel.call import (
 
 Formula = Callable[[Call], OpCost]
 
-ELEMENTWISE_OPS = """
+_ELEMENTWISE_OPS = """
 abs absolute acos acosh add addcdiv addcmul angle asin asinh atan atan2 atanh bernoulli
 bitwise_and bitwise_left_shift bitwise_not bitwise_or bitwise_right_shift bitwise_xor
 ceil clamp clamp_max clamp_min clip conj_physical copysign cos cosh deg2rad div
@@ -66,7 +66,7 @@ upsample_nearest2d_backward grid_sampler_2d grid_sampler_2d_backward _fused_drop
 __and__ __or__ __xor__ __lshift__ __rshift__ __iand__ __ior__ __ixor__ __ilshift__ __irshift__
 """
 
-REDUCTION_OPS = """
+_REDUCTION_OPS = """
 all amax amin aminmax any argmax argmin argsort _adaptive_avg_pool2d
 _adaptive_avg_pool2d_backward _adaptive_avg_pool3d adaptive_max_pool2d
 binary_cross_entropy binary_cross_entropy_backward binary_cross_entropy_with_logits
@@ -79,13 +79,13 @@ _unique2 unique_consecutive unique_dim var var_mean kl_div _is_all_true _is_any_
 _weight_norm_interface _weight_norm_interface_backward
 """
 
-POOL_OPS = """
+_POOL_OPS = """
 avg_pool1d avg_pool2d avg_pool3d max_pool2d_with_indices max_pool3d_with_indices
 avg_pool2d_backward avg_pool3d_backward max_pool2d_with_indices_backward
 max_pool3d_with_indices_backward
 """
 
-MEMORY_OPS = """
+_MEMORY_OPS = """
 _to_copy clone contiguous cat stack _cat concat repeat roll flip constant_pad_nd
 reflection_pad1d reflection_pad2d replication_pad1d replication_pad2d
 replication_pad3d slice_scatter select_scatter diagonal_scatter as_strided_scatter
@@ -98,19 +98,19 @@ index_put _index_put_impl put take repeat_interleave _local_scalar_dense lift_fr
 im2col col2im pixel_shuffle pixel_unshuffle channel_shuffle _pdist_forward
 """
 
-GATHER_OPS = "index index_select gather _unsafe_index embedding_bag _embedding_bag"
+_GATHER_OPS = "index index_select gather _unsafe_index embedding_bag _embedding_bag"
 
-FILL_OPS = """
+_FILL_OPS = """
 fill zeros ones full zeros_like ones_like full_like new_zeros new_ones new_full arange
 linspace logspace eye scalar_tensor zero tensor _pin_memory
 """
 
-EMPTY_OPS = """
+_EMPTY_OPS = """
 empty empty_like empty_strided new_empty new_empty_strided empty_permuted resize
 resize_as set record_stream
 """
 
-VIEW_OPS = """
+_VIEW_OPS = """
 view _unsafe_view reshape _reshape_alias t transpose expand expand_as slice select
 alias unsqueeze squeeze permute as_strided detach split split_with_sizes unbind chunk
 narrow diagonal unfold view_as view_as_real view_as_complex movedim moveaxis flatten
@@ -122,7 +122,7 @@ sym_size sym_stride sym_numel sym_storage_offset _shape_as_tensor dim size strid
 storage_offset is_contiguous _version _make_dep_token _indices _values
 """
 
-NORMS: dict[str, tuple[int, int, int]] = {
+_NORMS: dict[str, tuple[int, int, int]] = {
     # packet -> (argument index of the input, of the weight, FLOPs per element with a weight)
     "native_layer_norm": (0, 2, 5),
     "native_group_norm": (0, 1, 5),
@@ -142,7 +142,7 @@ NORMS: dict[str, tuple[int, int, int]] = {
     "rms_norm": (0, 2, 4),
     "_fused_rms_norm": (0, 2, 4),
 }
-NORM_BACKWARDS: dict[str, tuple[int, int, int]] = {
+_NORM_BACKWARDS: dict[str, tuple[int, int, int]] = {
     # (input position, weight position, forward FLOPs per element with a weight)
     "native_layer_norm_backward": (1, 5, 5),
     "native_group_norm_backward": (1, 4, 5),
@@ -170,7 +170,7 @@ def elementwise(c: Call) -> OpCost:
     return c.cost(c.out_numel(), ELEMENTWISE)
 
 
-def minmax(c: Call) -> OpCost:
+def _minmax(c: Call) -> OpCost:
     """max/min: ``.other`` is elementwise, the rest reduce."""
     return elementwise(c) if c.overload in ("other", "out") else reduction(c)
 
@@ -220,7 +220,7 @@ def embedding(c: Call) -> OpCost:
     return c.cost(0, EMBEDDING, read=n * row + index_bytes)
 
 
-def embedding_backward(c: Call) -> OpCost:
+def _embedding_backward(c: Call) -> OpCost:
     """(grad_output, indices, num_weights, ...): one add per gradient element; reads the
     gradient and indices, writes the (num_weights x D) weight gradient (the default)."""
     return c.cost(c.in_numel(0), EMBEDDING)
@@ -276,21 +276,21 @@ def _first_output_shape(c: Call) -> list[int]:
 
 
 FORMULAS: dict[str, Formula] = {
-    **dict.fromkeys(_names(ELEMENTWISE_OPS), elementwise),
-    **dict.fromkeys(_names(REDUCTION_OPS), reduction),
-    **dict.fromkeys(_names(POOL_OPS), pool),
-    **dict.fromkeys(_names(MEMORY_OPS), memory),
+    **dict.fromkeys(_names(_ELEMENTWISE_OPS), elementwise),
+    **dict.fromkeys(_names(_REDUCTION_OPS), reduction),
+    **dict.fromkeys(_names(_POOL_OPS), pool),
+    **dict.fromkeys(_names(_MEMORY_OPS), memory),
     "all_gather_copy_in": all_gather_copy_in,
-    **dict.fromkeys(_names(GATHER_OPS), gather),
-    **dict.fromkeys(_names(FILL_OPS), fill),
-    **dict.fromkeys(_names(EMPTY_OPS), empty),
-    **dict.fromkeys(_names(VIEW_OPS), view),
-    **{name: norm(spec) for name, spec in NORMS.items()},
-    **{name: norm(spec, backward=True) for name, spec in NORM_BACKWARDS.items()},
-    "max": minmax,
-    "min": minmax,
+    **dict.fromkeys(_names(_GATHER_OPS), gather),
+    **dict.fromkeys(_names(_FILL_OPS), fill),
+    **dict.fromkeys(_names(_EMPTY_OPS), empty),
+    **dict.fromkeys(_names(_VIEW_OPS), view),
+    **{name: norm(spec) for name, spec in _NORMS.items()},
+    **{name: norm(spec, backward=True) for name, spec in _NORM_BACKWARDS.items()},
+    "max": _minmax,
+    "min": _minmax,
     "embedding": embedding,
-    "embedding_dense_backward": embedding_backward,
+    "embedding_dense_backward": _embedding_backward,
     "copy": copy_,
     "device": view,  # prim.device
 }

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from kerneltracer.core.dispatch_row import DispatchRow
 from kerneltracer.core.parallel import CollectiveRecord, Layout
-from kerneltracer.costmodel.aggregate import NO_MODULE, UNRECORDED, Totals, _PerCall
+from kerneltracer.costmodel.aggregate import NO_MODULE, UNRECORDED, PerCall, Totals
 from kerneltracer.costmodel.comm import CommCost, collective_cost
 from kerneltracer.costmodel.devices import Device
 from kerneltracer.costmodel.estimate import estimate
@@ -29,15 +29,15 @@ COMMUNICATION = "communication"
 UNKNOWN = "unknown"
 NONE = "none"
 # Ops that are collectives or wait on one: their time is the communication's, not compute.
-COMM_NAMESPACES = ("_c10d_functional", "c10d", "_c10d_functional_autograd", "_dtensor")
+_COMM_NAMESPACES = ("_c10d_functional", "c10d", "_c10d_functional_autograd", "_dtensor")
 # Ops that launch nothing: markers (record_function's enter / exit around FSDP's steps).
-MARKER_NAMESPACES = ("profiler",)
+_MARKER_NAMESPACES = ("profiler",)
 
 
 def is_compute_op(op: str) -> bool:
     """Not a collective, nor a marker: an op whose time is the rank's compute."""
     namespace = op.split(".", 1)[0]
-    return namespace not in COMM_NAMESPACES and namespace not in MARKER_NAMESPACES
+    return namespace not in _COMM_NAMESPACES and namespace not in _MARKER_NAMESPACES
 
 
 def layer_of(module: str | None) -> str:
@@ -154,7 +154,7 @@ def rank_cost(
         if not is_compute_op(row.op):
             continue
         cost = estimate(row.op, row.inputs, row.kwargs, row.outputs)
-        point = _PerCall.of(roofline(cost, device)) if cost is not None else None
+        point = PerCall.of(roofline(cost, device)) if cost is not None else None
         recorded = 0
         for module, calls in row.modules.items():
             _layer(out, layer_of(module)).compute.add(point, calls)

@@ -14,7 +14,7 @@ import ast
 from typing import Any
 
 # C++ scalar type names (c10::toString / typeid names Kineto writes) -> torch dtype names.
-SCALAR_TYPES: dict[str, str] = {
+_SCALAR_TYPES: dict[str, str] = {
     "float": "float32",
     "double": "float64",
     "c10::Half": "float16",
@@ -49,7 +49,7 @@ _MAX_CONCRETE = 4096
 
 def dtype_name(type_name: str) -> str | None:
     """``c10::BFloat16`` -> ``bfloat16``; None for a non-tensor type (``Scalar``, ``""``)."""
-    return SCALAR_TYPES.get(type_name)
+    return _SCALAR_TYPES.get(type_name)
 
 
 def signature_inputs(dims: Any, types: Any, concrete: Any = None) -> list[Any] | None:

@@ -106,14 +106,14 @@ def total_bytes(value: Any) -> int | None:
     return total
 
 
-def is_floating(dtype: str) -> bool:
+def _is_floating(dtype: str) -> bool:
     return dtype.startswith(("float", "bfloat", "complex"))
 
 
 def compute_dtype(inputs: list[Any], outputs: list[Any] | None) -> str | None:
     """The dtype an op computes in: its first floating input, else its first tensor's."""
     found = [str(t["dtype"]) for t in tensors([inputs, outputs or []])]
-    return next((d for d in found if is_floating(d)), found[0] if found else None)
+    return next((d for d in found if _is_floating(d)), found[0] if found else None)
 
 
 def broadcast(*shapes: list[int]) -> list[int] | None:

@@ -9,4 +9,17 @@ from kerneltracer.coverage.export import write_coverage
 from kerneltracer.coverage.matrix import Coverage, OpUse, build_coverage
 from kerneltracer.coverage.scan import InputProblem
 
-__all__ = ["Coverage", "InputProblem", "OpUse", "build_coverage", "write_coverage"]
+# Its face: the names above, and ``scan`` (a run's jobs, read by the corpus and compile health),
+# ``export`` / ``diff`` / ``diff_schema`` / ``diff_html`` (the table, two runs compared).
+__all__ = [
+    "Coverage",
+    "InputProblem",
+    "OpUse",
+    "build_coverage",
+    "diff",
+    "diff_html",
+    "diff_schema",
+    "export",
+    "scan",
+    "write_coverage",
+]

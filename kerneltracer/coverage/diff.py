@@ -26,8 +26,8 @@ from kerneltracer.coverage.matrix import Coverage, OpUse, coverage_from_refs
 from kerneltracer.coverage.scan import InputProblem, JobRef, iter_job_refs
 from kerneltracer.errors import UsageError
 
-DEFAULT_MIN_TIME_CHANGE = 0.10
-DEFAULT_MIN_TIME_US = 10.0
+_DEFAULT_MIN_TIME_CHANGE = 0.10
+_DEFAULT_MIN_TIME_US = 10.0
 
 _Jobs = dict[str, dict[str, JobRef]]  # model -> tracer -> job
 _Tables = dict[tuple[str, str], dict[str, OpUse]]  # (model, source) -> op -> use
@@ -56,8 +56,8 @@ class _Side:
 def diff_runs(
     run_a: Path,
     run_b: Path,
-    min_time_change: float = DEFAULT_MIN_TIME_CHANGE,
-    min_time_us: float = DEFAULT_MIN_TIME_US,
+    min_time_change: float = _DEFAULT_MIN_TIME_CHANGE,
+    min_time_us: float = _DEFAULT_MIN_TIME_US,
 ) -> DiffReport:
     if min_time_change < 0 or min_time_us < 0:
         raise UsageError("time-change thresholds must not be negative")

@@ -42,9 +42,9 @@ COLUMNS = (
     "est_bytes",
     "est_time_lb_us",
 )
-LONG_CSV = "coverage.csv"
+_LONG_CSV = "coverage.csv"
 PARQUET = "coverage.parquet"
-MATRIX_CSV = "coverage_matrix.csv"
+_MATRIX_CSV = "coverage_matrix.csv"
 SUMMARY_JSON = "coverage_summary.json"
 # 2: est_device, top_ops_by_est_time; 3: model labels carry the phase, distinct_models,
 # model_variants
@@ -62,7 +62,7 @@ def _cell(value: object) -> object:
     return "" if value is None else value
 
 
-def long_csv(cov: Coverage) -> bytes:
+def _long_csv(cov: Coverage) -> bytes:
     rows: list[Iterable[object]] = [COLUMNS]
     for u in cov.uses:
         rows.append(
@@ -82,7 +82,7 @@ def long_csv(cov: Coverage) -> bytes:
     return _csv_bytes(rows)
 
 
-def matrix_csv(cov: Coverage, source: str | None = None) -> bytes:
+def _matrix_csv(cov: Coverage, source: str | None = None) -> bytes:
     source = cov.default_source() if source is None else source
     models = cov.models_for(source)
     rows: list[Iterable[object]] = [("op", *models)]
@@ -184,10 +184,10 @@ def write_coverage(cov: Coverage, out_dir: Path) -> list[Path]:
     """
     out_dir = Path(out_dir)
     table = to_table(cov)
-    long, matrix = long_csv(cov), matrix_csv(cov)
+    long, matrix = _long_csv(cov), _matrix_csv(cov)
     summary_json = dumps(summary(cov))
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = [out_dir / name for name in (LONG_CSV, PARQUET, MATRIX_CSV, SUMMARY_JSON)]
+    paths = [out_dir / name for name in (_LONG_CSV, PARQUET, _MATRIX_CSV, SUMMARY_JSON)]
     atomic_write_bytes(paths[0], long)
     _write_table(table, paths[1])
     atomic_write_bytes(paths[2], matrix)

@@ -182,7 +182,7 @@ def build_coverage(run_dir: Path, device: Device | None = None) -> Coverage:
     return coverage_from_refs(iter_job_refs(run_dir), device=device)
 
 
-def registered_source_tracers() -> frozenset[str]:
+def _registered_source_tracers() -> frozenset[str]:
     """The registered tracers that declare an artefact kind coverage reads."""
     from kerneltracer.tracers.registry import tracers_writing
 
@@ -273,7 +273,7 @@ def coverage_from_refs(
     it is listed when its tracer is a source, one registered as writing a kind coverage reads
     (``source_tracers``, default: the registry's) or one read in this run.
     """
-    writers = registered_source_tracers() if source_tracers is None else source_tracers
+    writers = _registered_source_tracers() if source_tracers is None else source_tracers
     acc = _Reading(device if device is not None else load_devices().get(DEFAULT_DEVICE))
     for ref in refs:
         if isinstance(ref, InputProblem):

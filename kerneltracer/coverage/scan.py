@@ -55,7 +55,7 @@ class JobRef:
         return select(self.outputs, self.output_kinds(), (kind,))
 
 
-def model_display(raw: dict[str, Any]) -> str:
+def _model_display(raw: dict[str, Any]) -> str:
     model = raw.get("model")
     return str(model.get("display", "")) if isinstance(model, dict) else ""
 
@@ -63,7 +63,7 @@ def model_display(raw: dict[str, Any]) -> str:
 def model_label(raw: dict[str, Any]) -> str:
     """The label of the model variant: the display id, plus a mode or phase that is not the
     default (``tiny-llama [train, decode]``), so every variant stays apart."""
-    return variant_label(model_display(raw), raw.get("mode"), raw.get("phase"))
+    return variant_label(_model_display(raw), raw.get("mode"), raw.get("phase"))
 
 
 def iter_job_refs(run_dir: Path) -> Iterator[JobRef | InputProblem]:
@@ -99,7 +99,7 @@ def _job_ref(record: JobRecord) -> JobRef | InputProblem:
             outputs=outputs,
             recorded_kinds=kinds,
             weights="fake" if raw.get("weights") == "fake" else "real",
-            display=model_display(raw),
+            display=_model_display(raw),
             mode=variant_of(raw.get("mode"), raw.get("phase")).mode,
             phase=variant_of(raw.get("mode"), raw.get("phase")).phase,
         )

@@ -109,7 +109,7 @@ def _number(text: str | None, what: str) -> float:
     return value
 
 
-def read_dispatch(job: JobRef, rels: list[str]) -> SourceRows:
+def _read_dispatch(job: JobRef, rels: list[str]) -> SourceRows:
     """``dispatch_summary`` (JSON ``ops``) -> calls and distinct input signatures per op."""
     data, rel = _read_bytes(job, rels[0])
     try:
@@ -145,7 +145,7 @@ def _csv_rows(data: bytes, rel: str, required: Iterable[str]) -> csv.DictReader[
     return reader
 
 
-def read_profiler(job: JobRef, rels: list[str]) -> SourceRows:
+def _read_profiler(job: JobRef, rels: list[str]) -> SourceRows:
     """``key_averages`` CSV rows (name x input shapes) aggregated by name.
 
     The time is the self device time where the op ran on a device (non-zero), else its self
@@ -178,7 +178,7 @@ def read_profiler(job: JobRef, rels: list[str]) -> SourceRows:
     return out.checked(rel)
 
 
-def read_op_table(job: JobRef, rels: list[str]) -> SourceRows:
+def _read_op_table(job: JobRef, rels: list[str]) -> SourceRows:
     """``op_table`` CSV (name,kind,count,total_us,self_us,avg_us), by name."""
     data, rel = _read_bytes(job, rels[0])
     acc: dict[str, list[float]] = {}
@@ -203,7 +203,7 @@ def read_op_table(job: JobRef, rels: list[str]) -> SourceRows:
     return out.checked(rel)
 
 
-def read_chrome_traces(job: JobRef, rels: list[str]) -> SourceRows:
+def _read_chrome_traces(job: JobRef, rels: list[str]) -> SourceRows:
     """Chrome traces: the op/kernel events of every trace (one per rank), self time by name."""
     from kerneltracer.core.op_table import load_events, op_table
 
@@ -231,10 +231,10 @@ Reader = Callable[[JobRef, list[str]], SourceRows]
 
 # Artefact kind -> reader, best first: a job is read from the first of these kinds it has.
 READERS: dict[ArtefactKind, Reader] = {
-    ArtefactKind.DISPATCH_SUMMARY: read_dispatch,
-    ArtefactKind.KEY_AVERAGES: read_profiler,
-    ArtefactKind.OP_TABLE: read_op_table,
-    ArtefactKind.CHROME_TRACE: read_chrome_traces,
+    ArtefactKind.DISPATCH_SUMMARY: _read_dispatch,
+    ArtefactKind.KEY_AVERAGES: _read_profiler,
+    ArtefactKind.OP_TABLE: _read_op_table,
+    ArtefactKind.CHROME_TRACE: _read_chrome_traces,
 }
 SOURCE_KINDS = tuple(READERS)
 

@@ -36,18 +36,15 @@ from pathlib import Path
 
 from kerneltracer.core.parallel import AXES, CollectiveRecord, Layout
 from kerneltracer.core.ranks import RankData, RankJob, as_rank
-from kerneltracer.costmodel.aggregate import UNRECORDED, Totals, _PerCall
+from kerneltracer.costmodel import UNRECORDED, Device, PerCall, Totals, estimate, roofline
 from kerneltracer.costmodel.comm import collective_cost, group_members
-from kerneltracer.costmodel.devices import Device
-from kerneltracer.costmodel.estimate import estimate
 from kerneltracer.costmodel.layers import block_of, is_compute_op, layer_of, layer_order, natural
-from kerneltracer.costmodel.roofline import roofline
 from kerneltracer.export import protowire as pw
 from kerneltracer.jsonio import atomic_write_bytes, atomic_write_json
 
 SCHEMA_VERSION = "0.0.4"
-TRACE_PREFIX = "trace"
-COMM_GROUP_FILE = "comm_group.json"
+_TRACE_PREFIX = "trace"
+_COMM_GROUP_FILE = "comm_group.json"
 SUMMARY_FILE = "chakra_export.json"
 
 # et_def.proto: NodeType and CollectiveCommType values.
@@ -55,7 +52,7 @@ COMP_NODE = 4
 COMM_SEND_NODE = 5
 COMM_RECV_NODE = 6
 COMM_COLL_NODE = 7
-COMM_TYPE = {
+_COMM_TYPE = {
     "all_reduce": 0,
     "all_gather": 2,
     "broadcast": 5,
@@ -144,7 +141,7 @@ def _blocks(data: RankData, device: Device) -> dict[str, _Block]:
         if not is_compute_op(row.op):
             continue
         cost = estimate(row.op, row.inputs, row.kwargs, row.outputs)
-        point = _PerCall.of(roofline(cost, device)) if cost is not None else None
+        point = PerCall.of(roofline(cost, device)) if cost is not None else None
         recorded = 0
         for module, calls in row.modules.items():
             _block(blocks, block_of(module)).totals.add(point, calls)
@@ -239,7 +236,7 @@ def _comm_node(
         attrs += [Attr("comm_src", src), Attr("comm_dst", dst), Attr("comm_tag", record.seq)]
     else:
         node_type = COMM_COLL_NODE
-        attrs.append(Attr("comm_type", COMM_TYPE[kind]))
+        attrs.append(Attr("comm_type", _COMM_TYPE[kind]))
     if record.bytes_per_rank is not None:
         attrs.append(Attr("comm_size", record.bytes_per_rank))
     attrs.append(Attr("comm_size_known", record.bytes_per_rank is not None))
@@ -269,7 +266,7 @@ class RankTrace:
     unknown_size: int  # comm nodes without comm_size
 
 
-def rank_trace(data: RankData, layout: Layout, device: Device, groups: Groups) -> RankTrace:
+def _rank_trace(data: RankData, layout: Layout, device: Device, groups: Groups) -> RankTrace:
     """The rank's program as Chakra nodes, each depending on the one before."""
     nodes: list[Node] = []
     for step in program(_blocks(data, device), data.collectives):
@@ -305,7 +302,7 @@ def metadata(rank: int, layout: Layout, device: Device, source: str, role: int) 
     )
 
 
-def encode_trace(meta: bytes, nodes: Iterable[Node]) -> bytes:
+def _encode_trace(meta: bytes, nodes: Iterable[Node]) -> bytes:
     return pw.delimited(meta) + b"".join(pw.delimited(n.encode()) for n in nodes)
 
 
@@ -354,16 +351,16 @@ def export_chakra(job: RankJob, device: Device, out_dir: Path) -> ChakraExport:
         if source is None:
             continue
         data = as_rank(job.ranks[source], rank, job.layout)
-        trace = rank_trace(data, job.layout, device, groups)
+        trace = _rank_trace(data, job.layout, device, groups)
         meta = metadata(rank, job.layout, device, job.layout_source, source)
-        path = out_dir / f"{TRACE_PREFIX}.{rank}.et"
-        atomic_write_bytes(path, encode_trace(meta, trace.nodes))
+        path = out_dir / f"{_TRACE_PREFIX}.{rank}.et"
+        atomic_write_bytes(path, _encode_trace(meta, trace.nodes))
         files.append(path)
         traces.append(trace)
     for rank, data in job.ranks.items():
         for kind, n in data.bad.items():
             bad[f"rank {rank} {kind}"] = n
-    atomic_write_json(out_dir / COMM_GROUP_FILE, groups.to_json())
+    atomic_write_json(out_dir / _COMM_GROUP_FILE, groups.to_json())
     result = ChakraExport(
         out_dir, job.layout, job.layout_source, files, traces, job.missing_ranks, bad
     )

@@ -11,9 +11,9 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable
 
-VARINT = 0
-I64 = 1
-LEN = 2
+_VARINT = 0
+_I64 = 1
+_LEN = 2
 _UINT64 = 1 << 64
 
 
@@ -40,12 +40,12 @@ def tag(field: int, wire: int) -> bytes:
 
 def uint(field: int, value: int) -> bytes:
     """A varint field (uint64, int64, bool, enum)."""
-    return tag(field, VARINT) + varint(int(value))
+    return tag(field, _VARINT) + varint(int(value))
 
 
 def blob(field: int, data: bytes) -> bytes:
     """A length-delimited field: bytes, a string's UTF-8, or an embedded message."""
-    return tag(field, LEN) + varint(len(data)) + data
+    return tag(field, _LEN) + varint(len(data)) + data
 
 
 def text(field: int, value: str) -> bytes:
@@ -53,7 +53,7 @@ def text(field: int, value: str) -> bytes:
 
 
 def double(field: int, value: float) -> bytes:
-    return tag(field, I64) + struct.pack("<d", value)
+    return tag(field, _I64) + struct.pack("<d", value)
 
 
 def packed(field: int, values: Iterable[int]) -> bytes:

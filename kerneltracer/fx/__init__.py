@@ -14,4 +14,9 @@ orchestrator or at CLI start-up (this ``__init__`` stays empty on purpose).
 * :mod:`.verify`, :mod:`.measure`, :mod:`.report` — numerical checks, measurements, report;
 * :mod:`.models` — built-in test models (MLP, Mini-ResNet, deep net), the tiny Llama
   builder, ``MODEL_SPEC`` loading.
+
+The face other packages import: ``optimizer``, ``passes``, ``models`` (``kerneltracer fx``),
+``graph_table`` (the worker's graph tracers); the rest is internal.
 """
+
+__all__ = ["graph_table", "models", "optimizer", "passes"]

@@ -21,7 +21,7 @@ from typing import Any
 from kerneltracer.fx.nodetable import NodeRef, NodeView, Repr
 from kerneltracer.fx.purity import Effect, op_name
 
-CSE_OPS = frozenset({"call_function", "call_method", "call_module", "get_attr"})
+_CSE_OPS = frozenset({"call_function", "call_method", "call_module", "get_attr"})
 
 # Ops whose result may share storage with their first tensor argument.
 _VIEW_LIKE = frozenset(
@@ -188,10 +188,10 @@ def plan_cse(nodes: Sequence[NodeView]) -> list[Duplicate]:
                 root = aliases.find(replaced.get(ref, ref))
                 versions[root] = versions.get(root, 0) + 1
             continue
-        if effect is Effect.STATEFUL and node.op in CSE_OPS:
+        if effect is Effect.STATEFUL and node.op in _CSE_OPS:
             epoch += 1
             continue
-        if effect is not Effect.PURE or node.op not in CSE_OPS:
+        if effect is not Effect.PURE or node.op not in _CSE_OPS:
             continue
         if aliases.find(node.name) in mutated:
             continue

@@ -16,7 +16,7 @@ from torch.fx.node import _get_qualified_name
 from kerneltracer.fx.nodetable import FORMAT, NodeView, read_node_table
 
 
-def target_name(node: fx.Node) -> str:
+def _target_name(node: fx.Node) -> str:
     if node.op == "call_function":
         try:
             return str(_get_qualified_name(node.target))  # type: ignore[arg-type]
@@ -26,13 +26,13 @@ def target_name(node: fx.Node) -> str:
     return str(node.target)
 
 
-def encode_value(value: Any) -> Any:
+def _encode_value(value: Any) -> Any:
     if isinstance(value, fx.Node):
         return {"node": value.name}
     if isinstance(value, list | tuple):
-        return [encode_value(v) for v in value]
+        return [_encode_value(v) for v in value]
     if isinstance(value, dict):
-        return {"dict": {str(k): encode_value(v) for k, v in value.items()}}
+        return {"dict": {str(k): _encode_value(v) for k, v in value.items()}}
     if isinstance(value, float) and not math.isfinite(value):
         return {"repr": repr(value)}
     if value is None or isinstance(value, bool | int | float | str):
@@ -65,9 +65,9 @@ def to_table(
         row: dict[str, Any] = {
             "name": node.name,
             "op": node.op,
-            "target": target_name(node),
-            "args": encode_value(node.args),
-            "kwargs": {str(k): encode_value(v) for k, v in node.kwargs.items()},
+            "target": _target_name(node),
+            "args": _encode_value(node.args),
+            "kwargs": {str(k): _encode_value(v) for k, v in node.kwargs.items()},
         }
         if node.op == "call_module":
             module = _module_row(root, str(node.target))

@@ -102,7 +102,7 @@ class _Recorder(fx.Interpreter):
         return t
 
 
-def flat_inputs(gm: fx.GraphModule, inputs: tuple[Any, ...]) -> list[Any]:
+def _flat_inputs(gm: fx.GraphModule, inputs: tuple[Any, ...]) -> list[Any]:
     """Placeholder values for ``inputs`` (exported modules flatten a pytree of args)."""
     codegen = gm.graph._codegen
     process = getattr(codegen, "process_inputs", None)
@@ -121,7 +121,7 @@ def saved_activations(
         torch.enable_grad(),
         torch.autograd.graph.saved_tensors_hooks(recorder.hold, lambda t: t),
     ):
-        recorder.run(*flat_inputs(gm, inputs))
+        recorder.run(*_flat_inputs(gm, inputs))
     by_node: dict[str, int] = {}
     for ptr, nbytes in recorder.saved.items():
         name = recorder.producer.get(ptr, "<input>")

@@ -38,7 +38,7 @@ from kerneltracer.fx.purity import Classification, ModuleInfo, classify
 from kerneltracer.jsonio import loads
 
 FORMAT = "kerneltracer.fx-node-table/1"
-NODE_OPS = frozenset(
+_NODE_OPS = frozenset(
     {"placeholder", "get_attr", "call_function", "call_method", "call_module", "output"}
 )
 
@@ -91,15 +91,15 @@ def _collect_refs(value: Any, found: dict[str, None]) -> None:
             _collect_refs(item, found)
 
 
-def decode_value(raw: Any) -> Any:
+def _decode_value(raw: Any) -> Any:
     """JSON argument value → Python value with :class:`NodeRef` for node references."""
     if isinstance(raw, list):
-        return tuple(decode_value(v) for v in raw)
+        return tuple(_decode_value(v) for v in raw)
     if isinstance(raw, dict):
         if set(raw) == {"node"} and isinstance(raw["node"], str):
             return NodeRef(raw["node"])
         if set(raw) == {"dict"} and isinstance(raw["dict"], dict):
-            return {str(k): decode_value(v) for k, v in raw["dict"].items()}
+            return {str(k): _decode_value(v) for k, v in raw["dict"].items()}
         if set(raw) == {"repr"}:
             return Repr(str(raw["repr"]))
         return Repr(repr(sorted(raw.items())))
@@ -153,10 +153,10 @@ def _read_row(row: Any, where: str) -> NodeView:
     name, op, target = row.get("name"), row.get("op"), row.get("target")
     if not isinstance(name, str) or not isinstance(target, str):
         raise UsageError(f"{where}: 'name' and 'target' must be strings")
-    if op not in NODE_OPS:
-        raise UsageError(f"{where}: unknown op {op!r}; valid: {', '.join(sorted(NODE_OPS))}")
-    args = decode_value(row.get("args", []))
-    kwargs = decode_value({"dict": row.get("kwargs") or {}})
+    if op not in _NODE_OPS:
+        raise UsageError(f"{where}: unknown op {op!r}; valid: {', '.join(sorted(_NODE_OPS))}")
+    args = _decode_value(row.get("args", []))
+    kwargs = _decode_value({"dict": row.get("kwargs") or {}})
     if not isinstance(args, tuple) or not isinstance(kwargs, dict):
         raise UsageError(f"{where}: 'args' must be a list and 'kwargs' an object")
     return NodeView(name, op, target, args, kwargs, _read_module(row.get("module"), where))

@@ -80,7 +80,7 @@ def _flat_ops(gm: fx.GraphModule, nested: bool = False) -> tuple[Counter[str], i
 _COMPUTE = ("call_function", "call_method", "call_module")
 
 
-def graph_metrics(gm: fx.GraphModule) -> GraphMetrics:
+def _graph_metrics(gm: fx.GraphModule) -> GraphMetrics:
     ops, recomputed = _flat_ops(gm)
     return GraphMetrics(
         sum(ops.values()), sum(ops[k] for k in _COMPUTE), dict(sorted(ops.items())), recomputed
@@ -223,8 +223,8 @@ def run_benchmark(
         device=str(device),
         trace_method=trace_method,
         passes=list(passes),
-        graph_original=graph_metrics(original),
-        graph_optimized=graph_metrics(optimized),
+        graph_original=_graph_metrics(original),
+        graph_optimized=_graph_metrics(optimized),
         saved_bytes_original=saved_activations(original, inputs, state).total_bytes,
         saved_bytes_optimized=saved_activations(optimized, inputs, state).total_bytes,
         time_original=times[0],

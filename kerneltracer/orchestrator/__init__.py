@@ -5,14 +5,36 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kerneltracer.orchestrator.facade import RunRequest, RunSession, open_run
+    from kerneltracer.orchestrator.facade import (
+        RunRequest,
+        RunSession,
+        open_run,
+        run_dir_for,
+        select_jobs,
+    )
 
-__all__ = ["RunRequest", "RunSession", "open_run"]
+_FACADE = ("RunRequest", "RunSession", "open_run", "run_dir_for", "select_jobs")
+# The face (contract `faces`): the run facade's names above, and the submodules the CLI, the
+# Python API and the Slurm driver plan and download with; every other module is internal.
+__all__ = [
+    "RunRequest",
+    "RunSession",
+    "download",
+    "events",
+    "expand",
+    "interpreters",
+    "models",
+    "open_run",
+    "planning",
+    "run_dir_for",
+    "select_jobs",
+    "shard",
+]
 
 
 def __getattr__(name: str) -> Any:
     # Lazy: download children and workers import sub-modules without the whole facade.
-    if name in __all__:
+    if name in _FACADE:
         from kerneltracer.orchestrator import facade
 
         return getattr(facade, name)

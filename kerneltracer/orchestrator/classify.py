@@ -36,7 +36,7 @@ def classify_exit(
     where = f" during {phase}" if phase else ""
     if stop_reason is not None:
         return Outcome(stop_reason.kind.status, f"{stop_reason.detail}{where}", sig)
-    tail = read_tail(log_path)
+    tail = _read_tail(log_path)
     if returncode < 0 and -returncode == signal.SIGKILL:
         return Outcome(
             JobStatus.OOM,
@@ -53,7 +53,7 @@ def classify_exit(
     )
 
 
-def read_tail(log_path: Path, max_bytes: int = 64 * 1024) -> list[str]:
+def _read_tail(log_path: Path, max_bytes: int = 64 * 1024) -> list[str]:
     try:
         with open(log_path, "rb") as fh:
             fh.seek(0, 2)

@@ -184,7 +184,7 @@ def _result(ref: ModelRef, outcome: DownloadOutcome, **fields: object) -> ModelD
     )
 
 
-def patterns_for(ref: ModelRef, settings: DownloadSettings) -> FilePatterns:
+def _patterns_for(ref: ModelRef, settings: DownloadSettings) -> FilePatterns:
     """What the model needs on disk: the configured patterns, less every weight file when
     the model is traced with fake weights."""
     return FilePatterns.of(
@@ -198,7 +198,7 @@ def _without_network(ref: ModelRef, limits: _Limits, refresh: bool) -> ModelDown
     if ref.id is None:
         check = check_local_dir(Path(ref.path or ""), weights=not ref.fake_weights)
         return _from_check(ref, check, time.monotonic() - t0, fetched=False)
-    patterns = patterns_for(ref, limits.settings)
+    patterns = _patterns_for(ref, limits.settings)
     check = check_hub_snapshot(limits.cache, ref.id, ref.revision, patterns)
     offline = is_offline(limits.env)
     if check.state == SnapshotState.UNVERIFIED and offline:
@@ -289,7 +289,7 @@ def _fetch_all(
 
 def _start(ref: ModelRef, logs: Path, limits: _Limits) -> _Fetch:
     assert ref.id is not None  # only hub models are queued
-    patterns = patterns_for(ref, limits.settings)
+    patterns = _patterns_for(ref, limits.settings)
     request = logs / f"{ref.slug}{REQUEST_SUFFIX}"
     result_path(request).unlink(missing_ok=True)
     req = FetchRequest(
@@ -328,10 +328,7 @@ def _finish(fetch: _Fetch, timed_out: bool, limits: _Limits) -> ModelDownload:
         answer = FetchResult.model_validate(read_json(result_path(fetch.request)))
     except (OSError, ValueError):
         rc = fetch.proc.returncode
-        why = (
-            f"download of {ref.id} {describe_exit(rc)} without a result: "
-            f"{_last_line(fetch.log)}"
-        )
+        why = f"download of {ref.id} {describe_exit(rc)} without a result: {_last_line(fetch.log)}"
         return _result(ref, DownloadOutcome.ERROR, reason=why, fetched=True, duration_s=took)
     if answer.outcome != DownloadOutcome.OK:
         return _result(
@@ -343,7 +340,7 @@ def _finish(fetch: _Fetch, timed_out: bool, limits: _Limits) -> ModelDownload:
             duration_s=took,
         )
     # The child's word is not the verdict: the files on disk are.
-    check = check_hub_snapshot(limits.cache, ref.id, answer.commit, patterns_for(ref, s))
+    check = check_hub_snapshot(limits.cache, ref.id, answer.commit, _patterns_for(ref, s))
     return _from_check(ref, check, took, fetched=True)
 
 
@@ -366,7 +363,7 @@ def download_progress(
     if commit is None or tree is None:
         return None
     storage = repo_storage(cache, ref.id)
-    patterns = patterns_for(ref, settings)
+    patterns = _patterns_for(ref, settings)
     wanted = wanted_files(list(tree), patterns.allow, patterns.ignore)
     done = [p for p in wanted if (storage / "snapshots" / commit / p).exists()]
     partial = 0

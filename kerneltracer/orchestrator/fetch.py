@@ -21,7 +21,7 @@ from kerneltracer.core.snapshot import (
 )
 
 REQUEST_SUFFIX = ".request.json"
-RESULT_SUFFIX = ".result.json"
+_RESULT_SUFFIX = ".result.json"
 
 
 class DownloadOutcome(StrEnum):
@@ -54,7 +54,7 @@ def fetch(req: FetchRequest) -> FetchResult:
     try:
         commit = _download(req)
     except Exception as exc:  # every failure is reported as a result, never a traceback
-        return classify_error(exc, req)
+        return _classify_error(exc, req)
     return FetchResult(outcome=DownloadOutcome.OK, commit=commit)
 
 
@@ -82,7 +82,7 @@ def _snapshot(req: FetchRequest, revision: str | None, allow: list[str] | None) 
     )
 
 
-def classify_error(exc: BaseException, req: FetchRequest) -> FetchResult:
+def _classify_error(exc: BaseException, req: FetchRequest) -> FetchResult:
     from huggingface_hub.errors import (
         GatedRepoError,
         HfHubHTTPError,
@@ -125,4 +125,4 @@ def _hub_cause(exc: BaseException) -> str:
 
 
 def result_path(request: Path) -> Path:
-    return request.with_name(request.name.removesuffix(REQUEST_SUFFIX) + RESULT_SUFFIX)
+    return request.with_name(request.name.removesuffix(REQUEST_SUFFIX) + _RESULT_SUFFIX)

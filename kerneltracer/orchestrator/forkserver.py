@@ -24,11 +24,11 @@ from typing import Any
 
 import orjson
 
-START_TIMEOUT_S = 600.0  # a cold import of torch + transformers on a loaded node
-SPAWN_TIMEOUT_S = 30.0
+_START_TIMEOUT_S = 600.0  # a cold import of torch + transformers on a loaded node
+_SPAWN_TIMEOUT_S = 30.0
 # What an exit code is reported as when the server died before relaying it: the child got
 # SIGTERM from its parent-death signal, and its status file says the rest.
-LOST_RC = -int(signal.SIGTERM)
+_LOST_RC = -int(signal.SIGTERM)
 
 
 class ServerGone(Exception):
@@ -87,7 +87,7 @@ class ForkServer:
         server = cls(framework, popen, req_w, resp_r)
         try:
             server._send({"op": "preload", "framework": framework, "hints": hints})
-            ready = server._wait_for(("ready", "refused"), None, START_TIMEOUT_S)
+            ready = server._wait_for(("ready", "refused"), None, _START_TIMEOUT_S)
         except ServerGone:
             server.close(0.0)
             raise
@@ -112,7 +112,7 @@ class ForkServer:
             "log": str(log_path),
         }
         self._send(request)
-        pid = int(self._wait_for(("started",), self.next_id, SPAWN_TIMEOUT_S)["pid"])
+        pid = int(self._wait_for(("started",), self.next_id, _SPAWN_TIMEOUT_S)["pid"])
         self.children.add(pid)
         return pid
 
@@ -124,7 +124,7 @@ class ForkServer:
         if pid in self.exits:
             return self.exits[pid]
         if self.gone is not None and not _exists(pid):
-            return LOST_RC
+            return _LOST_RC
         return None
 
     def close(self, grace_s: float = 5.0) -> None:
@@ -213,7 +213,7 @@ class ForkedChild:
         """Why the exit code is unknown: the server died before it could relay it."""
         return (
             self.server.gone
-            if self.returncode == LOST_RC and self.pid not in self.server.exits
+            if self.returncode == _LOST_RC and self.pid not in self.server.exits
             else None
         )
 

@@ -28,7 +28,7 @@ from kerneltracer.errors import ConfigError, UsageError
 from kerneltracer.worker.frameworks.registry import LOADERS
 
 # A venv that `make vllm` builds; looked for when frameworks.vllm.python is unset.
-VENV_PYTHONS = {"vllm": Path(".venv-vllm") / "bin" / "python"}
+_VENV_PYTHONS = {"vllm": Path(".venv-vllm") / "bin" / "python"}
 PROBE_TIMEOUT_S = 60.0
 
 # Run by the candidate interpreter: which distributions it has, whether it finds us.
@@ -51,7 +51,7 @@ class Probe:
     kerneltracer: bool
 
 
-def resolve_interpreter(python: str, base_dir: Path, framework: str) -> str:
+def _resolve_interpreter(python: str, base_dir: Path, framework: str) -> str:
     """A bare name (``python3``) is looked up on PATH; a path is relative to the config."""
     found = (
         shutil.which(python)
@@ -76,7 +76,7 @@ def worker_interpreters(
     """framework → interpreter for every configured one; each of ``frameworks`` (those the
     selected jobs use) is checked to have what its loader needs. Raises one line if not."""
     out: dict[str, str] = {
-        fw: resolve_interpreter(s.python, base_dir, fw)
+        fw: _resolve_interpreter(s.python, base_dir, fw)
         for fw, s in cfg.frameworks.items()
         if s.python
     }
@@ -135,9 +135,9 @@ def _installed_here(distributions: tuple[str, ...]) -> bool:
     return False
 
 
-def found_venvs(framework: str, base_dir: Path, cwd: Path) -> list[Path]:
+def _found_venvs(framework: str, base_dir: Path, cwd: Path) -> list[Path]:
     """The framework's usual venv interpreter beside the config and in the cwd, if there."""
-    rel = VENV_PYTHONS.get(framework)
+    rel = _VENV_PYTHONS.get(framework)
     if rel is None:
         return []
     found: list[Path] = []
@@ -153,7 +153,7 @@ def _unset_message(framework: str, wanted: tuple[str, ...], base_dir: Path, cwd:
         f"frameworks.{framework}.python is not set and this interpreter ({sys.executable}) "
         f"has none of {_names(wanted)}"
     )
-    venvs = found_venvs(framework, base_dir, cwd)
+    venvs = _found_venvs(framework, base_dir, cwd)
     if not venvs:
         return f"{line}: set it to an interpreter that has{_hint(framework)}"
     rel = os.path.relpath(venvs[0], base_dir)

@@ -27,7 +27,7 @@ from kerneltracer.orchestrator.download import (
     ensure_models_downloaded,
 )
 
-RESULTS_FILE = "results.json"
+_RESULTS_FILE = "results.json"
 _RESULTS_LOCK = ".results.lock"
 
 
@@ -50,7 +50,7 @@ def resolve_models(
         list(refs.values()), settings, log_dir=log_dir, observer=observer
     )
     if log_dir is not None and results:
-        merge_results(log_dir, results.values())
+        _merge_results(log_dir, results.values())
     resolved: dict[str, ModelRef] = {}
     failures: dict[str, str] = {}
     for slug, result in results.items():
@@ -93,11 +93,11 @@ def _resolved(ref: ModelRef, result: ModelDownload) -> ModelRef:
     )
 
 
-def merge_results(log_dir: Path, results: Iterable[ModelDownload]) -> None:
+def _merge_results(log_dir: Path, results: Iterable[ModelDownload]) -> None:
     """Fold ``results`` into ``results.json`` by model, each entry with the host it was
     resolved on: the download job and every shard (on any node) write the same file, and
     each knows only its own models, so a plain write would keep only the last shard's."""
-    path = log_dir / RESULTS_FILE
+    path = log_dir / _RESULTS_FILE
     log_dir.mkdir(parents=True, exist_ok=True)
     host = socket.gethostname()
     fd = os.open(log_dir / _RESULTS_LOCK, os.O_RDWR | os.O_CREAT, 0o644)

@@ -3,4 +3,8 @@ tree (orchestrator side), the lifeline that ties a worker's life to its parent's
 side), and the shared-memory segments a killed tree leaves behind.
 
 Both sides of the process boundary import it, so it imports nothing of ours and no framework.
+
+All three modules are its face: ``supervisor``, ``lifeline``, ``shm``.
 """
+
+__all__ = ["lifeline", "shm", "supervisor"]

@@ -48,7 +48,7 @@ def install(expected_parent: int | None, last_words: Callable[[str], None] | Non
         _take_tree_down(signum, frame)
 
     signal.signal(signal.SIGTERM, on_term)
-    become_subreaper()
+    _become_subreaper()
     if not arm_parent_death(signal.SIGTERM, expected_parent):
         on_term(signal.SIGTERM, None)
 
@@ -65,7 +65,7 @@ def arm_parent_death(sig: int, expected_parent: int | None) -> bool:
     return expected_parent is None or os.getppid() == expected_parent
 
 
-def become_subreaper() -> bool:
+def _become_subreaper() -> bool:
     """Have orphans of this process's descendants re-parent to it rather than to init.
 
     True when armed; False off Linux (or on a kernel without it, before 3.4), where a

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import psutil
 
-SHM_DIR = Path("/dev/shm")
+_SHM_DIR = Path("/dev/shm")
 
 
 def mapped_segments(procs: Iterable[psutil.Process]) -> set[str]:
@@ -28,7 +28,7 @@ def mapped_segments(procs: Iterable[psutil.Process]) -> set[str]:
 
 
 def _maps_of(pid: int) -> set[str]:
-    prefix = f"{SHM_DIR}/"
+    prefix = f"{_SHM_DIR}/"
     found = set()
     with (
         contextlib.suppress(OSError),
@@ -41,7 +41,9 @@ def _maps_of(pid: int) -> set[str]:
     return found
 
 
-def still_mapped(paths: set[str], ignore_pids: frozenset[int] | set[int] = frozenset()) -> set[str]:
+def _still_mapped(
+    paths: set[str], ignore_pids: frozenset[int] | set[int] = frozenset()
+) -> set[str]:
     """Which of ``paths`` some live process (anyone's, but ``ignore_pids``) still maps."""
     if not paths:
         return set()
@@ -60,8 +62,8 @@ def remove_orphans(
     ``ignore_pids``: processes about to exit, whose mappings do not keep a segment alive.
     """
     removed = []
-    for path in sorted(paths - still_mapped(paths, ignore_pids)):
-        if not path.startswith(f"{SHM_DIR}/") or "/" in path[len(str(SHM_DIR)) + 1 :]:
+    for path in sorted(paths - _still_mapped(paths, ignore_pids)):
+        if not path.startswith(f"{_SHM_DIR}/") or "/" in path[len(str(_SHM_DIR)) + 1 :]:
             continue  # only plain entries of /dev/shm, never anything a map line could name
         with contextlib.suppress(FileNotFoundError, PermissionError):
             os.unlink(path)

@@ -32,7 +32,7 @@ from kerneltracer.report.render import (
 )
 from kerneltracer.report.views import page_name
 
-MODELS_DIR = "models"
+_MODELS_DIR = "models"
 
 
 @dataclass
@@ -59,7 +59,7 @@ def build_report(run_dir: Path, out_dir: Path | None = None) -> ReportResult:
 
 
 def _build(run: RunData, run_dir: Path, paths: RunPaths, out_dir: Path) -> ReportResult:
-    models_dir = out_dir / MODELS_DIR
+    models_dir = out_dir / _MODELS_DIR
     models_dir.mkdir(parents=True, exist_ok=True)
     # Links are relative to each page, so the run dir can be copied or served anywhere.
     jobs_base = _rel_dir(paths.jobs, out_dir)
@@ -69,7 +69,7 @@ def _build(run: RunData, run_dir: Path, paths: RunPaths, out_dir: Path) -> Repor
     result.data_files += [out_dir / f for f in cov.files]
     note = None if cov.available else cov.note
 
-    pages = {MODELS_DIR + "/" + page_name(m.slug): m for m in run.models}
+    pages = {_MODELS_DIR + "/" + page_name(m.slug): m for m in run.models}
     ops_by_model = ModelOps.of(cov.coverage) if cov.coverage is not None else None
     for rel, model in pages.items():
         _write(result, out_dir / rel, render_model(run, model, "../" + jobs_base, ops_by_model))

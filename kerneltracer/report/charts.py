@@ -17,10 +17,10 @@ from html import escape
 
 from markupsafe import Markup
 
-WIDTH = 640
-PALETTE = ("#1e88e5", "#fb8c00", "#43a047", "#8e24aa", "#e53935", "#00897b", "#6d4c41", "#757575")
-BAR_H = 16
-LABEL_W = 262
+_WIDTH = 640
+_PALETTE = ("#1e88e5", "#fb8c00", "#43a047", "#8e24aa", "#e53935", "#00897b", "#6d4c41", "#757575")
+_BAR_H = 16
+_LABEL_W = 262
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,9 @@ class Bar:
     title: str = ""  # hover text; the label and formatted value when empty
 
 
-def _svg(height: float, body: list[str], label: str, width: int = WIDTH, attrs: str = "") -> Markup:
+def _svg(
+    height: float, body: list[str], label: str, width: int = _WIDTH, attrs: str = ""
+) -> Markup:
     css = "chart zoomable" if attrs else "chart"
     return Markup(
         f'<svg class="{css}"{attrs} viewBox="0 0 {width} {height:.0f}" width="{width}" '
@@ -48,20 +50,20 @@ def bar_chart(bars: Sequence[Bar], label: str, fmt: Callable[[float], str]) -> M
     if not bars:
         return Markup("")
     top = max((b.value for b in bars), default=0.0) or 1.0
-    span = WIDTH - LABEL_W - 90
+    span = _WIDTH - _LABEL_W - 90
     body = []
     for i, b in enumerate(bars):
-        y = i * (BAR_H + 4)
+        y = i * (_BAR_H + 4)
         w = max(span * b.value / top, 1.0 if b.value > 0 else 0.0)
         hover = b.title or f"{b.label}: {fmt(b.value)}"
         body.append(
-            f'<g><title>{escape(hover)}</title><text x="{LABEL_W - 6}" y="{y + 12}" '
+            f'<g><title>{escape(hover)}</title><text x="{_LABEL_W - 6}" y="{y + 12}" '
             f'text-anchor="end" class="lbl">{escape(_clip(b.label, 38))}</text>'
-            f'<rect x="{LABEL_W}" y="{y + 1}" width="{w:.1f}" height="{BAR_H - 2}" '
-            f'fill="{PALETTE[0]}"/><text x="{LABEL_W + w + 4:.1f}" y="{y + 12}" class="val">'
+            f'<rect x="{_LABEL_W}" y="{y + 1}" width="{w:.1f}" height="{_BAR_H - 2}" '
+            f'fill="{_PALETTE[0]}"/><text x="{_LABEL_W + w + 4:.1f}" y="{y + 12}" class="val">'
             f"{escape(fmt(b.value))}</text></g>"
         )
-    return _svg(len(bars) * (BAR_H + 4) + 4, body, label)
+    return _svg(len(bars) * (_BAR_H + 4) + 4, body, label)
 
 
 def histogram(
@@ -79,13 +81,13 @@ def histogram(
     for v in vals:
         counts[min(int((v - lo) / step), bins - 1) if bins > 1 else 0] += 1
     plot_h, left, bottom = 120, 40, 22
-    bw = (WIDTH - left - 10) / bins
+    bw = (_WIDTH - left - 10) / bins
     most = max(counts)
     body = [
-        f'<line x1="{left}" y1="{plot_h}" x2="{WIDTH - 10}" y2="{plot_h}" class="axis"/>',
+        f'<line x1="{left}" y1="{plot_h}" x2="{_WIDTH - 10}" y2="{plot_h}" class="axis"/>',
         f'<text x="{left - 4}" y="12" text-anchor="end" class="val">{most}</text>',
         f'<text x="{left}" y="{plot_h + 16}" class="val">{escape(fmt(lo))}</text>',
-        f'<text x="{WIDTH - 10}" y="{plot_h + 16}" text-anchor="end" class="val">'
+        f'<text x="{_WIDTH - 10}" y="{plot_h + 16}" text-anchor="end" class="val">'
         f"{escape(fmt(hi))}</text>",
     ]
     for i, n in enumerate(counts):
@@ -95,7 +97,7 @@ def histogram(
         a, b = lo + i * step, lo + (i + 1) * step
         body.append(
             f'<rect x="{left + i * bw + 1:.1f}" y="{plot_h - h:.1f}" width="{max(bw - 2, 1):.1f}" '
-            f'height="{h:.1f}" fill="{PALETTE[0]}"><title>{n} job{"s" if n != 1 else ""}: '
+            f'height="{h:.1f}" fill="{_PALETTE[0]}"><title>{n} job{"s" if n != 1 else ""}: '
             f"{escape(fmt(a))} – {escape(fmt(b))}</title></rect>"
         )
     return _svg(plot_h + bottom, body, label)
@@ -113,10 +115,10 @@ def stacked_bars(
         return Markup("")
     totals = [sum(max(v, 0.0) for v in parts.values()) for _, parts in rows]
     top = max(totals) or 1.0
-    span = WIDTH - LABEL_W - 90
-    colour = {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(segments)}
+    span = _WIDTH - _LABEL_W - 90
+    colour = {s: _PALETTE[i % len(_PALETTE)] for i, s in enumerate(segments)}
     body = []
-    x = LABEL_W
+    x = _LABEL_W
     for s in segments:  # legend
         body.append(
             f'<rect x="{x}" y="2" width="10" height="10" fill="{colour[s]}"/>'
@@ -124,25 +126,25 @@ def stacked_bars(
         )
         x += 24 + 7 * len(s)
     for i, ((name, parts), total) in enumerate(zip(rows, totals, strict=True)):
-        y = 20 + i * (BAR_H + 4)
+        y = 20 + i * (_BAR_H + 4)
         body.append(
-            f'<text x="{LABEL_W - 6}" y="{y + 12}" text-anchor="end" class="lbl">'
+            f'<text x="{_LABEL_W - 6}" y="{y + 12}" text-anchor="end" class="lbl">'
             f"<title>{escape(name)}</title>{escape(_clip(name, 38))}</text>"
         )
-        x0 = float(LABEL_W)
+        x0 = float(_LABEL_W)
         for s in segments:
             v = max(parts.get(s, 0.0), 0.0)
             if v <= 0:
                 continue
             w = span * v / top
             body.append(
-                f'<rect x="{x0:.1f}" y="{y + 1}" width="{max(w, 0.5):.1f}" height="{BAR_H - 2}" '
+                f'<rect x="{x0:.1f}" y="{y + 1}" width="{max(w, 0.5):.1f}" height="{_BAR_H - 2}" '
                 f'fill="{colour[s]}"><title>{escape(name)} · {escape(s)}: {escape(fmt(v))}'
                 "</title></rect>"
             )
             x0 += w
         body.append(f'<text x="{x0 + 4:.1f}" y="{y + 12}" class="val">{escape(fmt(total))}</text>')
-    return _svg(20 + len(rows) * (BAR_H + 4) + 4, body, label)
+    return _svg(20 + len(rows) * (_BAR_H + 4) + 4, body, label)
 
 
 def heatmap(
@@ -156,14 +158,14 @@ def heatmap(
     Empty cells (no value) stay blank, so "not run" and "run once" differ at a glance."""
     if not rows or not columns:
         return Markup("")
-    cell = max(min(24, (WIDTH - LABEL_W) // len(columns)), 6)
+    cell = max(min(24, (_WIDTH - _LABEL_W) // len(columns)), 6)
     head = 110
     cells = {(r, c): value(r, c) for r in rows for c, _ in columns}
     found = [v for v in cells.values() if v is not None and v > 0]
     top = math.log1p(max(found)) if found else 1.0
     body = []
     for j, (_, header) in enumerate(columns):
-        x = LABEL_W + j * cell + cell / 2 + 4
+        x = _LABEL_W + j * cell + cell / 2 + 4
         body.append(
             f'<text transform="translate({x:.1f},{head - 4}) rotate(-60)" class="val">'
             f"<title>{escape(header)}</title>{escape(_clip(header, 24))}</text>"
@@ -171,7 +173,7 @@ def heatmap(
     for i, r in enumerate(rows):
         y = head + i * cell
         body.append(
-            f'<text x="{LABEL_W - 6}" y="{y + cell * 0.7:.1f}" text-anchor="end" class="lbl">'
+            f'<text x="{_LABEL_W - 6}" y="{y + cell * 0.7:.1f}" text-anchor="end" class="lbl">'
             f"<title>{escape(r)}</title>{escape(_clip(r, 38))}</text>"
         )
         for j, (key, header) in enumerate(columns):
@@ -180,11 +182,11 @@ def heatmap(
                 continue
             shade = 0.15 + 0.85 * (math.log1p(v) / top if top else 1.0)
             body.append(
-                f'<rect x="{LABEL_W + j * cell}" y="{y}" width="{cell - 1}" height="{cell - 1}" '
-                f'fill="{PALETTE[0]}" fill-opacity="{shade:.2f}"><title>{escape(r)} · '
+                f'<rect x="{_LABEL_W + j * cell}" y="{y}" width="{cell - 1}" height="{cell - 1}" '
+                f'fill="{_PALETTE[0]}" fill-opacity="{shade:.2f}"><title>{escape(r)} · '
                 f"{escape(header)}: {escape(fmt(v))}</title></rect>"
             )
-    width = max(WIDTH, LABEL_W + len(columns) * cell + 10)
+    width = max(_WIDTH, _LABEL_W + len(columns) * cell + 10)
     return _svg(head + len(rows) * cell + 4, body, label, width=width)
 
 
@@ -198,8 +200,8 @@ class Span:
     title: str = ""
 
 
-TRACK_H = 18
-LABELLED_SPANS = 300
+_TRACK_H = 18
+_LABELLED_SPANS = 300
 
 
 def track_view(
@@ -207,7 +209,7 @@ def track_view(
     label: str,
     fmt: Callable[[float], str],
     unit: str = "s",
-    width: int = WIDTH,
+    width: int = _WIDTH,
 ) -> Markup:
     """Spans on horizontal tracks over time, zoomable in the browser (wheel zooms around the
     pointer, drag pans, double-click resets): each span carries its start and end, and the
@@ -226,17 +228,17 @@ def track_view(
     ]
     for i, t in enumerate(tracks):
         body.append(
-            f'<text x="{left - 6}" y="{top + i * (TRACK_H + 2) + 13}" text-anchor="end" '
+            f'<text x="{left - 6}" y="{top + i * (_TRACK_H + 2) + 13}" text-anchor="end" '
             f'class="lbl">{escape(_clip(t, 13))}</text>'
         )
     row = {t: i for i, t in enumerate(tracks)}
     # Beyond a few hundred spans, text in the bars is unreadable until zoomed and costs
     # most of the chart's bytes: the hover text still names each span.
-    labelled = len(spans) <= LABELLED_SPANS
+    labelled = len(spans) <= _LABELLED_SPANS
     for s in spans:
         x = left + span_w * (s.start - t0) / (t1 - t0)
         w = max(span_w * (s.end - s.start) / (t1 - t0), 1.0)
-        y = top + row[s.track] * (TRACK_H + 2)
+        y = top + row[s.track] * (_TRACK_H + 2)
         hover = s.title or f"{s.label}: {fmt(s.end - s.start)}"
         text = (
             f'<text x="{x + 3:.0f}" y="{y + 13}" class="in">{escape(_clip(s.label, 60))}</text>'
@@ -246,9 +248,9 @@ def track_view(
         body.append(
             f'<g class="span {escape(s.css)}" data-s="{s.start:.6g}" data-e="{s.end:.6g}">'
             f'<title>{escape(hover)}</title><rect x="{x:.0f}" y="{y}" width="{w:.1f}" '
-            f'height="{TRACK_H}"/>{text}</g>'
+            f'height="{_TRACK_H}"/>{text}</g>'
         )
-    height = top + len(tracks) * (TRACK_H + 2) + 4
+    height = top + len(tracks) * (_TRACK_H + 2) + 4
     # The script reads the plot's extent from these attributes.
     extent = (
         f' data-t0="{t0:.6f}" data-t1="{t1:.6f}" data-left="{left}" data-right="{width - 10}"'

@@ -36,7 +36,7 @@ from kerneltracer.core.tested import Untested, untested
 # The worker's phases in order; "shutdown" is an engine's stop (vLLM).
 PHASES = ("load", "warmup", "trace", "write", "shutdown")
 # Outputs the model page lists under "graphs": graphs and generated code, not their index.
-GRAPH_KINDS = frozenset(
+_GRAPH_KINDS = frozenset(
     {
         ArtefactKind.FX_GRAPH,
         ArtefactKind.ATEN_GRAPH,
@@ -163,11 +163,11 @@ class Job:
 
     @property
     def graphs(self) -> tuple[FileRef, ...]:
-        return tuple(o for o in self.outputs if o.kind in GRAPH_KINDS)
+        return tuple(o for o in self.outputs if o.kind in _GRAPH_KINDS)
 
     @property
     def files(self) -> tuple[FileRef, ...]:
-        return tuple(o for o in self.outputs if o.kind not in GRAPH_KINDS)
+        return tuple(o for o in self.outputs if o.kind not in _GRAPH_KINDS)
 
 
 @dataclass

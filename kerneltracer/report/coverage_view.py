@@ -15,14 +15,14 @@ from markupsafe import Markup
 from kerneltracer.report.pictures import NamedOp, fleet_heatmap, named, overloads_by_packet
 
 if TYPE_CHECKING:
-    from kerneltracer.coverage.matrix import Coverage
+    from kerneltracer.coverage import Coverage
 
 # Beyond this many models an ops x models table is wider than any screen; the page shows
 # per-op totals instead and links the full matrix CSV.
-MAX_MATRIX_MODELS = 40
+_MAX_MATRIX_MODELS = 40
 TOP_N = 30
-TOP_MEASURED = "measured"
-TOP_ESTIMATED = "estimated"
+_TOP_MEASURED = "measured"
+_TOP_ESTIMATED = "estimated"
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class CoverageView:
     top: tuple[NamedOp, ...] = ()
     # what ranks ``top``: profiled self time when a profile exists, else the time estimated
     # from shapes (never shown as measured)
-    top_kind: str = TOP_MEASURED
+    top_kind: str = _TOP_MEASURED
     top_note: str = ""
     files: tuple[str, ...] = ()  # written next to the report, relative to it
     fake_models: tuple[str, ...] = ()  # traced with weights fake: counts, no times
@@ -54,7 +54,7 @@ class CoverageView:
 
     @property
     def full_matrix(self) -> bool:
-        return len(self.models) <= MAX_MATRIX_MODELS
+        return len(self.models) <= _MAX_MATRIX_MODELS
 
 
 def build_coverage_view(run_dir: Path, out_dir: Path) -> CoverageView:
@@ -71,10 +71,10 @@ def build_coverage_view(run_dir: Path, out_dir: Path) -> CoverageView:
         return CoverageView(False, note, files=files)
     # Ranked before naming: merging profiler names into one packet can reorder a few.
     top = cov.top_ops_by_time(TOP_N * 2)
-    kind, note = TOP_MEASURED, "self time recorded by the profiler, summed over models"
+    kind, note = _TOP_MEASURED, "self time recorded by the profiler, summed over models"
     if not top:
         top = cov.top_ops_by_est_time(TOP_N * 2)
-        kind = TOP_ESTIMATED
+        kind = _TOP_ESTIMATED
         note = (
             f"no profile in this run: estimated from shapes (roofline time lower bound on "
             f"{cov.est_device}, summed over models), not measured"

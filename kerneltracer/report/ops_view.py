@@ -153,7 +153,7 @@ def build_ops_view(run: RunData) -> OpsFleetView:
     return view
 
 
-def fleet_rows(view: OpsFleetView) -> list[dict[str, Any]]:
+def _fleet_rows(view: OpsFleetView) -> list[dict[str, Any]]:
     out = []
     for (op, shapes, dtypes), per_model in view.ops.items():
         for model, m in sorted(per_model.items()):
@@ -181,7 +181,7 @@ def write_fleet_csv(view: OpsFleetView, path: Path) -> Path:
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=FLEET_COLUMNS, lineterminator="\n")
     w.writeheader()
-    for r in fleet_rows(view):
+    for r in _fleet_rows(view):
         w.writerow({k: "" if r[k] is None else r[k] for k in FLEET_COLUMNS})
     atomic_write_text(path, buf.getvalue())
     return path

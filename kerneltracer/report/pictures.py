@@ -33,19 +33,19 @@ from kerneltracer.report.collect import Job, ModelRow, RunData
 from kerneltracer.report.views import fmt_duration, fmt_mib
 
 if TYPE_CHECKING:
-    from kerneltracer.coverage.matrix import Coverage, OpUse
+    from kerneltracer.coverage import Coverage, OpUse
 
 TOP_OPS = 15
-WIDE = 1280  # track views: as wide as a 1400 px window allows
-MAX_TIMELINE_JOBS = 1000
-HEAT_OPS = 30
-HEAT_MODELS = 60
-COMPILE_PHASES = ("dynamo", "aot_autograd", "inductor", "codegen")
+_WIDE = 1280  # track views: as wide as a 1400 px window allows
+_MAX_TIMELINE_JOBS = 1000
+_HEAT_OPS = 30
+_HEAT_MODELS = 60
+_COMPILE_PHASES = ("dynamo", "aot_autograd", "inductor", "codegen")
 MEASURED = "measured"
 ESTIMATED = "estimated"
 
 
-def fmt_us(us: float) -> str:
+def _fmt_us(us: float) -> str:
     if us >= 1e6:
         return f"{us / 1e6:.2f} s"
     if us >= 1e3:
@@ -53,7 +53,7 @@ def fmt_us(us: float) -> str:
     return f"{us:.1f} µs" if us >= 0.1 else f"{us:.3g} µs"
 
 
-def fmt_count(n: float) -> str:
+def _fmt_count(n: float) -> str:
     return f"{n:,.0f}"
 
 
@@ -141,7 +141,7 @@ def model_op_charts(ops: ModelOps | None, model: ModelRow) -> list[OpChart]:
         uses = ops.uses_by_label.get(label, [])
         kind, note, times = _times(uses, cov.est_device)
         counts = _counts(uses, cov)
-        bars = [Bar(o.op, o.value, _hover(o, fmt_us)) for o in named(times, ops.known)[:TOP_OPS]]
+        bars = [Bar(o.op, o.value, _hover(o, _fmt_us)) for o in named(times, ops.known)[:TOP_OPS]]
         count_bars = [Bar(o.op, o.value) for o in named(counts, ops.known)[:TOP_OPS]]
         charts.append(
             OpChart(
@@ -149,8 +149,8 @@ def model_op_charts(ops: ModelOps | None, model: ModelRow) -> list[OpChart]:
                 Variant(mode, phase),
                 kind,
                 note,
-                bar_chart(bars, f"{label}: top ops by {kind} time", fmt_us),
-                bar_chart(count_bars, f"{label}: top ops by calls", fmt_count),
+                bar_chart(bars, f"{label}: top ops by {kind} time", _fmt_us),
+                bar_chart(count_bars, f"{label}: top ops by calls", _fmt_count),
             )
         )
     return sorted(charts, key=lambda c: c.variant.rank)
@@ -188,9 +188,9 @@ def fleet_heatmap(cov: Coverage | None, source: str) -> tuple[Markup, int, int]:
     if cov is None:
         return Markup(""), 0, 0
     matrix = cov.matrix(source)
-    labels = cov.models_for(source)[:HEAT_MODELS]
+    labels = cov.models_for(source)[:_HEAT_MODELS]
     ranked = sorted(matrix, key=lambda op: (-len(matrix[op]), -sum(matrix[op].values()), op))
-    ops = ranked[:HEAT_OPS]
+    ops = ranked[:_HEAT_OPS]
     columns = [(m, _variant_header(cov, m)) for m in labels]
     chart = heatmap(
         ops,
@@ -229,20 +229,20 @@ def run_charts(run: RunData) -> RunCharts:
             "peak RSS per job",
             lambda b: fmt_mib(int(b)),
         ),
-        compile_phases=compile_chart(run),
+        compile_phases=_compile_chart(run),
         timeline=timeline_chart(ran),
-        timeline_shown=min(len(ran), MAX_TIMELINE_JOBS),
-        timeline_of=len(ran) if len(ran) > MAX_TIMELINE_JOBS else 0,
+        timeline_shown=min(len(ran), _MAX_TIMELINE_JOBS),
+        timeline_of=len(ran) if len(ran) > _MAX_TIMELINE_JOBS else 0,
     )
 
 
-def compile_chart(run: RunData) -> Markup:
+def _compile_chart(run: RunData) -> Markup:
     rows = []
     for job in run.jobs:
         phases = compile_phases(run.run_dir, job)
         if phases:
             rows.append((f"{job.model}{job.variant.suffix} · {job.tracer}", phases))
-    return stacked_bars(rows, COMPILE_PHASES, "compile time by phase", fmt_duration)
+    return stacked_bars(rows, _COMPILE_PHASES, "compile time by phase", fmt_duration)
 
 
 def compile_phases(run_dir: Path, job: Job) -> dict[str, float]:
@@ -256,7 +256,7 @@ def compile_phases(run_dir: Path, job: Job) -> dict[str, float]:
         frames = [f for f in doc.get("frames") or [] if isinstance(f, dict)]
     except (OSError, orjson.JSONDecodeError, AttributeError):
         return {}
-    out = dict.fromkeys(COMPILE_PHASES, 0.0)
+    out = dict.fromkeys(_COMPILE_PHASES, 0.0)
     for f in frames:
         whole, backend = _num(f, "entire_frame_compile_time_s"), _num(f, "backend_compile_time_s")
         inductor, codegen = _num(f, "inductor_compile_time_s"), _num(f, "code_gen_time_s")
@@ -301,9 +301,9 @@ def timeline_chart(jobs: list[Job]) -> Markup:
                 f"{label}: {j.status}, {fmt_duration(end - start)}",
             )
         )
-    if len(spans) > MAX_TIMELINE_JOBS:  # the longest: a fleet's picture, not its list
-        spans = sorted(spans, key=lambda s: s.start - s.end)[:MAX_TIMELINE_JOBS]
-    return track_view(spans, "jobs over the run's wall time", fmt_duration, width=WIDE)
+    if len(spans) > _MAX_TIMELINE_JOBS:  # the longest: a fleet's picture, not its list
+        spans = sorted(spans, key=lambda s: s.start - s.end)[:_MAX_TIMELINE_JOBS]
+    return track_view(spans, "jobs over the run's wall time", fmt_duration, width=_WIDE)
 
 
 def _ts(value: str | None) -> float | None:
@@ -317,10 +317,10 @@ def _ts(value: str | None) -> float | None:
 
 # --- model page: a profiled step as tracks ---------------------------------------------
 
-MAX_TRACE_BYTES = 32 << 20  # larger traces: the timeline analysis's page, not the report
-MAX_SPANS = 3000
-MAX_DEPTH = 4
-TRACK_CATEGORIES = frozenset({"cpu_op", "user_annotation", "kernel", "gpu_memcpy", "gpu_memset"})
+_MAX_TRACE_BYTES = 32 << 20  # larger traces: the timeline analysis's page, not the report
+_MAX_SPANS = 3000
+_MAX_DEPTH = 4
+_TRACK_CATEGORIES = frozenset({"cpu_op", "user_annotation", "kernel", "gpu_memcpy", "gpu_memset"})
 
 
 def op_timeline(run_dir: Path, job: Job) -> Markup:
@@ -335,7 +335,7 @@ def op_timeline(run_dir: Path, job: Job) -> Markup:
         return Markup("")
     path = RunPaths(run_dir).job(job.key).dir / ref.path
     try:
-        if path.stat().st_size > MAX_TRACE_BYTES:
+        if path.stat().st_size > _MAX_TRACE_BYTES:
             return Markup("")
         trace = load_chrome_trace(path)
     except (OSError, TraceLoadError, ValueError):
@@ -344,7 +344,7 @@ def op_timeline(run_dir: Path, job: Job) -> Markup:
     rows = [
         i
         for i in range(len(trace))
-        if trace.ph[i] == PH_COMPLETE and trace.categories[trace.cat[i]] in TRACK_CATEGORIES
+        if trace.ph[i] == PH_COMPLETE and trace.categories[trace.cat[i]] in _TRACK_CATEGORIES
     ]
     steps = [i for i in rows if names[trace.name[i]].startswith("ProfilerStep#")]
     lo, hi = (trace.ts[steps[-1]], trace.end[steps[-1]]) if steps else (None, None)
@@ -356,10 +356,10 @@ def op_timeline(run_dir: Path, job: Job) -> Markup:
     spans = _nested_spans(trace, rows)
     if not spans:
         return Markup("")
-    if len(spans) > MAX_SPANS:  # keep the longest: short ones are sub-pixel anyway
-        spans = sorted(spans, key=lambda s: s.start - s.end)[:MAX_SPANS]
+    if len(spans) > _MAX_SPANS:  # keep the longest: short ones are sub-pixel anyway
+        spans = sorted(spans, key=lambda s: s.start - s.end)[:_MAX_SPANS]
     label = f"{job.model} · {job.tracer}: one profiled step"
-    return track_view(spans, label, fmt_us, "us", width=WIDE)
+    return track_view(spans, label, _fmt_us, "us", width=_WIDE)
 
 
 def _nested_spans(trace: Any, rows: list[int]) -> list[Span]:
@@ -376,7 +376,7 @@ def _nested_spans(trace: Any, rows: list[int]) -> list[Span]:
         depth = len(stack)
         stack.append(end)
         name = trace.names[trace.name[i]]
-        if depth >= MAX_DEPTH:
+        if depth >= _MAX_DEPTH:
             continue
         spans.append(
             Span(
@@ -385,7 +385,7 @@ def _nested_spans(trace: Any, rows: list[int]) -> list[Span]:
                 end - origin,
                 name,
                 "op-gpu" if gpu else "op-cpu",
-                f"{name}: {fmt_us(end - start)}",
+                f"{name}: {_fmt_us(end - start)}",
             )
         )
     return spans

@@ -24,8 +24,8 @@ from kerneltracer.costmodel.comm import CommCost, collective_cost
 from kerneltracer.costmodel.layers import LayerCost, RankCost, is_compute_op, rank_cost
 from kerneltracer.report.charts import stacked_bars
 
-OPS_SHOWN = 60
-LAYERS_CHARTED = 48
+_OPS_SHOWN = 60
+_LAYERS_CHARTED = 48
 COMPUTE = "compute"
 COMMUNICATION = "communication"
 
@@ -147,8 +147,8 @@ def _job_view(key: str, job: RankJob, device: Device) -> JobRanks:
         len(job.ranks),
         job.missing_ranks,
         views,
-        ops[:OPS_SHOWN],
-        max(len(ops) - OPS_SHOWN, 0),
+        ops[:_OPS_SHOWN],
+        max(len(ops) - _OPS_SHOWN, 0),
         bad,
         missing,
     )
@@ -157,7 +157,7 @@ def _job_view(key: str, job: RankJob, device: Device) -> JobRanks:
 def _chart(role: Role, cost: RankCost) -> Markup:
     rows = [
         (name, {COMPUTE: layer.compute.time_s * 1e6, COMMUNICATION: layer.comm_s * 1e6})
-        for name, layer in list(cost.layers.items())[:LAYERS_CHARTED]
+        for name, layer in list(cost.layers.items())[:_LAYERS_CHARTED]
     ]
     label = f"Estimated compute and communication per layer, rank {role.label} (µs)"
     return stacked_bars(rows, [COMPUTE, COMMUNICATION], label, lambda v: f"{v:,.1f} µs")

@@ -17,7 +17,7 @@ from kerneltracer.corpus.readiness_export import BLOCKERS_CSV, JSON, RANKED_CSV,
 from kerneltracer.report.charts import Bar, bar_chart
 
 FAILURES_SHOWN = 100
-RANKED_CHART = 30
+_RANKED_CHART = 30
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ def build_readiness_view(out_dir: Path, displays: dict[str, str] | None = None) 
     ready = bar_chart(
         [
             Bar(f"{o.rank}. {o.op}", o.ready_after, f"after adding {o.op}: {o.ready_after} ready")
-            for o in data.ranked[:RANKED_CHART]
+            for o in data.ranked[:_RANKED_CHART]
         ],
         "models ready after each op added",
         lambda v: f"{v:.0f} of {len(data.models)} ready",

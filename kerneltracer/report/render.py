@@ -31,8 +31,8 @@ from kerneltracer.report.views import (
     phase_bar,
 )
 
-MAX_LISTED_FILES = 200
-GRID_PAGE_SIZE = 100  # rows per grid page: a 1,000-model run stays quick to draw and read
+_MAX_LISTED_FILES = 200
+_GRID_PAGE_SIZE = 100  # rows per grid page: a 1,000-model run stays quick to draw and read
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ def render_index(run: RunData, jobs_base: str, coverage_note: str | None) -> str
         tracers=tracers,
         coverage_note=coverage_note,
         charts=run_charts(run),
-        page_size=GRID_PAGE_SIZE,
+        page_size=_GRID_PAGE_SIZE,
     )
 
 
@@ -104,7 +104,7 @@ def render_model(run: RunData, model: ModelRow, jobs_base: str, ops: ModelOps | 
         jobs_base=jobs_base,
         phase_names=PHASES,
         phase_bars={j.key: phase_bar(j) for j in jobs},
-        max_listed=MAX_LISTED_FILES,
+        max_listed=_MAX_LISTED_FILES,
         op_charts=model_op_charts(ops, model),
         op_timelines={j.key: op_timeline(run.run_dir, j) for j in jobs},
     )

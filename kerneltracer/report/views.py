@@ -1,6 +1,6 @@
 """Turn collected run data into the small, precomputed rows the templates print.
 
-Templates stay dumb: every number formatted for sorting, every tooltip and every relative
+Templates stay dumb: every number formatted for sorting, every _tooltip and every relative
 link is decided here, where it can be unit-tested.
 """
 
@@ -16,7 +16,7 @@ from kerneltracer.core.status import FAILURE_STATUSES
 from kerneltracer.report.collect import PENDING, PHASES, UNREADABLE, Job, ModelRow
 
 # Sorting a tracer column ascending puts the jobs that need attention first.
-STATUS_RANK = {
+_STATUS_RANK = {
     **{s.value: 0 for s in FAILURE_STATUSES},
     UNREADABLE: 1,
     PENDING: 2,
@@ -89,7 +89,7 @@ def page_name(slug: str) -> str:
     return f"{re.sub(r'[^A-Za-z0-9._-]+', '-', slug).strip('.-')[:80]}-{digest}.html"
 
 
-def job_href(jobs_base: str, job: Job) -> str:
+def _job_href(jobs_base: str, job: Job) -> str:
     return f"{jobs_base}{quote(job.slug)}/{quote(job.column)}/"
 
 
@@ -121,7 +121,7 @@ def grid_rows(
                     model.display,
                     page_name(model.slug),
                     worst,
-                    STATUS_RANK.get(worst, 9),
+                    _STATUS_RANK.get(worst, 9),
                     cells,
                     variant,
                     model.slug,
@@ -131,22 +131,22 @@ def grid_rows(
 
 
 def _worst(states: set[str]) -> str:
-    return min(states, key=lambda s: (STATUS_RANK.get(s, 9), s)) if states else PENDING
+    return min(states, key=lambda s: (_STATUS_RANK.get(s, 9), s)) if states else PENDING
 
 
 def _cell(job: Job | None, jobs_base: str, folded: list[Job]) -> Cell | None:
     if job is None:
         return None
-    rank = STATUS_RANK.get(job.status, 9)
+    rank = _STATUS_RANK.get(job.status, 9)
     sort = f"{rank * 1_000_000 + min(job.duration_s or 0.0, 999_999.0):.3f}"
     return Cell(
         column=job.column,
         status=job.status,
         duration=job.duration_s,
         rss=job.peak_rss_bytes,
-        title=tooltip(job, folded),
+        title=_tooltip(job, folded),
         sort=sort,
-        files_href=job_href(jobs_base, job) if job.has_dir else None,
+        files_href=_job_href(jobs_base, job) if job.has_dir else None,
         report_href=_report_href(job, jobs_base),
         fake=job.weights == "fake",
         folded=tuple(f"{f.tracer}: {f.status}" for f in folded),
@@ -157,12 +157,12 @@ def _report_href(job: Job, jobs_base: str) -> str | None:
     for analysis in job.analyses:
         main = analysis.main_file
         if analysis.done and main is not None and main.endswith(".html"):
-            return f"{job_href(jobs_base, job)}{quote(analysis.rel_dir)}/{quote(main)}"
+            return f"{_job_href(jobs_base, job)}{quote(analysis.rel_dir)}/{quote(main)}"
     return None
 
 
-def tooltip(job: Job, folded: list[Job] | None = None) -> str:
-    # Duration and RSS are already in the cell; the tooltip adds who and why.
+def _tooltip(job: Job, folded: list[Job] | None = None) -> str:
+    # Duration and RSS are already in the cell; the _tooltip adds who and why.
     text = f"{job.model} · {job.tracer} · {job.variant.label}: {job.status}"
     if job.weights == "fake":
         text += " (weights fake: shapes and ops at full size, no measured time)"

@@ -18,9 +18,9 @@ from pathlib import Path
 from kerneltracer.errors import SlurmError
 
 _KV = re.compile(r"(\w+)=(\S*)")
-QUERY_TIMEOUT_S = 30
+_QUERY_TIMEOUT_S = 30
 # Ends that take the task's node with them: Slurm requeues the task (by default) or ends it.
-ENDED_BY_NODE = frozenset({"NODE_FAIL", "BOOT_FAIL"})
+_ENDED_BY_NODE = frozenset({"NODE_FAIL", "BOOT_FAIL"})
 
 
 @dataclass
@@ -42,7 +42,7 @@ class TaskState:
 
 
 def run_slurm(
-    argv: list[str], timeout: float = QUERY_TIMEOUT_S
+    argv: list[str], timeout: float = _QUERY_TIMEOUT_S
 ) -> subprocess.CompletedProcess[str]:
     if shutil.which(argv[0]) is None:
         raise SlurmError(f"`{argv[0]}` not found: is Slurm installed and on PATH?")
@@ -125,7 +125,7 @@ def _scontrol(job_id: str) -> list[TaskState]:
     return [s for s in states if s is not None]
 
 
-def jobcomp_path() -> Path | None:
+def _jobcomp_path() -> Path | None:
     """The job-completion log file, when the cluster keeps one (jobcomp/filetxt)."""
     proc = run_slurm(["scontrol", "show", "config"])
     conf = dict(re.findall(r"^(\w+)\s*=\s*(.*?)\s*$", proc.stdout, re.M))
@@ -155,7 +155,7 @@ def _jobcomp(job_ids: set[str], path: Path | None) -> list[TaskState]:
 def task_states(job_ids: list[str]) -> dict[tuple[str, int], TaskState]:
     """(array job id, task) → its latest known state; later sources override earlier ones."""
     states: dict[tuple[str, int], TaskState] = {}
-    found: list[TaskState] = _jobcomp(set(job_ids), jobcomp_path())
+    found: list[TaskState] = _jobcomp(set(job_ids), _jobcomp_path())
     for job_id in job_ids:
         found += _scontrol(job_id)
         found += _sacct(job_id)
@@ -166,7 +166,7 @@ def task_states(job_ids: list[str]) -> dict[tuple[str, int], TaskState]:
         if earlier is not None:
             state.node = state.node or (earlier.node if earlier.state == state.state else "")
             state.previous = state.previous or earlier.previous
-            if earlier.state in ENDED_BY_NODE and state.state != earlier.state:
+            if earlier.state in _ENDED_BY_NODE and state.state != earlier.state:
                 state.previous = earlier.ended_on  # requeued: that end is still news
         states[key] = state
     return states
@@ -182,7 +182,7 @@ def job_state(job_id: str) -> tuple[str, str]:
     fields = dict(_KV.findall(proc.stdout)) if proc.returncode == 0 else {}
     if fields.get("JobState"):
         return fields["JobState"], fields.get("Reason", "")
-    path = jobcomp_path()
+    path = _jobcomp_path()
     if path is not None:
         with suppress(OSError):
             for line in path.read_text(errors="replace").splitlines():

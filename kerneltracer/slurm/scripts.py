@@ -20,7 +20,7 @@ from kerneltracer.core.layout import RunPaths
 from kerneltracer.errors import UsageError
 
 # Python start, model load and status writing on top of each job's own timeout.
-TASK_OVERHEAD_S = 300
+_TASK_OVERHEAD_S = 300
 _TIME = re.compile(r"^(\d+-)?\d+(:\d{1,2}){0,2}$|^\d+-\d+$")
 _PLAIN = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
 
@@ -56,7 +56,7 @@ def format_time(seconds: float) -> str:
 def task_seconds(job_timeouts: Sequence[float], jobs_at_once: int, signal_s: int) -> float:
     """A shard's worst case: its jobs' timeouts run ``jobs_at_once`` wide, plus the margin
     before the SIGTERM, plus start-up overhead."""
-    return sum(job_timeouts) / max(1, jobs_at_once) + signal_s + TASK_OVERHEAD_S
+    return sum(job_timeouts) / max(1, jobs_at_once) + signal_s + _TASK_OVERHEAD_S
 
 
 def check_time(value: str) -> str:
@@ -67,7 +67,7 @@ def check_time(value: str) -> str:
     return value
 
 
-def directive_value(value: str, what: str) -> str:
+def _directive_value(value: str, what: str) -> str:
     """A value as sbatch reads it from an ``#SBATCH`` line (quoted if it has spaces)."""
     if "\n" in value or "\r" in value or "\0" in value:
         raise UsageError(f"{what} {value!r}: newlines are not allowed in sbatch options")
@@ -80,7 +80,7 @@ def directive_value(value: str, what: str) -> str:
 
 # Options kerneltracer sets itself (on the sbatch command line or in the script), or that
 # would replace the script: an extra_sbatch entry may not override them.
-RESERVED_OPTIONS = ("--array", "--dependency", "--parsable", "--wrap", "-a", "-d")
+_RESERVED_OPTIONS = ("--array", "--dependency", "--parsable", "--wrap", "-a", "-d")
 
 
 def _extra_line(line: str) -> str:
@@ -90,10 +90,10 @@ def _extra_line(line: str) -> str:
             f"slurm.extra_sbatch {line!r}: each entry must be one sbatch option, e.g. --exclusive"
         )
     name = line.split("=", 1)[0].split()[0]
-    if name in RESERVED_OPTIONS:
+    if name in _RESERVED_OPTIONS:
         raise UsageError(
             f"slurm.extra_sbatch {line!r}: {name} would change how kerneltracer submits "
-            f"(not allowed: {', '.join(RESERVED_OPTIONS)})"
+            f"(not allowed: {', '.join(_RESERVED_OPTIONS)})"
         )
     return line
 
@@ -103,7 +103,7 @@ def _common(spec: ScriptSpec) -> list[str]:
     out = []
     for flag, value in (("partition", s.partition), ("account", s.account), ("qos", s.qos)):
         if value is not None:
-            out.append(f"--{flag}={directive_value(value, f'slurm.{flag}')}")
+            out.append(f"--{flag}={_directive_value(value, f'slurm.{flag}')}")
     return out
 
 
@@ -115,8 +115,8 @@ def render_download(spec: ScriptSpec) -> str:
     """The job that fetches every model before any array task starts."""
     log = spec.logs_dir / "download.%j.out"
     directives = [
-        f"--job-name={directive_value(spec.job_name + '-download', 'job name')}",
-        f"--output={directive_value(str(log), 'log path')}",
+        f"--job-name={_directive_value(spec.job_name + '-download', 'job name')}",
+        f"--output={_directive_value(str(log), 'log path')}",
         f"--time={spec.download_time}",
         "--cpus-per-task=1",
         *_common(spec),
@@ -134,15 +134,15 @@ def render_array(spec: ScriptSpec) -> str:
     s = spec.settings
     log = spec.logs_dir / f"shard-%a-of-{spec.shards}.%A_%a.out"
     directives = [
-        f"--job-name={directive_value(spec.job_name, 'job name')}",
-        f"--output={directive_value(str(log), 'log path')}",
+        f"--job-name={_directive_value(spec.job_name, 'job name')}",
+        f"--output={_directive_value(str(log), 'log path')}",
         f"--time={spec.task_time}",
         f"--cpus-per-task={s.cpus_per_task}",
     ]
     if s.signal_s:
         directives.append(f"--signal=B:TERM@{s.signal_s}")
     if s.mem is not None:
-        directives.append(f"--mem={directive_value(s.mem, 'slurm.mem')}")
+        directives.append(f"--mem={_directive_value(s.mem, 'slurm.mem')}")
     if s.gpus:
         directives.append(f"--gres=gpu:{s.gpus}")
     directives += [*_common(spec), *(_extra_line(x) for x in s.extra_sbatch)]

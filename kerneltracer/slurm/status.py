@@ -31,10 +31,10 @@ from kerneltracer.slurm.submit import (
     write_scripts,
 )
 
-LIVE_STATES = frozenset(
+_LIVE_STATES = frozenset(
     {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED"}
 )
-FAILED_STATES = frozenset(
+_FAILED_STATES = frozenset(
     {"FAILED", "TIMEOUT", "CANCELLED", "OUT_OF_MEMORY", "NODE_FAIL", "BOOT_FAIL", "PREEMPTED"}
 )
 
@@ -63,7 +63,7 @@ class ShardReport:
     def live(self) -> bool:
         """Pending or running, and able to finish: a stuck task is not live (resubmit
         replaces it)."""
-        return self.state in LIVE_STATES and not self.stuck
+        return self.state in _LIVE_STATES and not self.stuck
 
     @property
     def problem(self) -> str:
@@ -75,7 +75,7 @@ class ShardReport:
         jobs = f"{len(self.incomplete)} of {self.jobs} job(s) incomplete: {_names(self.incomplete)}"
         if self.lost:
             jobs += f"; {len(self.lost)} lost ({self.lost_reason}): {_names(self.lost)}"
-        if self.state in FAILED_STATES:
+        if self.state in _FAILED_STATES:
             return f"{self.state} ({self.reason or 'no exit code'}), {jobs}"
         return f"{self.state}, {jobs}"
 
@@ -140,7 +140,7 @@ def _find_lost(
     host = (who.host if who else None) or "an unknown host"
     if state is not None and state.previous:
         report.lost_reason = f"requeued by Slurm after {state.previous}"
-    elif state is not None and state.state in FAILED_STATES:
+    elif state is not None and state.state in _FAILED_STATES:
         report.lost_reason = state.ended_on if state.node else f"{state.state} on {host}"
     else:
         report.lost_reason = f"its kerneltracer on {host} is gone without finishing them"

@@ -24,8 +24,8 @@ from kerneltracer.core.state import job_state, to_run
 from kerneltracer.core.status import now_iso
 from kerneltracer.errors import RunDirError, SlurmError, UsageError
 from kerneltracer.jsonio import atomic_write_json, atomic_write_text, read_json
+from kerneltracer.orchestrator import run_dir_for
 from kerneltracer.orchestrator.expand import plan_jobs
-from kerneltracer.orchestrator.facade import run_dir_for
 from kerneltracer.orchestrator.models import resolve_cached
 from kerneltracer.orchestrator.planning import load_config
 from kerneltracer.orchestrator.shard import MAX_SHARDS, split_jobs
@@ -42,7 +42,7 @@ from kerneltracer.slurm.scripts import (
 )
 
 # Looks up a partition's nodes and limits (None: the cluster's default partition).
-PartitionLookup = Callable[[str | None], Partition]
+_PartitionLookup = Callable[[str | None], Partition]
 
 
 class ArraySubmission(BaseModel):
@@ -114,7 +114,7 @@ def prepare(
     partition: str | None = None,
     array_size: int | None = None,
     max_parallel: int | None = None,
-    lookup: PartitionLookup | None = None,
+    lookup: _PartitionLookup | None = None,
 ) -> Prepared:
     """Scripts for CONFIG (CLI options override the config's ``slurm:`` section).
 
@@ -207,16 +207,16 @@ def submit(prepared: Prepared) -> SubmissionRecord:
     return record
 
 
-def record_path(run_dir: Path) -> Path:
+def _record_path(run_dir: Path) -> Path:
     return RunPaths(run_dir).slurm_record
 
 
 def save_record(run_dir: Path, record: SubmissionRecord) -> None:
-    atomic_write_json(record_path(run_dir), record.model_dump(mode="json"))
+    atomic_write_json(_record_path(run_dir), record.model_dump(mode="json"))
 
 
 def load_record(run_dir: Path) -> SubmissionRecord:
-    path = record_path(run_dir)
+    path = _record_path(run_dir)
     try:
         return SubmissionRecord.model_validate(read_json(path))
     except FileNotFoundError:

@@ -38,7 +38,7 @@ from kerneltracer.process import lifeline
 
 # The server's children get this long after SIGTERM to take their trees down (their own
 # lifeline grace) before the server SIGKILLs their groups and exits.
-STOP_GRACE_S = lifeline.CHILD_GRACE_S + 1.0
+_STOP_GRACE_S = lifeline.CHILD_GRACE_S + 1.0
 _POLL_S = 0.02
 
 
@@ -112,7 +112,7 @@ class _Server:
         for pid in self.children:
             with contextlib.suppress(OSError):
                 os.killpg(pid, signal.SIGTERM)
-        deadline = time.monotonic() + STOP_GRACE_S
+        deadline = time.monotonic() + _STOP_GRACE_S
         while self.children and time.monotonic() < deadline:
             with contextlib.suppress(OSError):
                 self._reap()

@@ -40,8 +40,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kerneltracer.worker")
 
-HEARTBEAT_S = 30.0  # a long phase says it is still running, in worker.log, this often
-EXIT_CODES = {JobStatus.OK: 0, JobStatus.FAILED: 1, JobStatus.UNSUPPORTED: 3, JobStatus.OOM: 4}
+_HEARTBEAT_S = 30.0  # a long phase says it is still running, in worker.log, this often
+_EXIT_CODES = {JobStatus.OK: 0, JobStatus.FAILED: 1, JobStatus.UNSUPPORTED: 3, JobStatus.OOM: 4}
 
 
 def main(argv: list[str]) -> int:
@@ -69,8 +69,8 @@ def main(argv: list[str]) -> int:
     lifeline.install(KtEnv.read().orchestrator_pid, last_words)
     faulthandler.enable()  # a segfault prints the Python stack into worker.log
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    with Heartbeat(phases, log.info, HEARTBEAT_S):
-        status = run_job(job, attempt, job_dir, phases)
+    with Heartbeat(phases, log.info, _HEARTBEAT_S):
+        status = _run_job(job, attempt, job_dir, phases)
     # Nothing the job started outlives it, a daemon of its remote code included (the worker
     # is its subreaper, see lifeline); before the status, which says the job is over.
     left = lifeline.end_descendants(lifeline.CHILD_GRACE_S)
@@ -87,10 +87,10 @@ def main(argv: list[str]) -> int:
     sys.stderr.flush()
     # Skip interpreter teardown: framework atexit hooks can crash or hang after the work is
     # done and the status is safely on disk.
-    os._exit(EXIT_CODES.get(status.status, 1))
+    os._exit(_EXIT_CODES.get(status.status, 1))
 
 
-def run_job(job: JobSpec, attempt: str, job_dir: Path, phases: PhaseLog) -> TraceStatus:
+def _run_job(job: JobSpec, attempt: str, job_dir: Path, phases: PhaseLog) -> TraceStatus:
     started, t0 = now_iso(), time.monotonic()
     fields: dict[str, Any] = {"started_at": started, "pid": os.getpid()}
     ctx: RunContext | None = None

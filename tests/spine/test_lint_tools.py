@@ -32,7 +32,10 @@ def copy(tmp_path: Path) -> Path:
     )
     shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
     (root / "tests" / "support").mkdir(parents=True)
-    shutil.copy(REPO / "tests/support/vulture_whitelist.py", root / "tests/support")
+    # the whitelist vulture reads, and our contract type `faces` that lint-imports imports
+    for name in ("__init__.py", "support/__init__.py", "support/vulture_whitelist.py",
+                 "support/import_faces.py"):  # fmt: skip
+        shutil.copy(REPO / "tests" / name, root / "tests" / name)
     return root
 
 
@@ -114,6 +117,27 @@ def _lint_imports(root: Path, contract: str) -> subprocess.CompletedProcess[str]
             "from kerneltracer import config\n",
             "kerneltracer.analysis.planted -> kerneltracer.config",
         ),
+        # Reaching past a package's face into one of its internal modules ...
+        (
+            "faces",
+            "report/planted.py",
+            "from kerneltracer.coverage import costs\n",
+            "kerneltracer.report.planted -> kerneltracer.coverage.costs",
+        ),
+        # ... also below a public subpackage (timeline is analysis's face, its model is not),
+        (
+            "faces",
+            "report/planted.py",
+            "from kerneltracer.analysis.timeline.model import index\n",
+            "kerneltracer.report.planted -> kerneltracer.analysis.timeline.model.index",
+        ),
+        # ... and into a tracer implementation, which only the worker runs.
+        (
+            "faces",
+            "orchestrator/planted.py",
+            "from kerneltracer.worker.tracers import torch_dispatch\n",
+            "kerneltracer.orchestrator.planted -> kerneltracer.worker.tracers.torch_dispatch",
+        ),
     ],
 )
 def test_a_planted_import_breaks_its_contract(
@@ -125,6 +149,23 @@ def test_a_planted_import_breaks_its_contract(
     after = _lint_imports(copy, contract)
     assert after.returncode == 1
     assert "BROKEN" in after.stdout and named in " ".join(after.stdout.split())
+
+
+def test_a_face_import_keeps_the_faces_contract(copy: Path) -> None:
+    # the package itself, a submodule its __all__ names, and core/ (open whole) are the ways in
+    (copy / "kerneltracer/report/planted.py").write_text(
+        "from kerneltracer import coverage\n"
+        "from kerneltracer.coverage import scan\n"
+        "from kerneltracer.core import op_table\n"
+    )
+    assert _lint_imports(copy, "faces").returncode == 0
+    # naming the module in the face opens it
+    init = copy / "kerneltracer/coverage/__init__.py"
+    planted = copy / "kerneltracer/report/planted.py"
+    planted.write_text("from kerneltracer.coverage import costs\n")
+    assert _lint_imports(copy, "faces").returncode == 1
+    init.write_text(init.read_text().replace('"build_coverage",', '"build_coverage", "costs",'))
+    assert _lint_imports(copy, "faces").returncode == 0
 
 
 def test_a_top_level_package_no_layer_names_breaks_the_layers(copy: Path) -> None:

@@ -50,7 +50,7 @@ class BreakReason:
 def parse_break(text: str) -> BreakReason:
     """A ``dynamo_graph_break_reason`` payload (or a restart reason) as a :class:`BreakReason`."""
     gb_type = _break_type(text)
-    gb_id = _gb_id(text) or registry_id(gb_type)
+    gb_id = _gb_id(text) or _registry_id(gb_type)
     frame, code = _user_frame(text)
     explanation, hints = explanation_and_hints(text)
     url = _SITE_URL.search(text)
@@ -231,5 +231,5 @@ def _registry() -> dict[str, str]:
     return {}
 
 
-def registry_id(gb_type: str) -> str | None:
+def _registry_id(gb_type: str) -> str | None:
     return _registry().get(gb_type.strip())

@@ -16,12 +16,12 @@ from kerneltracer.analysis.compile_health.fleet import FleetHealth
 from kerneltracer.analysis.compile_health.health import COUNT_COLUMNS, JobHealth
 from kerneltracer.analysis.compile_health.records import PHASES
 
-DEFAULT_TIME_THRESHOLD = 0.05
+_DEFAULT_TIME_THRESHOLD = 0.05
 # Phases under this many seconds in both runs are not compared (0 → 0.0004 s is +inf%).
-MIN_PHASE_S = 0.001
+_MIN_PHASE_S = 0.001
 # Counts that describe the log rather than the compile: not a change of the model.
 _NOT_COMPARED = frozenset({"logs", "compile_ids"})
-COMPARED_COUNTS = tuple(c for c in COUNT_COLUMNS if c not in _NOT_COMPARED)
+_COMPARED_COUNTS = tuple(c for c in COUNT_COLUMNS if c not in _NOT_COMPARED)
 _ROOT_MARKERS = ("site-packages/", "dist-packages/")
 
 
@@ -91,7 +91,7 @@ class CompileDiff:
 
 
 def diff_fleets(
-    a: FleetHealth, b: FleetHealth, *, threshold: float = DEFAULT_TIME_THRESHOLD
+    a: FleetHealth, b: FleetHealth, *, threshold: float = _DEFAULT_TIME_THRESHOLD
 ) -> CompileDiff:
     left = {j.job: j for j in a.jobs}
     right = {j.job: j for j in b.jobs}
@@ -100,13 +100,13 @@ def diff_fleets(
     out.only_in_b = sorted(set(right) - set(left))
     for key in [k for k in left if k in right]:
         out.jobs_compared += 1
-        d = diff_jobs(left[key], right[key], threshold)
+        d = _diff_jobs(left[key], right[key], threshold)
         if d.changed:
             out.jobs.append(d)
     return out
 
 
-def diff_jobs(a: JobHealth, b: JobHealth, threshold: float) -> JobDiff:
+def _diff_jobs(a: JobHealth, b: JobHealth, threshold: float) -> JobDiff:
     d = JobDiff(b.model, b.job)
     if (a.compile_status, a.fail_type) != (b.compile_status, b.fail_type):
         d.status = FieldChange(
@@ -116,7 +116,7 @@ def diff_jobs(a: JobHealth, b: JobHealth, threshold: float) -> JobDiff:
         )
     d.counts = [
         FieldChange(c, a.counts.get(c, 0), b.counts.get(c, 0))
-        for c in COMPARED_COUNTS
+        for c in _COMPARED_COUNTS
         if a.counts.get(c, 0) != b.counts.get(c, 0)
     ]
     d.times = _time_changes(a.times, b.times, threshold)
@@ -144,9 +144,9 @@ def _time_changes(a: dict[str, float], b: dict[str, float], threshold: float) ->
     out = []
     for phase in ("total", *PHASES):
         x, y = a.get(phase, 0.0), b.get(phase, 0.0)
-        if max(x, y) < MIN_PHASE_S:
+        if max(x, y) < _MIN_PHASE_S:
             continue
-        base = max(x, MIN_PHASE_S)
+        base = max(x, _MIN_PHASE_S)
         if abs(y - x) / base > threshold:
             name = "compile_time_s" if phase == "total" else f"{phase}_s"
             out.append(FieldChange(name, round(x, 6), round(y, 6)))

@@ -14,7 +14,7 @@ from kerneltracer.analysis.compile_health.page import render_diff
 from kerneltracer.jsonio import atomic_write_json, atomic_write_text
 
 DIFF_JSON = "compile_diff.json"
-DIFF_CSV = "compile_diff.csv"
+_DIFF_CSV = "compile_diff.csv"
 DIFF_HTML = "compile_diff.html"
 
 
@@ -43,5 +43,5 @@ def write_compile_diff(
         w.writerow(("", k, "job", "present", "absent"))
     for k in diff.only_in_b:
         w.writerow(("", k, "job", "absent", "present"))
-    atomic_write_text(out / DIFF_CSV, buf.getvalue())
-    return [out / DIFF_JSON, out / DIFF_CSV, out / DIFF_HTML]
+    atomic_write_text(out / _DIFF_CSV, buf.getvalue())
+    return [out / DIFF_JSON, out / _DIFF_CSV, out / DIFF_HTML]

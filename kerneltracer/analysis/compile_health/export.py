@@ -13,13 +13,13 @@ from kerneltracer.analysis.compile_health.health import COUNT_COLUMNS, TEXTS_DIR
 from kerneltracer.analysis.compile_health.records import PHASES
 from kerneltracer.jsonio import atomic_write_json, atomic_write_text, atomic_writer, remove_output
 
-TABLE_PARQUET = "compile_health.parquet"
-TABLE_CSV = "compile_health.csv"
-BREAKS_CSV = "compile_breaks.csv"
-RECOMPILES_CSV = "compile_recompiles.csv"
-COMPILE_IDS_CSV = "compile_ids.csv"
+_TABLE_PARQUET = "compile_health.parquet"
+_TABLE_CSV = "compile_health.csv"
+_BREAKS_CSV = "compile_breaks.csv"
+_RECOMPILES_CSV = "compile_recompiles.csv"
+_COMPILE_IDS_CSV = "compile_ids.csv"
 SUMMARY_JSON = "compile_health.json"
-PAGE = "compile_health.html"
+_PAGE = "compile_health.html"
 # 2: each job's lists are "break_list" / "recompile_list" / "compile_list", never the
 # name of a count column of its row ("recompiles" is the count, as in the CSV).
 SCHEMA_VERSION = 2
@@ -46,11 +46,11 @@ def write_fleet(fleet: FleetHealth, out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     rows = [j.row() for j in fleet.jobs]
     written = [
-        _write_parquet(rows, out / TABLE_PARQUET),
-        _write_csv(out / TABLE_CSV, TABLE_COLUMNS, rows),
-        _write_csv(out / BREAKS_CSV, BREAK_COLUMNS, break_rows(fleet.jobs)),
-        _write_csv(out / RECOMPILES_CSV, RECOMPILE_COLUMNS, recompile_rows(fleet.jobs)),
-        _write_csv(out / COMPILE_IDS_CSV, COMPILE_ID_COLUMNS, compile_id_rows(fleet.jobs)),
+        _write_parquet(rows, out / _TABLE_PARQUET),
+        _write_csv(out / _TABLE_CSV, TABLE_COLUMNS, rows),
+        _write_csv(out / _BREAKS_CSV, BREAK_COLUMNS, break_rows(fleet.jobs)),
+        _write_csv(out / _RECOMPILES_CSV, RECOMPILE_COLUMNS, recompile_rows(fleet.jobs)),
+        _write_csv(out / _COMPILE_IDS_CSV, COMPILE_ID_COLUMNS, compile_id_rows(fleet.jobs)),
     ]
     texts = {out / rel: text for j in fleet.jobs for rel, text in j.texts.items()}
     for path, text in texts.items():
@@ -63,8 +63,8 @@ def write_fleet(fleet: FleetHealth, out: Path) -> list[Path]:
             remove_output(stale)
     atomic_write_json(out / SUMMARY_JSON, document(fleet))
     written.append(out / SUMMARY_JSON)
-    atomic_write_text(out / PAGE, render_page(fleet))
-    written.append(out / PAGE)
+    atomic_write_text(out / _PAGE, render_page(fleet))
+    written.append(out / _PAGE)
     return written
 
 
@@ -73,11 +73,11 @@ def document(fleet: FleetHealth) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
         "summary": fleet.summary(),
-        "jobs": [job_document(j) for j in fleet.jobs],
+        "jobs": [_job_document(j) for j in fleet.jobs],
     }
 
 
-def job_document(j: JobHealth) -> dict[str, Any]:
+def _job_document(j: JobHealth) -> dict[str, Any]:
     return {
         **j.row(),
         "options": j.options,

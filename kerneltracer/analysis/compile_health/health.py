@@ -334,7 +334,7 @@ def _recompiles(
                 row = RecompileRow(
                     model,
                     f"[{ident}]",
-                    function_label(where.co_name),
+                    _function_label(where.co_name),
                     frame,
                     reason,
                     key,
@@ -345,7 +345,7 @@ def _recompiles(
     return out
 
 
-def function_label(co_name: str | None) -> str | None:
+def _function_label(co_name: str | None) -> str | None:
     """``forward``, or ``forward (resumed at line 12)`` for the resume function Dynamo made
     of ``forward``'s rest after a graph break at line 12."""
     name = user_function(co_name)
@@ -366,7 +366,7 @@ def _compile_rows(job: str, logs: list[LogHealth], texts: dict[str, str]) -> lis
                 continue
             row = _compile_row(r, named.get(_ident(r)), log.rank)
             for kind, text in r.texts.items():
-                row.files[kind] = text_file(job, row, kind)
+                row.files[kind] = _text_file(job, row, kind)
                 texts[row.files[kind]] = text
             out.append(row)
     return out
@@ -388,7 +388,7 @@ def _compile_row(r: CompileRecord, named: CompileRecord | None, rank: int | None
     return CompileIdRow(
         compile_id=r.compile_id,
         rank=rank,
-        function=function_label(where.co_name),
+        function=_function_label(where.co_name),
         frame=function_frame(where.co_filename, line, None),
         status=status,
         fail_type=r.fail_type,
@@ -411,7 +411,7 @@ def _compile_row(r: CompileRecord, named: CompileRecord | None, rank: int | None
     )
 
 
-def text_file(job: str, row: CompileIdRow, kind: str) -> str:
+def _text_file(job: str, row: CompileIdRow, kind: str) -> str:
     """Where a compile id's text lives under compile health's output dir: plain names
     (the job key and compile id made safe), with a short hash so that two never meet."""
     ident = f"{row.compile_id}" + (f"_rank{row.rank}" if row.rank is not None else "")

@@ -14,8 +14,8 @@ from kerneltracer.analysis.compile_health.fleet import FleetHealth
 from kerneltracer.analysis.compile_health.records import PHASES
 from kerneltracer.core.templates import html_environment
 
-MAX_ROWS = 2000
-MAX_COMPILE_IDS = 500  # per job on the page; compile_health.json has them all
+_MAX_ROWS = 2000
+_MAX_COMPILE_IDS = 500  # per job on the page; compile_health.json has them all
 
 
 @cache
@@ -29,11 +29,11 @@ def render_body(fleet: FleetHealth, *, data_prefix: str = "") -> Markup:
     return Markup(
         template.render(
             summary=fleet.summary(),
-            jobs=fleet.jobs[:MAX_ROWS],
-            truncated=max(len(fleet.jobs) - MAX_ROWS, 0),
+            jobs=fleet.jobs[:_MAX_ROWS],
+            truncated=max(len(fleet.jobs) - _MAX_ROWS, 0),
             phases=PHASES,
             prefix=data_prefix,
-            max_compiles=MAX_COMPILE_IDS,
+            max_compiles=_MAX_COMPILE_IDS,
         )
     )
 

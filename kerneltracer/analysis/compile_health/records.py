@@ -34,10 +34,10 @@ _EXTERN = re.compile(r"\bextern_kernels\.(\w+)\(")
 _FALLBACK = re.compile(r"\btorch\.ops\.(\w+)\.(\w+)\.(\w+)\(")
 _AUTOTUNE = re.compile(r"autotun|benchmark", re.IGNORECASE)
 _CHROMIUM_ID = re.compile(r"^(?:!(\d+)/)?(\d+)/(\d+)(?:_(\d+))?$")
-PIECEWISE_ARTIFACT = "vllm_piecewise_compile_start"
+_PIECEWISE_ARTIFACT = "vllm_piecewise_compile_start"
 # The texts a compile id's view links to, by the envelope that carries each (tlparse's
 # compile directory shows the same artefacts).
-TEXT_KINDS = {
+_TEXT_KINDS = {
     "dynamo_output_graph": "graph",
     "dynamo_cpp_guards_str": "guards",
     "dynamo_guards": "guards",
@@ -109,7 +109,7 @@ class CompileRecord:
     has_metrics: bool = False
     metrics_entries: int = 0
     restarts_are_breaks: bool = False  # set for every record of a log without break artifacts
-    # Graph, guards and output code (TEXT_KINDS), as far as the read's TextBudget allows.
+    # Graph, guards and output code (_TEXT_KINDS), as far as the read's TextBudget allows.
     texts: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -292,7 +292,7 @@ def _on_artifact(r: CompileRecord, entry: dict[str, Any]) -> None:
     payload = entry.get("payload")
     if name == "dynamo_graph_break_reason":
         r.breaks.append(parse_break(payload if isinstance(payload, str) else ""))
-    elif name == PIECEWISE_ARTIFACT:
+    elif name == _PIECEWISE_ARTIFACT:
         # vLLM compiles each piecewise submodule once per size under one Dynamo compile:
         # tagged, never counted as recompiles.
         r.piecewise_compiles += 1
@@ -347,15 +347,18 @@ _HANDLERS = {
 def _add_texts(inter: Path, records: dict[str, CompileRecord], budget: TextBudget) -> None:
     """Each record's texts; several of one kind (a forward's and a backward's code) are
     kept one after the other."""
-    for etype, kind in TEXT_KINDS.items():
+    for etype, kind in _TEXT_KINDS.items():
         for entry in _iter_type(inter, etype):
             key = entry.get("display_id")
             r = records.get(key) if isinstance(key, str) else None
             payload = entry.get("payload")
             if r is None or payload is None:
                 continue
-            text = payload if isinstance(payload, str) else orjson.dumps(
-                payload, option=orjson.OPT_INDENT_2).decode()
+            text = (
+                payload
+                if isinstance(payload, str)
+                else orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode()
+            )
             before = r.texts.get(kind)
             kept = budget.take(text if before is None else f"\n\n# ---- next {kind} ----\n\n{text}")
             if kept is not None:

@@ -67,11 +67,11 @@ class FxRedundancyAnalysis(JobAnalysis):
         }
         json_path, text_path = out_dir / "fx_redundancy.json", out_dir / "fx_redundancy.txt"
         atomic_write_json(json_path, report)
-        atomic_write_text(text_path, format_summary(report))
+        atomic_write_text(text_path, _format_summary(report))
         return [json_path, text_path]
 
 
-def format_summary(report: dict[str, Any]) -> str:
+def _format_summary(report: dict[str, Any]) -> str:
     lines = [
         f"Model: {report['model']}",
         f"Redundant computations: {report['total_redundant']} in {len(report['graphs'])} graph(s)",

@@ -7,4 +7,5 @@
 from kerneltracer.analysis.records.analyser import Analysis, analyse
 from kerneltracer.analysis.records.model import EventRecord, ProfilingData, Record
 
-__all__ = ["Analysis", "EventRecord", "ProfilingData", "Record", "analyse"]
+# ``model`` and ``reporters`` are its face too (``kerneltracer records``).
+__all__ = ["Analysis", "EventRecord", "ProfilingData", "Record", "analyse", "model", "reporters"]

@@ -56,7 +56,7 @@ def analyse(path: Path, rules: AtomicRules | None = None) -> Analysis:
     except OSError as exc:
         raise UsageError(f"cannot read record log {path}: {exc.strerror or exc}") from exc
     pds = tuple(
-        build_profiling_data(i, dump, parsed.names, rules) for i, dump in enumerate(parsed.dumps)
+        _build_profiling_data(i, dump, parsed.names, rules) for i, dump in enumerate(parsed.dumps)
     )
     return Analysis(
         path,
@@ -69,7 +69,7 @@ def analyse(path: Path, rules: AtomicRules | None = None) -> Analysis:
     )
 
 
-def build_profiling_data(
+def _build_profiling_data(
     index: int, dump: RawDump, shared_names: list[str], rules: AtomicRules | None = None
 ) -> ProfilingData:
     names = list(shared_names)  # attribution may add atomic op names: keep them per dump

@@ -34,11 +34,11 @@ class RecordsAnalysis(JobAnalysis):
         analysis = analyse(JobPaths(job.job_dir).phase_log)
         written = run_reporters(analysis.pds, out_dir / PREFIX)
         if analysis.bad_count:
-            written.append(write_bad_lines(analysis, out_dir / f"{PREFIX}_bad_lines.csv"))
+            written.append(_write_bad_lines(analysis, out_dir / f"{PREFIX}_bad_lines.csv"))
         return written
 
 
-def write_bad_lines(analysis: Analysis, path: Path) -> Path:
+def _write_bad_lines(analysis: Analysis, path: Path) -> Path:
     with atomic_text_writer(path) as fh:
         out = csv.writer(fh, lineterminator="\n")
         out.writerow(("line", "reason", "text", "kind"))

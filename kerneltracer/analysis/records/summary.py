@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 from kerneltracer.analysis.records.model import HOST, ProfilingData
 
-STANDARD_EVENTS: tuple[str, ...] = ("AclCompileAndExecute", "OpExecute")
-WALL_TIME = "wall time"
+_STANDARD_EVENTS: tuple[str, ...] = ("AclCompileAndExecute", "OpExecute")
+_WALL_TIME = "wall time"
 
 
 @dataclass(frozen=True)
@@ -38,14 +38,14 @@ class SummaryRow:
 @dataclass(frozen=True)
 class Summary:
     rows: tuple[SummaryRow, ...]  # by total time, largest first
-    basis: str  # the standard event w-percent divides by, or WALL_TIME
+    basis: str  # the standard event w-percent divides by, or _WALL_TIME
     basis_ns: int
 
     def w_percent(self, row: SummaryRow) -> float:
         return row.total_ns / self.basis_ns if self.basis_ns else 0.0
 
 
-def summarize(pd: ProfilingData, standard_events: tuple[str, ...] = STANDARD_EVENTS) -> Summary:
+def summarize(pd: ProfilingData, standard_events: tuple[str, ...] = _STANDARD_EVENTS) -> Summary:
     ev = pd.event_records
     start, end, kind = ev.column("start"), ev.column("end"), ev.column("event")
     dev, same_parent, nested = ev.column("device"), ev.column("same_parent"), ev.column("nested")
@@ -81,4 +81,4 @@ def summarize(pd: ProfilingData, standard_events: tuple[str, ...] = STANDARD_EVE
         if by_name.get(name):
             return Summary(rows, name, by_name[name])
     wall = (last - first) if first is not None and last is not None else 0
-    return Summary(rows, WALL_TIME, wall)
+    return Summary(rows, _WALL_TIME, wall)

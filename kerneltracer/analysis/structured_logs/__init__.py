@@ -18,11 +18,13 @@ if TYPE_CHECKING:
         run,
     )
 
-__all__ = ["ParseResult", "RenderResult", "parse", "render", "run"]
+_LAZY = ("ParseResult", "RenderResult", "parse", "render", "run")
+# Its face: the names above and ``api`` / ``stats`` (the Python API reads parse statistics).
+__all__ = ["ParseResult", "RenderResult", "api", "parse", "render", "run", "stats"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in __all__:
+    if name in _LAZY:
         from kerneltracer.analysis.structured_logs import api
 
         return getattr(api, name)

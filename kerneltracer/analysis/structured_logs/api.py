@@ -45,7 +45,7 @@ class RenderResult:
     modules: list[str]
 
 
-def rank_logs(directory: Path) -> dict[int, Path]:
+def _rank_logs(directory: Path) -> dict[int, Path]:
     """``dedicated_log_torch_trace_rank_N*.log`` files of a directory, by rank."""
     found: dict[int, Path] = {}
     for path in sorted(directory.iterdir()):
@@ -87,7 +87,7 @@ def _parse_into(source: Path, stage: Path, write_events: bool = True) -> ParseRe
         if not stats.ok:
             raise NoRecordsError(source, stats)
         return ParseResult(manifest, stats, manifest["ranks"])
-    logs = rank_logs(source)
+    logs = _rank_logs(source)
     total = ParseStats()
     counts: dict[str, int] = {}
     for rank, path in logs.items():

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-ID_FIELDS = ("compiled_autograd_id", "frame_id", "frame_compile_id", "attempt")
-NONE_DIR = "_none"
+_ID_FIELDS = ("compiled_autograd_id", "frame_id", "frame_compile_id", "attempt")
+_NONE_DIR = "_none"
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +25,7 @@ class CompileId:
     @classmethod
     def from_envelope(cls, env: dict[str, Any]) -> CompileId:
         """Read the id fields; old logs omit ``attempt``, which means attempt 0."""
-        vals = [env.get(f) for f in ID_FIELDS]
+        vals = [env.get(f) for f in _ID_FIELDS]
         for v in vals:
             if v is not None and (type(v) is not int or v < 0):
                 raise ValueError(f"compile id field is not a non-negative int: {v!r}")
@@ -55,7 +55,7 @@ class CompileId:
 
     def key(self) -> str:
         """Directory name inside ``by_compile_id/`` of the intermediate."""
-        return NONE_DIR if self.is_none and self.attempt is None else self.dirname()
+        return _NONE_DIR if self.is_none and self.attempt is None else self.dirname()
 
     def as_tuple(self) -> tuple[int | None, int | None, int | None, int | None]:
         return (self.compiled_autograd_id, self.frame_id, self.frame_compile_id, self.attempt)

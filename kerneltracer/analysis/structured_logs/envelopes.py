@@ -75,13 +75,13 @@ INVENTORY: tuple[EnvelopeType, ...] = tuple(
 )
 
 # Types newer PyTorch versions log that tlparse's inventory predates; known, not "unknown".
-EXTRA_TYPES: tuple[EnvelopeType, ...] = tuple(
+_EXTRA_TYPES: tuple[EnvelopeType, ...] = tuple(
     _types("metrics", "none", "compilation_metrics_runtime")
     + _types("symbolic", "none", "create_symbol")
     + _types("artifact", "inlined", "memoizer_artifacts")
 )
 
-KNOWN_TYPES: dict[str, EnvelopeType] = {t.name: t for t in INVENTORY + EXTRA_TYPES}
+KNOWN_TYPES: dict[str, EnvelopeType] = {t.name: t for t in INVENTORY + _EXTRA_TYPES}
 
 # Graph-like payloads written verbatim as ``<type>.txt`` (tlparse's sentinel parsers).
 SENTINEL_GRAPH_TYPES = (

@@ -34,11 +34,11 @@ from kerneltracer.analysis.structured_logs.writer import BufferedFiles
 from kerneltracer.inputguard import InputLimits
 
 FORMAT_VERSION = "2.0"
-RAW_KEYS = ("timestamp", "thread", "pathname", "lineno")
+_RAW_KEYS = ("timestamp", "thread", "pathname", "lineno")
 # raw.jsonl starts with the string table, known only at the end: its other lines are kept
 # in memory up to this size (then spilled to a side file and copied once at the end).
-RAW_BODY = "raw.body"
-RAW_IN_MEMORY = 64 << 20
+_RAW_BODY = "raw.body"
+_RAW_IN_MEMORY = 64 << 20
 _UNSET = object()
 
 
@@ -69,7 +69,7 @@ class LogParser:
     ) -> None:
         self.out = out
         self.write_events = write_events
-        self.files = BufferedFiles(out, keep_in_memory={RAW_BODY: RAW_IN_MEMORY})
+        self.files = BufferedFiles(out, keep_in_memory={_RAW_BODY: _RAW_IN_MEMORY})
         self.default_rank = rank
         self.year = year or dt.datetime.now(dt.UTC).year
         self.stats = ParseStats()
@@ -83,7 +83,7 @@ class LogParser:
         self.seq = 0
         self.chromium_count = 0
         self.tail = Tail()
-        self.files.touch(RAW_BODY)
+        self.files.touch(_RAW_BODY)
 
     # -- the per-record path ------------------------------------------------------------
     def feed(self, rec: Record) -> None:
@@ -219,7 +219,7 @@ class LogParser:
         self.files.append("by_type/chromium_events.json", sep + orjson.dumps(event))
 
     def _write_raw(self, env: dict[str, Any], body: bytes, pre: Prefix) -> None:
-        if any(k in env for k in RAW_KEYS):
+        if any(k in env for k in _RAW_KEYS):
             self.stats.fail_key_conflict += 1
             return
         extra = b'"timestamp":"%s","thread":%d,"pathname":%s,"lineno":%d}\n' % (
@@ -229,7 +229,7 @@ class LogParser:
             pre.lineno,
         )
         obj = body.rstrip()[:-1]
-        self.files.append(RAW_BODY, obj + (b"," if env else b"") + extra)
+        self.files.append(_RAW_BODY, obj + (b"," if env else b"") + extra)
 
     # -- finishing ----------------------------------------------------------------------
     def finish(self, source: Path, source_hash: str) -> dict[str, Any]:
@@ -241,12 +241,12 @@ class LogParser:
             self.files.append(
                 f"by_compile_id/{key}/summary.json", orjson.dumps(summary.as_json()) + b"\n"
             )
-        raw_lines = self.files.take(RAW_BODY)
+        raw_lines = self.files.take(_RAW_BODY)
         written = self.files.close()
         table = self.string_table()
         table_line = orjson.dumps({"string_table": table}) + b"\n"
         (self.out / "string_table.json").write_bytes(table_line)
-        raw_body = self.out / RAW_BODY
+        raw_body = self.out / _RAW_BODY
         with open(self.out / "raw.jsonl", "wb") as dst:
             dst.write(table_line)
             if raw_body.exists():
@@ -254,7 +254,7 @@ class LogParser:
                     shutil.copyfileobj(src, dst, 1 << 20)
                 raw_body.unlink()
             dst.write(b"".join(raw_lines))
-        written = [w for w in written if w != RAW_BODY]
+        written = [w for w in written if w != _RAW_BODY]
         manifest = self._manifest(source, source_hash, written, len(table))
         (self.out / "manifest.json").write_bytes(
             orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n"

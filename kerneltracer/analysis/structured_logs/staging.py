@@ -17,7 +17,7 @@ from pathlib import Path
 from kerneltracer.errors import UsageError
 
 
-def check_target(out: Path, overwrite: bool) -> None:
+def _check_target(out: Path, overwrite: bool) -> None:
     if out.exists() and not out.is_dir():
         raise UsageError(f"output path {out} exists and is not a directory")
     if out.is_dir() and any(out.iterdir()) and not overwrite:
@@ -33,7 +33,7 @@ def _hidden(filename: str | bytes, out: Path) -> bool:
 @contextmanager
 def staged_dir(out: Path, overwrite: bool) -> Iterator[Path]:
     out = Path(out)
-    check_target(out, overwrite)
+    _check_target(out, overwrite)
     out.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
     try:

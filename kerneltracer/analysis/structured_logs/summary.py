@@ -17,7 +17,7 @@ from kerneltracer.analysis.structured_logs.compile_id import CompileId
 from kerneltracer.analysis.structured_logs.envelopes import SENTINEL_GRAPH_TYPES
 
 # Envelope types that yield an artifact, and the metadata keys their file name needs.
-OUTPUT_TYPES: dict[str, tuple[str, ...]] = {
+_OUTPUT_TYPES: dict[str, tuple[str, ...]] = {
     **{t: () for t in SENTINEL_GRAPH_TYPES},
     "dynamo_output_graph": (),
     "graph_dump": ("name",),
@@ -64,7 +64,7 @@ class CompileSummary:
     def add(self, seq: int, etype: str, meta: Any, payload: bytes | None) -> None:
         self.event_count += 1
         self.event_types[etype] = None
-        keys = OUTPUT_TYPES.get(etype)
+        keys = _OUTPUT_TYPES.get(etype)
         if keys is not None:
             out: dict[str, Any] = {"seq": seq, "type": etype}
             if isinstance(meta, dict):

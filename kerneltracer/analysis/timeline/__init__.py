@@ -49,7 +49,29 @@ _EXPORTS = {
     "report_document": "pipeline",
     "run_timeline": "writer",
 }
-__all__ = sorted(_EXPORTS)
+# The lazy names, and the submodules other packages import (contract `faces`): ``job`` (the
+# report's ops page), ``pipeline`` and ``writer`` (``kerneltracer timeline``, the Python API),
+# ``load`` (its ``loader``).
+__all__ = [
+    "ChromeTrace",
+    "OpsOptions",
+    "TraceAnalysis",
+    "TraceIndex",
+    "ValidationReport",
+    "analyze_file",
+    "attribute",
+    "compute_ops",
+    "job",
+    "load",
+    "load_chrome_trace",
+    "pipeline",
+    "report_document",
+    "run_timeline",
+    "to_inferscope",
+    "validate",
+    "write_inferscope",
+    "writer",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from kerneltracer.analysis.timeline.analyses.ops import OpsResult
     from kerneltracer.analysis.timeline.model.results import BottleneckResult, StepResult
 
-REPORT_VERSION = "1.0"
+_REPORT_VERSION = "1.0"
 
 
 @dataclass
@@ -136,7 +136,7 @@ def report_document(a: TraceAnalysis, outputs: dict[str, str] | None = None) -> 
     b = a.bottleneck
     return {
         "report_type": "json",
-        "report_version": REPORT_VERSION,
+        "report_version": _REPORT_VERSION,
         "title": f"InferScope Performance Report: {a.trace.path.name}",
         "timestamp": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
         "source": {
@@ -150,8 +150,8 @@ def report_document(a: TraceAnalysis, outputs: dict[str, str] | None = None) -> 
             else None,
             "float_timestamps": a.trace.float_timestamps,
         },
-        "summary": summary_text(a),
-        "gpu_time": gpu_time_figures(a),
+        "summary": _summary_text(a),
+        "gpu_time": _gpu_time_figures(a),
         "analysis": b.model_dump(mode="json"),
         "steps": [st.model_dump(mode="json") for st in a.steps],
         "ranks": [
@@ -187,7 +187,7 @@ def report_document(a: TraceAnalysis, outputs: dict[str, str] | None = None) -> 
     }
 
 
-def gpu_time_figures(a: TraceAnalysis) -> list[dict[str, Any]]:
+def _gpu_time_figures(a: TraceAnalysis) -> list[dict[str, Any]]:
     """Every GPU time total the report shows, each with its one definition and window: they
     differ by design (a span holds idle gaps, a union counts overlaps once, a sum counts
     each stream), so the page names each instead of showing four unlabelled totals."""
@@ -237,7 +237,7 @@ def gpu_time_figures(a: TraceAnalysis) -> list[dict[str, Any]]:
     return out
 
 
-def summary_text(a: TraceAnalysis) -> str:
+def _summary_text(a: TraceAnalysis) -> str:
     b = a.bottleneck
     s = b.summary
     kind = b.bottleneck.type.replace("_", "-")

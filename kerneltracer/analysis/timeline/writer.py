@@ -28,10 +28,10 @@ from kerneltracer.jsonio import atomic_write_json, atomic_write_text
 if TYPE_CHECKING:
     import jinja2
 
-INFERSCOPE_FILE = "inferscope_trace.json.gz"
+_INFERSCOPE_FILE = "inferscope_trace.json.gz"
 
 
-def trace_stem(path: Path) -> str:
+def _trace_stem(path: Path) -> str:
     name = path.name
     for suffix in (".json.gz", ".json", ".gz"):
         if name.endswith(suffix):
@@ -58,7 +58,7 @@ class HtmlTemplate:
         return self._template
 
 
-def write_trace_reports(
+def _write_trace_reports(
     a: TraceAnalysis, out_dir: Path, template: HtmlTemplate | None = None
 ) -> list[Path]:
     from kerneltracer.analysis.timeline.render.html import render_html, timeline_lanes
@@ -118,8 +118,8 @@ def run_timeline(
     for i, path in enumerate(traces):
         if on_trace:
             on_trace(path)
-        stem = _unique(trace_stem(path), used)
-        inferscope = out_dir / stem / INFERSCOPE_FILE if convert else None
+        stem = _unique(_trace_stem(path), used)
+        inferscope = out_dir / stem / _INFERSCOPE_FILE if convert else None
         a = analyze_file(
             path,
             rank=i,
@@ -131,7 +131,7 @@ def run_timeline(
         )
         if on_analysed:
             on_analysed(a)
-        files = write_trace_reports(a, out_dir / stem, template)
+        files = _write_trace_reports(a, out_dir / stem, template)
         written += files
         rows.append(rank_row(a))
         entries.append(

@@ -161,7 +161,7 @@ def find_layers(gm: fx.GraphModule) -> list[Layer]:
     return layers
 
 
-def measure_layers(
+def _measure_layers(
     gm: fx.GraphModule, layers: list[Layer], context: PassContext
 ) -> tuple[list[Layer], int]:
     """Attach saved bytes and recompute cost per layer; returns them with the total."""
@@ -195,7 +195,7 @@ class RecomputationPass(OptimizationPass):
         layers = find_layers(gm)
         total = 0
         if self._context is not None:
-            layers, total = measure_layers(gm, layers, self._context)
+            layers, total = _measure_layers(gm, layers, self._context)
         elif isinstance(self.policy, MemoryBudget):
             raise ValueError("the memory-budget policy needs example inputs (call bind())")
         return layers, self.policy.choose(layers, total), total

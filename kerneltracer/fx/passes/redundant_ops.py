@@ -19,7 +19,7 @@ from kerneltracer.fx.graph_table import node_views
 from kerneltracer.fx.nodetable import NodeView, load_node_table, read_node_table
 from kerneltracer.fx.passes.base import OptimizationPass, owning_module
 
-COMPUTE_OPS = frozenset({"call_function", "call_method", "call_module"})
+_COMPUTE_OPS = frozenset({"call_function", "call_method", "call_module"})
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ def _summarise(graph: str | None, nodes: list[NodeView]) -> GraphRedundancy:
     return GraphRedundancy(
         graph=graph,
         nodes=len(nodes),
-        compute_nodes=sum(1 for n in nodes if n.op in COMPUTE_OPS),
+        compute_nodes=sum(1 for n in nodes if n.op in _COMPUTE_OPS),
         duplicates=tuple(plan_cse(nodes)),
     )
 

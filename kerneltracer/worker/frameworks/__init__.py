@@ -1,1 +1,6 @@
-"""Framework loaders: one per framework, each with its own context type and step."""
+"""Framework loaders: one per framework, each with its own context type and step.
+
+Its face: ``registry`` (``LOADERS``) and ``huggingface``.
+"""
+
+__all__ = ["huggingface", "registry"]

@@ -58,7 +58,7 @@ def _first_named(params: dict[str, inspect.Parameter]) -> str | None:
     return next((n for n in CACHE_NAMES if n in params), None)
 
 
-def cache_of(out: Any) -> Any:
+def _cache_of(out: Any) -> Any:
     """The decoding state a forward returned, whatever this transformers calls it."""
     for name in CACHE_NAMES:
         value = getattr(out, name, None)
@@ -78,7 +78,7 @@ def build_decode(spec: InputSpec, inputs: dict[str, Any]) -> Decode:
         raise UnsupportedError(f"phase decode needs {token_key} of at least 2 tokens (seq_len)")
     length = int(ids.shape[1])
     prompt = {k: v for k, v in inputs.items() if k not in NOT_FOR_GENERATE}
-    for key in per_token(prompt, ids):
+    for key in _per_token(prompt, ids):
         # An encoder-decoder's prompt is the decoder's: the encoder keeps its whole input.
         if not spec.encoder_decoder or key.startswith("decoder_"):
             prompt[key] = prompt[key][:, : length - 1]
@@ -86,7 +86,7 @@ def build_decode(spec: InputSpec, inputs: dict[str, Any]) -> Decode:
         prompt["decoder_input_ids"] = ids[:, : length - 1]
     with torch.no_grad():
         out = spec.model(**prompt, use_cache=True)
-    cache = cache_of(out)
+    cache = _cache_of(out)
     if cache is None:
         raise UnsupportedError(f"{spec.class_name} returned no cache from a forward with use_cache")
     api = CacheApi.of(spec.model, spec.params)
@@ -100,8 +100,13 @@ def build_decode(spec: InputSpec, inputs: dict[str, Any]) -> Decode:
         extra["encoder_outputs"] = BaseModelOutput(last_hidden_state=out.encoder_last_hidden_state)
     else:
         # Token types and modality ids at full length: the step slices them to the new token.
-        extra.update({k: inputs[k] for k in per_token(inputs, ids) if k not in (
-            token_key, "attention_mask")})
+        extra.update(
+            {
+                k: inputs[k]
+                for k in _per_token(inputs, ids)
+                if k not in (token_key, "attention_mask")
+            }
+        )
         positions = _positions(spec, ids, inputs)
         if positions is not None:
             extra["position_ids"] = positions
@@ -126,11 +131,12 @@ def _positions(spec: InputSpec, ids: Any, inputs: dict[str, Any]) -> Any:
     return prepare(ids, dict(inputs))
 
 
-def per_token(inputs: dict[str, Any], ids: Any) -> list[str]:
+def _per_token(inputs: dict[str, Any], ids: Any) -> list[str]:
     """The inputs with one entry per token of ``ids`` (mask, token types, modality ids)."""
     import torch
 
     return [
-        k for k, v in inputs.items()
+        k
+        for k, v in inputs.items()
         if torch.is_tensor(v) and v.dim() == 2 and tuple(v.shape) == tuple(ids.shape)
     ]

@@ -18,8 +18,12 @@ from kerneltracer.worker.inputs.spec import InputSpec
 _DEFAULT_IMAGE = 64
 # Token ids a VLM reacts to: random text must not contain them.
 _SPECIAL = (
-    "image_token_id", "image_token_index", "video_token_id", "audio_token_id",
-    "vision_start_token_id", "vision_end_token_id",
+    "image_token_id",
+    "image_token_index",
+    "video_token_id",
+    "audio_token_id",
+    "vision_start_token_id",
+    "vision_end_token_id",
 )
 # Samples per frame of wav2vec2-style conv front ends when the config does not say.
 _DEFAULT_HOP = 320
@@ -38,37 +42,37 @@ def pixel_values(spec: InputSpec, built: dict[str, Any]) -> Any:
         return grids.patches(spec)
     # Matting models take the image and its trimap: 4 channels, said by the backbone's config.
     channels = int(spec.find_in("vision_config", "num_channels", default=3))
-    side = image_side(spec)
+    side = _image_side(spec)
     frames = spec.find_in("vision_config", "num_frames")
     if isinstance(frames, int) and frames > 0:
         # Video classifiers (VideoMAE, TimeSformer, ViViT): (batch, frames, channels, H, W);
         # their position tables are sized for exactly num_frames.
         return spec.randn((spec.batch, frames, channels, side, side), salt=10)
-    if any_resolution(spec):
+    if _any_resolution(spec):
         # LLaVA-NeXT style: per image its base view and the tiles of the best grid pinpoint.
-        return spec.randn((spec.batch, image_views(spec), channels, side, side), salt=10)
-    if split_images(spec):
+        return spec.randn((spec.batch, _image_views(spec), channels, side, side), salt=10)
+    if _split_images(spec):
         # Idefics style: per sample a list of images (here one), each with its pixel mask.
         return spec.randn((spec.batch, 1, channels, side, side), salt=10)
     return spec.randn((spec.batch, channels, side, side), salt=10)
 
 
-def any_resolution(spec: InputSpec) -> bool:
+def _any_resolution(spec: InputSpec) -> bool:
     """The processor sends each image's size and tiles it on the config's grid pinpoints."""
     return "image_sizes" in spec.params and bool(spec.find("image_grid_pinpoints"))
 
 
-def split_images(spec: InputSpec) -> bool:
+def _split_images(spec: InputSpec) -> bool:
     """The processor splits images and sends a pixel mask with them (Idefics 2/3, SmolVLM)."""
     return "pixel_attention_mask" in spec.params
 
 
-def image_views(spec: InputSpec) -> int:
+def _image_views(spec: InputSpec) -> int:
     """Base view + tiles for a ``side`` x ``side`` image: the pinpoint the processor picks
     (transformers' own choice: most effective resolution, then least waste)."""
     from transformers.image_processing_utils import select_best_resolution
 
-    side = image_side(spec)
+    side = _image_side(spec)
     pinpoints = [tuple(int(v) for v in p) for p in spec.find("image_grid_pinpoints")]
     height, width = select_best_resolution((side, side), pinpoints)
     return 1 + (height // side) * (width // side)
@@ -78,7 +82,7 @@ def image_sizes(spec: InputSpec, built: dict[str, Any]) -> Any:
     """(height, width) of each original image, as the processor reports them."""
     import torch
 
-    side = image_side(spec)
+    side = _image_side(spec)
     return torch.tensor([[side, side]] * spec.batch, dtype=torch.long)
 
 
@@ -95,7 +99,7 @@ def has_pixels(spec: InputSpec, built: dict[str, Any]) -> bool:
 
 def wants_image_sizes(spec: InputSpec, built: dict[str, Any]) -> bool:
     # LLaVA's forward takes image_sizes too (for Pixtral towers): a CLIP tower must not get it.
-    return has_pixels(spec, built) and any_resolution(spec)
+    return has_pixels(spec, built) and _any_resolution(spec)
 
 
 def qformer_input_ids(spec: InputSpec, built: dict[str, Any]) -> Any:
@@ -116,7 +120,7 @@ def has_qformer_ids(spec: InputSpec, built: dict[str, Any]) -> bool:
     return "qformer_input_ids" in built
 
 
-def image_side(spec: InputSpec) -> int:
+def _image_side(spec: InputSpec) -> int:
     size = spec.find_in("vision_config", "image_size", default=None)
     return _side(size) if size is not None else _DEFAULT_IMAGE
 
@@ -128,9 +132,10 @@ def input_values(spec: InputSpec, built: dict[str, Any]) -> Any:
     if dims is not None and len(dims) == 3 and ("channel" in dims[1] or dims[1].isdigit()):
         # Neural audio codecs (EnCodec, DAC, Mimi): (batch, channels, samples), a whole number
         # of codec frames, seq_len of them.
-        channels = int(dims[1]) if dims[1].isdigit() else int(spec.find("audio_channels",
-                                                                         default=1) or 1)
-        return spec.randn((spec.batch, channels, spec.seq_len * codec_hop(spec)), salt=11)
+        channels = (
+            int(dims[1]) if dims[1].isdigit() else int(spec.find("audio_channels", default=1) or 1)
+        )
+        return spec.randn((spec.batch, channels, spec.seq_len * _codec_hop(spec)), salt=11)
     if spectrogram(spec):
         # Audio-spectrogram transformers: (batch, max_length, num_mel_bins); the patch grid
         # and its position table are sized for exactly max_length frames.
@@ -148,7 +153,7 @@ def input_values(spec: InputSpec, built: dict[str, Any]) -> Any:
     return spec.randn((spec.batch, samples), salt=11)
 
 
-def codec_hop(spec: InputSpec) -> int:
+def _codec_hop(spec: InputSpec) -> int:
     """Samples per codec frame: the config's hop, else the product of its conv strides."""
     hop = spec.find("hop_length")
     if isinstance(hop, int) and hop > 0:
@@ -207,8 +212,11 @@ def image_token_count(spec: InputSpec, built: dict[str, Any]) -> int:
     # Whatever else the processor sent with the image and the feature getter reads (the grid
     # of dynamic-resolution patches, image sizes, the Q-Former's instruction, pixel masks).
     accepted = inspect.signature(get).parameters
-    extra = {k: v.to(spec.device) for k, v in built.items()
-             if k != "pixel_values" and k in accepted and hasattr(v, "to")}
+    extra = {
+        k: v.to(spec.device)
+        for k, v in built.items()
+        if k != "pixel_values" and k in accepted and hasattr(v, "to")
+    }
     with torch.no_grad():
         feats = get(pixel_values=built["pixel_values"].to(spec.device), **extra)
     count = _feature_rows(feats) // spec.batch

@@ -24,14 +24,14 @@ def _channels(spec: InputSpec) -> tuple[int, ...]:
     return (int(spec.find("num_input_channels", default=1) or 1),)
 
 
-def past_length(spec: InputSpec) -> int:
+def _past_length(spec: InputSpec) -> int:
     context = spec.find("context_length")
     context = int(context) if isinstance(context, int) else spec.seq_len
     lags = spec.find("lags_sequence") or [0]
     return context + max(int(v) for v in lags)
 
 
-def horizon(spec: InputSpec) -> int:
+def _horizon(spec: InputSpec) -> int:
     value = spec.find("prediction_length", "horizon_length")
     return int(value) if isinstance(value, int) else max(1, spec.seq_len // 4)
 
@@ -42,12 +42,11 @@ def past_values(spec: InputSpec, built: Built) -> Any:
         # whole patches, each sample a patch shorter than the one before (as real batches
         # of series are ragged), never shorter than one patch.
         patch = int(spec.find("patch_length", default=1) or 1)
-        longest = max(patch, past_length(spec) // patch * patch)
+        longest = max(patch, _past_length(spec) // patch * patch)
         return [
-            spec.randn((max(patch, longest - i * patch),), salt=40 + i)
-            for i in range(spec.batch)
+            spec.randn((max(patch, longest - i * patch),), salt=40 + i) for i in range(spec.batch)
         ]
-    return spec.randn((spec.batch, past_length(spec), *_channels(spec)), salt=40)
+    return spec.randn((spec.batch, _past_length(spec), *_channels(spec)), salt=40)
 
 
 def frequency(spec: InputSpec, built: Built) -> Any:
@@ -58,7 +57,7 @@ def frequency(spec: InputSpec, built: Built) -> Any:
 
 
 def wants_frequency(spec: InputSpec, built: Built) -> bool:
-    return has_past(spec, built) and spec.find("freq_size") is not None
+    return _has_past(spec, built) and spec.find("freq_size") is not None
 
 
 def _time_features(spec: InputSpec, length: int, salt: int) -> Any:
@@ -67,12 +66,12 @@ def _time_features(spec: InputSpec, length: int, salt: int) -> Any:
 
 
 def past_time_features(spec: InputSpec, built: Built) -> Any:
-    return _time_features(spec, past_length(spec), 41)
+    return _time_features(spec, _past_length(spec), 41)
 
 
 def has_tensor_past(spec: InputSpec, built: Built) -> bool:
     """A window of past values in one tensor (time features and masks go with it)."""
-    return has_past(spec, built) and not isinstance(built["past_values"], list)
+    return _has_past(spec, built) and not isinstance(built["past_values"], list)
 
 
 def observed_mask(spec: InputSpec, built: Built) -> Any:
@@ -83,12 +82,12 @@ def observed_mask(spec: InputSpec, built: Built) -> Any:
 
 def future_values(spec: InputSpec, built: Built) -> Any:
     if isinstance(built["past_values"], list):
-        return spec.randn((spec.batch, horizon(spec)), salt=42)
-    return spec.randn((spec.batch, horizon(spec), *_channels(spec)), salt=42)
+        return spec.randn((spec.batch, _horizon(spec)), salt=42)
+    return spec.randn((spec.batch, _horizon(spec), *_channels(spec)), salt=42)
 
 
 def future_time_features(spec: InputSpec, built: Built) -> Any:
-    return _time_features(spec, horizon(spec), 43)
+    return _time_features(spec, _horizon(spec), 43)
 
 
 def static_categorical(spec: InputSpec, built: Built) -> Any:
@@ -102,7 +101,7 @@ def static_real(spec: InputSpec, built: Built) -> Any:
     return spec.randn((spec.batch, count), salt=45)
 
 
-def has_past(spec: InputSpec, built: Built) -> bool:
+def _has_past(spec: InputSpec, built: Built) -> bool:
     return "past_values" in built
 
 
@@ -117,9 +116,11 @@ def wants_future_features(spec: InputSpec, built: Built) -> bool:
 
 
 def wants_static_categorical(spec: InputSpec, built: Built) -> bool:
-    return has_past(spec, built) and int(
-        spec.find("num_static_categorical_features", default=0) or 0) > 0
+    return (
+        _has_past(spec, built)
+        and int(spec.find("num_static_categorical_features", default=0) or 0) > 0
+    )
 
 
 def wants_static_real(spec: InputSpec, built: Built) -> bool:
-    return has_past(spec, built) and int(spec.find("num_static_real_features", default=0) or 0) > 0
+    return _has_past(spec, built) and int(spec.find("num_static_real_features", default=0) or 0) > 0

@@ -20,9 +20,9 @@ from kerneltracer.process.lifeline import arm_parent_death
 
 # Enough samples for a stable median, and calls per sample so each one is well above
 # the timer's resolution for ops of a few microseconds.
-MIN_SAMPLE_NS = 100_000
-MAX_INNER = 1000
-READY = b'{"worker": "ready"}'
+_MIN_SAMPLE_NS = 100_000
+_MAX_INNER = 1000
+_READY = b'{"worker": "ready"}'
 
 
 def main(argv: list[str]) -> int:
@@ -42,7 +42,7 @@ def main(argv: list[str]) -> int:
         torch.set_num_threads(int(batch["threads"]))
     with open(argv[1], "ab") as out:
         # Start-up (importing torch and the imports) is not the first op's time budget.
-        out.write(READY + b"\n")
+        out.write(_READY + b"\n")
         out.flush()
         for item in batch["signatures"]:
             result = replay_one(item, device, int(batch["repeats"]))
@@ -102,7 +102,7 @@ def _time(op: Any, args: Any, kwargs: Any, device: Any, repeats: int) -> list[fl
     cuda = device.type == "cuda"
     once = _sample_cuda if cuda else _sample_cpu
     first = once(op, args, kwargs, 1)
-    inner = max(1, min(MAX_INNER, int(MIN_SAMPLE_NS / max(first * 1000, 1.0))))
+    inner = max(1, min(_MAX_INNER, int(_MIN_SAMPLE_NS / max(first * 1000, 1.0))))
     if cuda:
         torch.cuda.synchronize()
     return [once(op, args, kwargs, inner) / inner for _ in range(repeats)]

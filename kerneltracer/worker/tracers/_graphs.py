@@ -21,13 +21,13 @@ from kerneltracer.jsonio import atomic_write_json, atomic_write_text
 log = logging.getLogger("kerneltracer.worker.tracers")
 
 GRAPHS_DIR = artefacts.GRAPHS_DIR
-INDEX_FILE = artefacts.GRAPH_INDEX_FILE
+_INDEX_FILE = artefacts.GRAPH_INDEX_FILE
 
 
 def graph_artefacts(kind: ArtefactKind) -> ArtefactPatterns:
     """What a graph tracer writes; ``kind`` says whether its graphs are torch- or ATen-level."""
     return {
-        INDEX_FILE: ArtefactKind.GRAPH_INDEX,
+        _INDEX_FILE: ArtefactKind.GRAPH_INDEX,
         f"{GRAPHS_DIR}/graph_*.json": kind,
         f"{GRAPHS_DIR}/graph_*.txt": ArtefactKind.GRAPH_TEXT,
     }
@@ -191,6 +191,6 @@ def write_capture(
         "earlier_methods_failed": {a["method"]: a["error"] for a in failed_before},
         **capture.extra,
     }
-    atomic_write_json(job_dir / INDEX_FILE, {**summary, "attempts": attempts, "graphs": index})
-    outputs.append(INDEX_FILE)
+    atomic_write_json(job_dir / _INDEX_FILE, {**summary, "attempts": attempts, "graphs": index})
+    outputs.append(_INDEX_FILE)
     return outputs, summary

@@ -38,7 +38,7 @@ from kerneltracer.worker.tracers._graphs import (
 if TYPE_CHECKING:
     from kerneltracer.worker.frameworks.huggingface import HFContext
 
-AtenMethod = Literal["aot", "export", "make_fx"]
+_AtenMethod = Literal["aot", "export", "make_fx"]
 
 METHODS_DOC = {
     "aot": "Dynamo + aot_module_simplified with capturing fw/bw compilers (functionalized ATen)",
@@ -48,7 +48,7 @@ METHODS_DOC = {
 
 
 class PrintAtenOptions(TracerOptions):
-    methods: tuple[AtenMethod, ...] = Field(
+    methods: tuple[_AtenMethod, ...] = Field(
         ("aot", "export", "make_fx"),
         min_length=1,
         description="Capture methods, tried in order until one yields graphs",
@@ -56,11 +56,11 @@ class PrintAtenOptions(TracerOptions):
 
 
 class PrintAtenExportOptions(PrintAtenOptions):
-    methods: tuple[AtenMethod, ...] = Field(("export", "make_fx"), min_length=1)
+    methods: tuple[_AtenMethod, ...] = Field(("export", "make_fx"), min_length=1)
 
 
 class PrintAtenMakeFxOptions(PrintAtenOptions):
-    methods: tuple[AtenMethod, ...] = Field(("make_fx",), min_length=1)
+    methods: tuple[_AtenMethod, ...] = Field(("make_fx",), min_length=1)
 
 
 class PrintAtenTracer(Tracer["HFContext"]):

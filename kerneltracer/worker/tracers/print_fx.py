@@ -27,7 +27,7 @@ from kerneltracer.worker.tracers._graphs import (
 if TYPE_CHECKING:
     from kerneltracer.worker.frameworks.huggingface import HFContext
 
-FxMethod = Literal["dynamo", "export"]
+_FxMethod = Literal["dynamo", "export"]
 
 METHODS_DOC = {
     "dynamo": "torch._dynamo.explain: Dynamo FX graphs (torch-level), one per graph break",
@@ -36,7 +36,7 @@ METHODS_DOC = {
 
 
 class PrintFxOptions(TracerOptions):
-    methods: tuple[FxMethod, ...] = Field(
+    methods: tuple[_FxMethod, ...] = Field(
         ("dynamo", "export"),
         min_length=1,
         description="Capture methods, tried in order until one yields graphs",

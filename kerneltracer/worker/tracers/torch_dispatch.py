@@ -24,9 +24,9 @@ from kerneltracer.tracers.base import Tracer, TraceResult, TracerOptions
 if TYPE_CHECKING:
     from kerneltracer.worker.frameworks.huggingface import HFContext
 
-OPS_FILE = DISPATCH_OPS_FILE
+_OPS_FILE = DISPATCH_OPS_FILE
 SUMMARY_FILE = DISPATCH_SUMMARY_FILE
-COUNTS_FILE = DISPATCH_COUNTS_FILE
+_COUNTS_FILE = DISPATCH_COUNTS_FILE
 
 
 class DispatchOptions(TracerOptions):
@@ -43,11 +43,11 @@ class TorchDispatchTracer(Tracer["HFContext"]):
         "every aten op call (TorchDispatchMode): shapes, dtypes, strides, counts, "
         "integer ranges and module paths (what replay needs)"
     )
-    outputs_doc: ClassVar[str] = f"{OPS_FILE}, {SUMMARY_FILE}, {COUNTS_FILE}"
+    outputs_doc: ClassVar[str] = f"{_OPS_FILE}, {SUMMARY_FILE}, {_COUNTS_FILE}"
     artefacts: ClassVar[ArtefactPatterns] = {
-        OPS_FILE: ArtefactKind.DISPATCH_SIGNATURES,
+        _OPS_FILE: ArtefactKind.DISPATCH_SIGNATURES,
         SUMMARY_FILE: ArtefactKind.DISPATCH_SUMMARY,
-        COUNTS_FILE: ArtefactKind.OP_COUNTS,
+        _COUNTS_FILE: ArtefactKind.OP_COUNTS,
     }
     Options: ClassVar[type[TracerOptions]] = DispatchOptions
 
@@ -65,7 +65,7 @@ class TorchDispatchTracer(Tracer["HFContext"]):
         from kerneltracer.worker.tracers._dispatch_recorder import rows_of
 
         rows = rows_of(traced)
-        atomic_write_jsonl(job_dir / OPS_FILE, rows)
+        atomic_write_jsonl(job_dir / _OPS_FILE, rows)
         per_op: dict[str, dict[str, int]] = {}
         for row in rows:
             entry = per_op.setdefault(row["op"], {"calls": 0, "signatures": 0})
@@ -86,5 +86,5 @@ class TorchDispatchTracer(Tracer["HFContext"]):
         writer = csv.writer(buf, lineterminator="\n")
         writer.writerow(["op", "calls", "signatures"])
         writer.writerows([op, v["calls"], v["signatures"]] for op, v in ordered.items())
-        atomic_write_bytes(job_dir / COUNTS_FILE, buf.getvalue().encode())
-        return TraceResult(outputs=[OPS_FILE, SUMMARY_FILE, COUNTS_FILE], summary=summary)
+        atomic_write_bytes(job_dir / _COUNTS_FILE, buf.getvalue().encode())
+        return TraceResult(outputs=[_OPS_FILE, SUMMARY_FILE, _COUNTS_FILE], summary=summary)

@@ -29,9 +29,9 @@ from kerneltracer.tracers.base import Tracer, TraceResult, TracerOptions
 if TYPE_CHECKING:
     from kerneltracer.worker.frameworks.huggingface import HFContext
 
-TRACE_FILE = PROFILER_TRACE_FILE
-AVERAGES_CSV = KEY_AVERAGES_CSV
-AVERAGES_TXT = KEY_AVERAGES_TXT
+_TRACE_FILE = PROFILER_TRACE_FILE
+_AVERAGES_CSV = KEY_AVERAGES_CSV
+_AVERAGES_TXT = KEY_AVERAGES_TXT
 
 _COLUMNS = [
     ("name", "key"),
@@ -66,11 +66,11 @@ class TorchProfilerTracer(Tracer["HFContext"]):
         "reported would be a measurement (torch_dispatch records the same ops and shapes)"
     )
     summary: ClassVar[str] = "torch.profiler chrome trace with shapes + key_averages table"
-    outputs_doc: ClassVar[str] = f"{TRACE_FILE}, {AVERAGES_CSV}, {AVERAGES_TXT}"
+    outputs_doc: ClassVar[str] = f"{_TRACE_FILE}, {_AVERAGES_CSV}, {_AVERAGES_TXT}"
     artefacts: ClassVar[ArtefactPatterns] = {
-        TRACE_FILE: ArtefactKind.CHROME_TRACE,
-        AVERAGES_CSV: ArtefactKind.KEY_AVERAGES,
-        AVERAGES_TXT: ArtefactKind.PROFILER_TEXT,
+        _TRACE_FILE: ArtefactKind.CHROME_TRACE,
+        _AVERAGES_CSV: ArtefactKind.KEY_AVERAGES,
+        _AVERAGES_TXT: ArtefactKind.PROFILER_TEXT,
     }
     Options: ClassVar[type[TracerOptions]] = ProfilerOptions
 
@@ -107,7 +107,7 @@ class TorchProfilerTracer(Tracer["HFContext"]):
         traced.export_chrome_trace(str(raw))
         with (
             open(raw, "rb") as src,
-            atomic_writer(job_dir / TRACE_FILE) as out,
+            atomic_writer(job_dir / _TRACE_FILE) as out,
             gzip.GzipFile(fileobj=out, mode="wb", compresslevel=opts.gzip_level) as dst,
         ):
             shutil.copyfileobj(src, dst, 1 << 20)
@@ -119,17 +119,17 @@ class TorchProfilerTracer(Tracer["HFContext"]):
         writer = csv.writer(buf, lineterminator="\n")
         writer.writerow([c for c, _ in _COLUMNS])
         writer.writerows(rows)
-        atomic_write_bytes(job_dir / AVERAGES_CSV, buf.getvalue().encode())
+        atomic_write_bytes(job_dir / _AVERAGES_CSV, buf.getvalue().encode())
         sort_by = "self_cuda_time_total" if ctx.device.startswith("cuda") else "self_cpu_time_total"
         table = averages.table(sort_by=sort_by, row_limit=100)
-        atomic_write_bytes(job_dir / AVERAGES_TXT, table.encode())
+        atomic_write_bytes(job_dir / _AVERAGES_TXT, table.encode())
         summary = {
             "events": len(traced.events() or []),
             "distinct_ops": len({r[0] for r in rows}),
             "steps": opts.steps,
             "activities": ["cpu", "cuda"] if ctx.device.startswith("cuda") else ["cpu"],
         }
-        return TraceResult(outputs=[TRACE_FILE, AVERAGES_CSV, AVERAGES_TXT], summary=summary)
+        return TraceResult(outputs=[_TRACE_FILE, _AVERAGES_CSV, _AVERAGES_TXT], summary=summary)
 
 
 def _cell(value: Any) -> Any:

@@ -21,10 +21,10 @@ from kerneltracer.tracers.base import Tracer, TraceResult, TracerOptions
 if TYPE_CHECKING:
     from kerneltracer.worker.frameworks.vllm import EngineSettings, VLLMContext
 
-PROFILE_DIR = "profile"
+_PROFILE_DIR = "profile"
 OP_TABLE = OP_TABLE_FILE
 # profiler_config arrived in vLLM 0.13; the VLLM_TORCH_PROFILER_* variables left in 0.16.
-PROFILER_CONFIG_SINCE = (0, 13)
+_PROFILER_CONFIG_SINCE = (0, 13)
 
 
 class VllmEngineOptions(TracerOptions):
@@ -71,7 +71,7 @@ def profiler_setup(
     version: tuple[int, ...], out_dir: Path, opts: VllmProfilerOptions
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """Engine kwargs and environment that turn vLLM's torch profiler on, for this version."""
-    if version >= PROFILER_CONFIG_SINCE:
+    if version >= _PROFILER_CONFIG_SINCE:
         config = {
             "profiler": "torch",
             "torch_profiler_dir": str(out_dir),
@@ -112,12 +112,12 @@ class VllmProfilerTracer(Tracer["VLLMContext"]):
     phases: ClassVar[frozenset[str]] = frozenset({"prefill", "generate"})
     summary: ClassVar[str] = "vLLM's torch profiler around generate: chrome trace(s) + op table"
     outputs_doc: ClassVar[str] = (
-        f"{PROFILE_DIR}/*.pt.trace.json.gz (one per rank), {PROFILE_DIR}/*profiler_out*.txt, "
+        f"{_PROFILE_DIR}/*.pt.trace.json.gz (one per rank), {_PROFILE_DIR}/*profiler_out*.txt, "
         f"{OP_TABLE}"
     )
     artefacts: ClassVar[ArtefactPatterns] = {
-        f"{PROFILE_DIR}/*.json*": ArtefactKind.CHROME_TRACE,
-        f"{PROFILE_DIR}/*profiler_out*.txt": ArtefactKind.PROFILER_TEXT,
+        f"{_PROFILE_DIR}/*.json*": ArtefactKind.CHROME_TRACE,
+        f"{_PROFILE_DIR}/*profiler_out*.txt": ArtefactKind.PROFILER_TEXT,
         OP_TABLE: ArtefactKind.OP_TABLE,
     }
     Options: ClassVar[type[TracerOptions]] = VllmProfilerOptions
@@ -133,7 +133,7 @@ class VllmProfilerTracer(Tracer["VLLMContext"]):
         from kerneltracer.worker.frameworks.vllm.engine import require_vllm, version_tuple
 
         version = require_vllm()
-        kwargs, env = profiler_setup(version_tuple(version), job_dir / PROFILE_DIR, self.opts)
+        kwargs, env = profiler_setup(version_tuple(version), job_dir / _PROFILE_DIR, self.opts)
         os.environ.update(env)  # before vllm is imported: it reads them at import
         return self.opts.engine(**kwargs)
 
@@ -153,7 +153,7 @@ class VllmProfilerTracer(Tracer["VLLMContext"]):
     def write(self, ctx: VLLMContext, traced: Any, job_dir: Path) -> TraceResult:
         from kerneltracer.errors import TracerError
 
-        folder = job_dir / PROFILE_DIR
+        folder = job_dir / _PROFILE_DIR
         traces = sorted(folder.glob("*.json*")) if folder.is_dir() else []
         if not traces:
             raise TracerError(f"vLLM's profiler wrote no chrome trace into {folder}")

@@ -27,7 +27,7 @@ from kerneltracer.analysis.records.model import (
 )
 from kerneltracer.analysis.records.reporters.base import Reporter
 
-SUB_US_SHARE = 0.25
+_SUB_US_SHARE = 0.25
 _CHUNK = 50_000
 
 
@@ -64,7 +64,7 @@ def _display_unit(pd: ProfilingData) -> str:
         return "ms"
     start, end = ev.column("start"), ev.column("end")
     sub_us = sum(1 for s, e in zip(start, end, strict=True) if e - s < 1000)
-    return "ns" if sub_us >= SUB_US_SHARE * len(ev) else "ms"
+    return "ns" if sub_us >= _SUB_US_SHARE * len(ev) else "ms"
 
 
 def _us(ns: int) -> str:

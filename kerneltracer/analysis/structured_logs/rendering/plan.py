@@ -13,7 +13,7 @@ from typing import Any
 
 from kerneltracer.analysis.structured_logs.envelopes import SENTINEL_GRAPH_TYPES, safe_name
 
-STACK_TRACES_PREFIX = "inductor_provenance_tracking_kernel_stack_traces"
+_STACK_TRACES_PREFIX = "inductor_provenance_tracking_kernel_stack_traces"
 
 
 @dataclass
@@ -143,7 +143,7 @@ def build_plan(summaries: dict[str, dict[str, Any]], *, export: bool = False) ->
             url = f"{out_dir}/{fname}"
             art = Artifact(seq, out["type"], key, url, url, counter, _suffix(url))
             counter += 1
-            if fname.startswith(STACK_TRACES_PREFIX) and fname.endswith(".json"):
+            if fname.startswith(_STACK_TRACES_PREFIX) and fname.endswith(".json"):
                 art.readable_url = f"{out_dir}/{fname[:-5]}_readable.html"
                 counter += 1
             made.append(art)

@@ -49,7 +49,7 @@ STATUS_TEXT = {
     "no_launch": "launch not in the trace (before it started, or not recorded)",
     "outside_ops": "launched outside any profiled op",
 }
-GRAPH_LAUNCH = re.compile(r"^(cuda|hip|cu)GraphLaunch")
+_GRAPH_LAUNCH = re.compile(r"^(cuda|hip|cu)GraphLaunch")
 _MODULE_PREFIX = "nn.Module: "
 _STEP = re.compile(r"ProfilerStep#(\d+)")
 
@@ -346,7 +346,7 @@ def _by_external_id(
 
 def _graph_launches(trace: ChromeTrace, launch: np.ndarray) -> np.ndarray:
     out = np.full(launch.size, -1, dtype=np.int64)
-    graph_names = [i for i, n in enumerate(trace.names) if GRAPH_LAUNCH.match(n)]
+    graph_names = [i for i, n in enumerate(trace.names) if _GRAPH_LAUNCH.match(n)]
     if not graph_names:
         return out
     has = launch >= 0

@@ -35,13 +35,13 @@ CATEGORIES = (
     "cpu_runtime",
     "cpu_compute",
 )
-IDLE = "idle"
+_IDLE = "idle"
 # Below these a verdict has too little behind it: its confidence is scaled down linearly.
-MIN_EVENTS = 20
-MIN_SPAN_US = 1000.0
+_MIN_EVENTS = 20
+_MIN_SPAN_US = 1000.0
 
 
-def analyze_window(
+def _analyze_window(
     trace: ChromeTrace, cats: CategoryRows, lo: float, hi: float
 ) -> BottleneckResult:
     end = trace.end
@@ -62,7 +62,7 @@ def analyze_window(
 
 def analyze_trace(trace: ChromeTrace, cats: CategoryRows | None = None) -> BottleneckResult:
     cats = cats or categorize(trace)
-    return analyze_window(trace, cats, *cats.window)
+    return _analyze_window(trace, cats, *cats.window)
 
 
 def analyze_steps(trace: ChromeTrace, cats: CategoryRows) -> list[StepResult]:
@@ -76,7 +76,7 @@ def analyze_steps(trace: ChromeTrace, cats: CategoryRows) -> list[StepResult]:
     out = []
     for r in rows[np.argsort(trace.ts[rows], kind="stable")].tolist():
         lo, hi = float(trace.ts[r]), float(trace.ts[r] + trace.dur[r])
-        res = analyze_window(trace, cats, lo, hi)
+        res = _analyze_window(trace, cats, lo, hi)
         out.append(
             StepResult(
                 step=trace.names[int(trace.name[r])],
@@ -94,7 +94,7 @@ def _breakdown(
 ) -> list[BreakdownEntry]:
     total = hi - lo
     out = []
-    for cat, dur in zip((*CATEGORIES, IDLE), durations, strict=True):
+    for cat, dur in zip((*CATEGORIES, _IDLE), durations, strict=True):
         pct = round(100.0 * dur / total, 2) if total > 0 else 0.0
         examples = _examples(trace, cats.rows.get(cat), lo, hi)
         out.append(BreakdownEntry(category=cat, duration_us=dur, percentage=pct, examples=examples))
@@ -155,15 +155,15 @@ def classify(breakdown: list[BreakdownEntry], summary: Summary) -> Bottleneck:
     """Bottleneck type from the exclusive shares; confidence grows with the winning margin
     and is scaled down when the window holds few events or little traced time."""
     verdict = _classify(breakdown, summary)
-    earned = min(1.0, summary.event_count / MIN_EVENTS) * min(
-        1.0, summary.end_to_end_latency_us / MIN_SPAN_US
+    earned = min(1.0, summary.event_count / _MIN_EVENTS) * min(
+        1.0, summary.end_to_end_latency_us / _MIN_SPAN_US
     )
     if earned < 1.0:
         verdict.confidence = round(verdict.confidence * earned, 2)
         verdict.evidence.append(
             f"Only {summary.event_count} timed event(s) over "
             f"{summary.end_to_end_latency_us / 1000:.3f} ms: too little to be sure "
-            f"(confidence needs ≥ {MIN_EVENTS} events and ≥ {MIN_SPAN_US / 1000:g} ms)"
+            f"(confidence needs ≥ {_MIN_EVENTS} events and ≥ {_MIN_SPAN_US / 1000:g} ms)"
         )
     return verdict
 
@@ -173,13 +173,13 @@ def _classify(breakdown: list[BreakdownEntry], summary: Summary) -> Bottleneck:
     gpu = share["gpu_compute"] + share["gpu_communication"]
     mem = share["h2d_copy"] + share["d2h_copy"] + share["gpu_memory_other"]
     host = share["cpu_sync"] + share["cpu_runtime"] + share["cpu_compute"]
-    idle = share[IDLE]
+    idle = share[_IDLE]
     evidence = _evidence(share, summary, gpu, mem, host)
     if not summary.has_gpu:
         # Nothing but the host can be the bottleneck; the open question is which host time.
         cause = "cpu_compute" if share["cpu_compute"] >= share["cpu_runtime"] else "cpu_runtime"
         if idle > host:
-            cause = IDLE  # gaps between ops: Python / framework overhead outside any op
+            cause = _IDLE  # gaps between ops: Python / framework overhead outside any op
         return Bottleneck(type="cpu_bound", primary_cause=cause, confidence=0.95, evidence=evidence)
     # A GPU that waits is waiting for the host: idle time counts against the host side.
     scores = {"gpu_bound": gpu, "memory_bound": mem, "cpu_bound": host + idle}
@@ -188,10 +188,10 @@ def _classify(breakdown: list[BreakdownEntry], summary: Summary) -> Bottleneck:
     margin = top_v - second_v
     kind = top if margin >= 0.1 else "balanced"
     confidence = min(0.99, 0.5 + margin) if kind != "balanced" else max(0.5, 1.0 - 5 * margin)
-    non_idle = [b for b in breakdown if b.category != IDLE]
-    primary = max(non_idle, key=lambda b: b.duration_us).category if non_idle else IDLE
+    non_idle = [b for b in breakdown if b.category != _IDLE]
+    primary = max(non_idle, key=lambda b: b.duration_us).category if non_idle else _IDLE
     if kind == "cpu_bound" and idle > host:
-        primary = IDLE
+        primary = _IDLE
     return Bottleneck(
         type=kind, primary_cause=primary, confidence=round(confidence, 2), evidence=evidence
     )
@@ -219,10 +219,10 @@ def _evidence(
         f"synchronize {100 * share['cpu_sync']:.1f}%, host ops {100 * share['cpu_compute']:.1f}%)"
     )
     if summary.has_gpu:
-        lines.append(f"Nothing running {100 * share[IDLE]:.1f}% of the timeline")
+        lines.append(f"Nothing running {100 * share[_IDLE]:.1f}% of the timeline")
     else:
         lines.append(
-            f"Gaps between host ops (Python/framework overhead) {100 * share[IDLE]:.1f}% "
+            f"Gaps between host ops (Python/framework overhead) {100 * share[_IDLE]:.1f}% "
             "of the timeline"
         )
     return lines

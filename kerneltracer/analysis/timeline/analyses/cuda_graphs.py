@@ -48,7 +48,7 @@ from kerneltracer.analysis.timeline.analyses.attribution import (
 from kerneltracer.analysis.timeline.load.loader import PH_COMPLETE, ChromeTrace
 from kerneltracer.analysis.timeline.model.categories import CUDA_API
 
-LAUNCH_CALLS = re.compile(
+_LAUNCH_CALLS = re.compile(
     r"^(cudaLaunchKernel|cudaLaunchKernelExC|cuLaunchKernel|cuLaunchKernelEx|"
     r"cudaMemcpyAsync|cudaMemsetAsync|hipLaunchKernel|hipExtModuleLaunchKernel|"
     r"hipModuleLaunchKernel|hipMemcpyAsync|hipMemsetAsync)"
@@ -64,7 +64,7 @@ _FILL_CALL = re.compile("memset", re.IGNORECASE)
 # At most one replayed kernel in ten may differ from its region (inserted or missing).
 _MAX_EDITS = 0.1
 # Why a replay found no capture (keys of GraphJoin.unmatched_why) and what that means.
-WHY_TEXT = {
+_WHY_TEXT = {
     "no_capture_region": (
         "the capture trace has no capture region (no cudaStreamBeginCapture .. "
         "EndCapture, no CUDAGraphNode.record annotation with launches) and its executed "
@@ -90,13 +90,13 @@ class GraphJoin:
     unmatched: int = 0
     kernels: int = 0  # GPU events attributed through the capture
     unpaired_kernels: int = 0  # kernels of joined replays the alignment left without a launch
-    unmatched_why: dict[str, int] = field(default_factory=dict)  # replays, by WHY_TEXT key
+    unmatched_why: dict[str, int] = field(default_factory=dict)  # replays, by _WHY_TEXT key
     notes: list[str] = field(default_factory=list)
 
     def why_text(self) -> str:
         """Why replayed kernels stayed unattributed, most replays first ("" if none did)."""
         parts = [
-            f"{n} replay{'s' if n != 1 else ''}: {WHY_TEXT[k]}"
+            f"{n} replay{'s' if n != 1 else ''}: {_WHY_TEXT[k]}"
             for k, n in sorted(self.unmatched_why.items(), key=lambda kv: -kv[1])
         ]
         if self.unpaired_kernels:
@@ -285,7 +285,7 @@ def _capture_regions(a: Attribution) -> list[_Slots]:
     api = np.flatnonzero(complete & t.category_mask(CUDA_API))
     names = [t.names[int(t.name[r])] for r in api.tolist()]
     launches = np.array(
-        [r for r, n in zip(api.tolist(), names, strict=True) if LAUNCH_CALLS.match(n)],
+        [r for r, n in zip(api.tolist(), names, strict=True) if _LAUNCH_CALLS.match(n)],
         dtype=np.int64,
     )
     if not launches.size:

@@ -34,8 +34,8 @@ from kerneltracer.costmodel import (
     achieved,
     estimate,
     estimate_gemm_like,
+    module_group,
 )
-from kerneltracer.costmodel.aggregate import module_group
 from kerneltracer.costmodel.profiler_args import (
     shapes_text,
     signature_inputs,

@@ -15,7 +15,7 @@ Only ``bad`` counts make ``--strict`` fail. Text with a literal only Python's js
 (``NaN``, ``1e400``…) is decoded by it, so the event is counted (``timestamp_not_finite``,
 ``duration_out_of_range``…) instead of the whole trace being rejected.
 
-Times are µs, and no clock gives one beyond ``MAX_TIME_US`` (2^53 µs, 285 years from its
+Times are µs, and no clock gives one beyond ``_MAX_TIME_US`` (2^53 µs, 285 years from its
 epoch; past it a double cannot even hold a whole microsecond): an event that starts or ends
 there (``ts: 1e300``, ``dur: 1e308``) is malformed (``timestamp_out_of_range``,
 ``duration_out_of_range``), not a span every figure of the report would be measured against.
@@ -43,7 +43,7 @@ from kerneltracer.analysis.timeline.model.categories import (
 
 PH_COMPLETE = 0
 PH_INSTANT = 1
-MAX_TIME_US = float(2**53)
+_MAX_TIME_US = float(2**53)
 # Valid chrome-trace phases the analyses do not use (flows, counters, async, objects…).
 _UNUSED_PHASES = frozenset("sftCbneNODPRVvc")
 # pid / tid values that can label a thread (Kineto uses ints and strings).
@@ -55,7 +55,7 @@ _KEEP_ARGS = GPU_ACTIVITY | {"cpu_instant_event", "gpu_user_annotation", "cuda_s
 _OP_ARG_CATEGORIES = frozenset({"cpu_op"})
 _KEEP_NONE, _KEEP_WHOLE, _KEEP_OP, _KEEP_LAUNCH = 0, 1, 2, 3
 # Flow events that tie a launch on the host to its GPU activity (the correlation id).
-FLOW_CATEGORIES = frozenset({"ac2g"})
+_FLOW_CATEGORIES = frozenset({"ac2g"})
 
 
 class Builder:
@@ -236,9 +236,9 @@ class Builder:
                 self._keep_launch(base + i, rows[i].args)
 
     def _add_flows(self, flows: list[ev.Event]) -> None:
-        """Flow events of FLOW_CATEGORIES with usable times and thread ids, in order."""
+        """Flow events of _FLOW_CATEGORIES with usable times and thread ids, in order."""
         f = self.flows
-        kept = [e for e in flows if type(e.cat) is str and e.cat in FLOW_CATEGORIES]
+        kept = [e for e in flows if type(e.cat) is str and e.cat in _FLOW_CATEGORIES]
         if f is None or not kept:
             return
         ts = [e.ts for e in kept]
@@ -405,11 +405,11 @@ class Builder:
     def _add_flow(self, e: ev.Event) -> None:
         if self.flows is None:
             return
-        if type(e.cat) is not str or e.cat not in FLOW_CATEGORIES:
+        if type(e.cat) is not str or e.cat not in _FLOW_CATEGORIES:
             return
         if type(e.ts) not in (int, float) or type(e.pid) not in _ID_TYPES:
             return
-        if not -MAX_TIME_US <= e.ts <= MAX_TIME_US:  # NaN too: no flow ends there
+        if not -_MAX_TIME_US <= e.ts <= _MAX_TIME_US:  # NaN too: no flow ends there
             return
         if type(e.tid) not in _ID_TYPES:
             return
@@ -522,17 +522,17 @@ def _time_columns(rows: list[ev.Event]) -> tuple[np.ndarray, np.ndarray, bool] |
     except OverflowError:  # an integer beyond a double
         return None
     # NaN fails both comparisons and ±inf the bound: the per-event path counts them.
-    if not (np.abs(ts_col).max() <= MAX_TIME_US and (ts_col + dur_col).max() <= MAX_TIME_US):
+    if not (np.abs(ts_col).max() <= _MAX_TIME_US and (ts_col + dur_col).max() <= _MAX_TIME_US):
         return None
     return ts_col, dur_col, float in ts_types
 
 
 def _times_in_range(ts: list[Any]) -> bool:
-    """Every value an int or float (not a bool) within ±MAX_TIME_US (NaN is not)."""
+    """Every value an int or float (not a bool) within ±_MAX_TIME_US (NaN is not)."""
     if not set(map(type, ts)) <= _TIME_TYPES:
         return False
     try:
-        return bool(np.all(np.abs(np.array(ts, dtype=np.float64)) <= MAX_TIME_US))
+        return bool(np.all(np.abs(np.array(ts, dtype=np.float64)) <= _MAX_TIME_US))
     except OverflowError:  # an integer beyond a double
         return False
 
@@ -544,7 +544,7 @@ def _time_problem(ts: Any) -> str:
         return "missing_timestamp" if ts is None else "timestamp_not_a_number"
     if t is float and not math.isfinite(ts):
         return "timestamp_not_finite"
-    if not -MAX_TIME_US <= ts <= MAX_TIME_US:
+    if not -_MAX_TIME_US <= ts <= _MAX_TIME_US:
         return "timestamp_out_of_range"
     return ""
 
@@ -558,7 +558,7 @@ def _duration_problem(ts: float, dur: Any) -> str:
         return "negative_duration"
     if t is float and not math.isfinite(dur):
         return "duration_not_finite"
-    if ts + dur > MAX_TIME_US:
+    if ts + dur > _MAX_TIME_US:
         return "duration_out_of_range"
     return ""
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-DTYPES: dict[str, Any] = {
+_DTYPES: dict[str, Any] = {
     "ph": np.uint8,
     "cat": np.int32,
     "name": np.int32,
@@ -38,7 +38,9 @@ class Columns:
         self.device: list[int] = []
 
     def arrays(self) -> dict[str, np.ndarray]:
-        out = {k: np.asarray(getattr(self, k), dtype=d) for k, d in DTYPES.items() if d != np.int64}
+        out = {
+            k: np.asarray(getattr(self, k), dtype=d) for k, d in _DTYPES.items() if d != np.int64
+        }
         for k in ("stream", "corr", "device"):
             out[k] = int_column(getattr(self, k))
         return out
@@ -67,8 +69,8 @@ class Flows:
 
 def concat(chunks: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     if not chunks:
-        return {k: np.empty(0, dtype=d) for k, d in DTYPES.items()}
-    return {k: np.concatenate([c[k] for c in chunks]) for k in DTYPES}
+        return {k: np.empty(0, dtype=d) for k, d in _DTYPES.items()}
+    return {k: np.concatenate([c[k] for c in chunks]) for k in _DTYPES}
 
 
 def int_column(values: list[Any]) -> np.ndarray:

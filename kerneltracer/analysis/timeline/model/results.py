@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-BottleneckType = Literal["cpu_bound", "gpu_bound", "memory_bound", "balanced"]
+_BottleneckType = Literal["cpu_bound", "gpu_bound", "memory_bound", "balanced"]
 Priority = Literal["high", "medium", "low"]
 
 
@@ -39,7 +39,7 @@ class BreakdownEntry(BaseModel):
 
 
 class Bottleneck(BaseModel):
-    type: BottleneckType
+    type: _BottleneckType
     primary_cause: str
     confidence: float = Field(ge=0.0, le=1.0)
     evidence: list[str]

@@ -20,10 +20,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 SCHEMA_PATH = Path(__file__).with_name("inferscope_trace.schema.json")
 
-EventType = Literal[
+_EventType = Literal[
     "cpu_call", "cpu_syscall", "gpu_kernel", "h2d_copy", "d2h_copy", "memory_event", "instant"
 ]
-EVENT_TYPES: tuple[str, ...] = EventType.__args__  # type: ignore[attr-defined]
+EVENT_TYPES: tuple[str, ...] = _EventType.__args__  # type: ignore[attr-defined]
 
 
 class _Open(BaseModel):
@@ -32,7 +32,7 @@ class _Open(BaseModel):
 
 class Event(_Open):
     id: str = Field(description="unique within the file")
-    type: EventType
+    type: _EventType
     name: str
     timestamp_start_us: float | None = Field(None, description="absent for instant events")
     timestamp_end_us: float | None = None

@@ -20,7 +20,7 @@ from kerneltracer.core.templates import html_environment
 
 _RESOLUTION = 1500  # distinct x positions across the window
 _MAX_LANES = 40
-COLORS = {
+_COLORS = {
     "gpu_compute": "#2e7d32",
     "gpu_communication": "#6a1b9a",
     "h2d_copy": "#ef6c00",
@@ -89,4 +89,4 @@ def render_html(
     doc: dict[str, Any], lanes: list[Lane], template: jinja2.Template | None = None
 ) -> str:
     template = template or load_template()
-    return template.render(doc=doc, lanes=lanes, colors=COLORS)
+    return template.render(doc=doc, lanes=lanes, colors=_COLORS)

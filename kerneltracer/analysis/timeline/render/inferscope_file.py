@@ -27,7 +27,7 @@ from kerneltracer.analysis.timeline.model.validate import ValidationReport, Vali
 from kerneltracer.analysis.timeline.render.convert import InferScopeConverter
 from kerneltracer.jsonio import atomic_writer
 
-COMPRESS_LEVEL = 1
+_COMPRESS_LEVEL = 1
 _QUEUED_PIECES = 4  # bounds the bytes waiting for the compressor
 
 
@@ -74,7 +74,7 @@ def _background_gzip(raw: IO[bytes]) -> Iterator[Callable[[bytes], None]]:
     def work() -> None:
         try:
             with igzip.IGzipFile(
-                fileobj=raw, mode="wb", compresslevel=COMPRESS_LEVEL, mtime=0
+                fileobj=raw, mode="wb", compresslevel=_COMPRESS_LEVEL, mtime=0
             ) as gz:
                 while (piece := pieces.get()) is not None:
                     gz.write(piece)

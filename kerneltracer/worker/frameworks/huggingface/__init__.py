@@ -7,4 +7,6 @@ models and the zoo (``kerneltracer models``), and the causal LM of ``kerneltrace
 from kerneltracer.worker.frameworks.huggingface.context import HFContext, loss_of
 from kerneltracer.worker.frameworks.huggingface.loader import HuggingFaceLoader
 
-__all__ = ["HFContext", "HuggingFaceLoader", "loss_of"]
+# Its face also names the model builders other packages use: ``causal_lm`` (``kerneltracer fx``),
+# ``tiny`` and ``zoo`` (``kerneltracer models``).
+__all__ = ["HFContext", "HuggingFaceLoader", "causal_lm", "loss_of", "tiny", "zoo"]

@@ -63,7 +63,7 @@ def prevalidate(path: Path) -> dict[str, Any]:
     return config
 
 
-def check_architecture(config: dict[str, Any], trust_remote_code: bool) -> None:
+def _check_architecture(config: dict[str, Any], trust_remote_code: bool) -> None:
     """Unsupported unless vLLM has the architecture or can run it through transformers."""
     import transformers
     import vllm
@@ -94,11 +94,17 @@ def prompt_token_ids(vocab_size: int, batch: int, seq_len: int) -> list[list[int
 
 # Config keys that bound a model's context, as vLLM reads them (it takes the smallest).
 _LENGTH_KEYS = (
-    "max_position_embeddings", "n_positions", "max_seq_len", "seq_length",
-    "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len",
+    "max_position_embeddings",
+    "n_positions",
+    "max_seq_len",
+    "seq_length",
+    "max_target_positions",
+    "max_sequence_length",
+    "max_seq_length",
+    "seq_len",
 )
 # The engine's context when nothing asks for more: room for a longer prompt later.
-DEFAULT_MODEL_LEN = 256
+_DEFAULT_MODEL_LEN = 256
 
 
 def model_length_limit(config: dict[str, Any]) -> tuple[int, str] | None:
@@ -134,19 +140,25 @@ def engine_length(
             f"max_model_len {asked} is shorter than seq_len {seq_len} + max_tokens "
             f"{settings.max_tokens} = {wanted} tokens"
         )
-    length = asked if asked is not None else max(DEFAULT_MODEL_LEN, wanted)
+    length = asked if asked is not None else max(_DEFAULT_MODEL_LEN, wanted)
     if limit is not None and length > limit[0]:
         note = None
         if asked is not None:
-            note = (f"max_model_len {asked} asked, the model allows {limit[0]} ({limit[1]}): "
-                    f"the engine ran with {limit[0]}")
+            note = (
+                f"max_model_len {asked} asked, the model allows {limit[0]} ({limit[1]}): "
+                f"the engine ran with {limit[0]}"
+            )
         return limit[0], note
     return length, None
 
 
-def build_engine(
-    job: JobSpec, path: Path, config: dict[str, Any], settings: EngineSettings,
-    length: int, tokenizer: bool,
+def _build_engine(
+    job: JobSpec,
+    path: Path,
+    config: dict[str, Any],
+    settings: EngineSettings,
+    length: int,
+    tokenizer: bool,
 ) -> Any:
     from vllm import LLM
 
@@ -219,14 +231,16 @@ def load_vllm(job: JobSpec, job_dir: Path, settings: EngineSettings) -> VLLMCont
     if path is None:
         raise UnsupportedError("model has no local directory (it was not resolved)")
     config = prevalidate(Path(path))
-    check_architecture(config, job.model.trust_remote_code)
+    _check_architecture(config, job.model.trust_remote_code)
     length, length_note = engine_length(job.seq_len, config, settings)
     # Any reason a tokenizer does not load (no files, a package): token ids alone then.
     no_tokenizer = load_tokenizer(path, job.model.trust_remote_code).problem
     notes = [n for n in (length_note,) if n is not None]
     if no_tokenizer is not None:
-        notes.append(f"no tokenizer ({no_tokenizer}): prompts are seeded token ids, the "
-                     "engine's tokenizer is not initialised and outputs are not detokenized")
+        notes.append(
+            f"no tokenizer ({no_tokenizer}): prompts are seeded token ids, the "
+            "engine's tokenizer is not initialised and outputs are not detokenized"
+        )
     from vllm import SamplingParams
 
     # The engine's processes create their shared memory while they start; watching only
@@ -234,13 +248,15 @@ def load_vllm(job: JobSpec, job_dir: Path, settings: EngineSettings) -> VLLMCont
     watch = shm.SegmentWatch().start()
     engine = None
     try:
-        engine = build_engine(job, Path(path), config, settings, length, no_tokenizer is None)
+        engine = _build_engine(job, Path(path), config, settings, length, no_tokenizer is None)
         started = watch.stop()
         vocab = int(config.get("vocab_size") or 32000)
         token_ids = prompt_token_ids(vocab, job.batch_size, job.seq_len)
         prompts = [{"prompt_token_ids": ids} for ids in token_ids]
         params = SamplingParams(
-            max_tokens=settings.max_tokens, temperature=0.0, ignore_eos=True,
+            max_tokens=settings.max_tokens,
+            temperature=0.0,
+            ignore_eos=True,
             detokenize=no_tokenizer is None,
         )
         return VLLMContext(

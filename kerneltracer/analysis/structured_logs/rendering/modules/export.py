@@ -11,7 +11,7 @@ from kerneltracer.analysis.structured_logs.rendering.base import (
 )
 from kerneltracer.analysis.structured_logs.rendering.html import render_page
 
-EXPORT_TYPES = (
+_EXPORT_TYPES = (
     "missing_fake_kernel",
     "mismatched_fake_kernel",
     "exported_program",
@@ -25,7 +25,7 @@ class ExportModule(OutputModule):
     description = "export-mode index.html"
     in_normal = False
     in_export = True
-    envelope_types = EXPORT_TYPES
+    envelope_types = _EXPORT_TYPES
 
     def generate(self, ctx: RenderContext) -> ModuleOutput:
         failures: list[dict[str, Any]] = []

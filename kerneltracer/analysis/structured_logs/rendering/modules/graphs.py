@@ -19,7 +19,7 @@ from kerneltracer.analysis.structured_logs.rendering.base import (
 from kerneltracer.analysis.structured_logs.rendering.highlight import CSS, highlight_python
 from kerneltracer.analysis.structured_logs.rendering.html import render_page
 
-GRAPH_TYPES = (
+_GRAPH_TYPES = (
     "dynamo_output_graph",
     *SENTINEL_GRAPH_TYPES,
     "graph_dump",
@@ -34,11 +34,11 @@ class GraphViewerModule(OutputModule):
     name = "graphs"
     description = "graph dumps, artifacts and exported programs as files"
     in_export = True
-    envelope_types = GRAPH_TYPES
+    envelope_types = _GRAPH_TYPES
 
     def generate(self, ctx: RenderContext) -> ModuleOutput:
         out = ModuleOutput()
-        for etype, entry, art in ctx.artifacts(GRAPH_TYPES):
+        for etype, entry, art in ctx.artifacts(_GRAPH_TYPES):
             payload = entry.get("payload") or ""
             out.files.append(ctx.write(art.url, _content(etype, art.url, payload)))
             if art.readable_url:

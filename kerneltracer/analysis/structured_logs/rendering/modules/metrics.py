@@ -24,7 +24,7 @@ from kerneltracer.analysis.structured_logs.rendering.stacks import (
     trim_dynamo_frames,
 )
 
-METRIC_TYPES = (
+_METRIC_TYPES = (
     "compilation_metrics",
     "bwd_compilation_metrics",
     "aot_autograd_backward_compilation_metrics",
@@ -78,7 +78,7 @@ class CompilationMetricsModule(ArtifactPages):
     name = "compilation_metrics"
     description = "per-compile metrics pages"
     inputs = (BY_COMPILE_ID, by_type("dynamo_start"))
-    envelope_types = METRIC_TYPES
+    envelope_types = _METRIC_TYPES
 
     def begin(self, ctx: RenderContext) -> None:
         self._stacks = {e["compile_id"]: e for e in ctx.iter_type("dynamo_start")}

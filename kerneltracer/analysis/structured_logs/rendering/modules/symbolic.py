@@ -14,7 +14,7 @@ from kerneltracer.analysis.structured_logs.rendering.base import (
 )
 from kerneltracer.analysis.structured_logs.rendering.html import render_page
 
-SYMBOLIC_TYPES = (
+_SYMBOLIC_TYPES = (
     "propagate_real_tensors_provenance",
     "guard_added",
     "expression_created",
@@ -34,12 +34,12 @@ class SymbolicShapeModule(OutputModule):
     name = "symbolic_shapes"
     description = "symbolic shape guards and provenance per compile id"
     in_export = True
-    envelope_types = SYMBOLIC_TYPES
+    envelope_types = _SYMBOLIC_TYPES
 
     def generate(self, ctx: RenderContext) -> ModuleOutput:
         per: dict[str, dict[str, list[dict[str, Any]]]] = {}
         display: dict[str, str] = {}
-        for etype in SYMBOLIC_TYPES:
+        for etype in _SYMBOLIC_TYPES:
             for e in ctx.iter_type(etype):
                 display[e["compile_id"]] = e["display_id"]
                 row = {"lineno": e.get("lineno"), "text": _text(e.get("metadata"))}
