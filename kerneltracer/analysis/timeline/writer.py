@@ -112,6 +112,7 @@ def run_timeline(
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     rows = []
+    collectives = []
     entries: list[dict[str, Any]] = []
     used: set[str] = set()
     template = HtmlTemplate()
@@ -134,6 +135,8 @@ def run_timeline(
         files = write_trace_reports(a, out_dir / stem, template)
         written += files
         rows.append(rank_row(a))
+        if a.collectives is not None:
+            collectives.append(a.collectives)
         entries.append(
             {
                 "trace": path.name,
@@ -146,7 +149,7 @@ def run_timeline(
             }
         )
         del a  # one trace in memory at a time
-    table = rank_table(rows)
+    table = rank_table(rows, collectives)
     summary = {"report_version": "1.0", "traces": entries, **table}
     atomic_write_json(out_dir / "summary.json", summary)
     atomic_write_text(out_dir / "summary.md", render_rank_summary(table))
