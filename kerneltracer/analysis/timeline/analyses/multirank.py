@@ -192,12 +192,12 @@ def cross_rank(ranks: list[RankCollectives]) -> MultiRankFigures | None:
             source_file=rc.source_file,
             collective_calls=len(rc.calls),
             matched_calls=matched[rc.rank],
-            collective_us=coll_us[rc.rank],
-            wait_us=wait[rc.rank],
+            collective_us=round(coll_us[rc.rank], 3),
+            wait_us=round(wait[rc.rank], 3),
             wait_pct=round(100.0 * wait[rc.rank] / coll_us[rc.rank], 2)
             if coll_us[rc.rank] > 0
             else None,
-            waited_on_us=waited_on[rc.rank],
+            waited_on_us=round(waited_on[rc.rank], 3),
         )
         for rc in sorted(ranks, key=lambda r: r.rank)
     ]
@@ -240,9 +240,11 @@ def _stragglers(
         charged = step_waited_on.get(step)
         if charged and max(charged.values()) > 0:
             rank, value = max(charged.items(), key=lambda kv: (kv[1], -kv[0]))
-            out.append(StepStraggler(step, rank, "collective_wait", value, len(held)))
+            out.append(StepStraggler(step, rank, "collective_wait", round(value, 3), len(held)))
             continue
         slow = max(held, key=lambda rc: (rc.steps[step][1] - rc.steps[step][0], -rc.rank))
         start, end = slow.steps[step]
-        out.append(StepStraggler(step, slow.rank, "step_duration", end - start, len(held)))
+        out.append(
+            StepStraggler(step, slow.rank, "step_duration", round(end - start, 3), len(held))
+        )
     return out
