@@ -28,7 +28,7 @@ from kerneltracer.analysis.timeline.analyses.multirank import cross_rank, rank_c
 from kerneltracer.analysis.timeline.load.loader import load_chrome_trace
 from kerneltracer.analysis.timeline.writer import run_timeline
 from tests.conftest import REPO_ROOT, require
-from tests.timeline.traces import hta_path, kernel, write_trace, x
+from tests.timeline.traces import hta_path, kernel, timeline_cli, write_trace, x
 
 ALLREDUCE = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)"
 NCCL_ARGS = {"Collective name": "allreduce", "Process Group Name": "0"}
@@ -265,7 +265,8 @@ with profile(activities=[ProfilerActivity.CPU], schedule=sched) as prof:
             time.sleep(0.5)
         dist.all_reduce(y)
         prof.step()
-prof.export_chrome_trace(os.path.join(sys.argv[1], f"rank{rank}.json"))
+os.makedirs(os.path.join(sys.argv[1], f"rank_{rank}"))
+prof.export_chrome_trace(os.path.join(sys.argv[1], f"rank_{rank}", "trace.json"))
 dist.destroy_process_group()
 """
 
@@ -278,7 +279,10 @@ def _free_port() -> int:
 
 def test_two_gloo_ranks_we_record(tmp_path: Path) -> None:
     """Rank 1 sleeps 0.5 s before its all-reduce in step 3: rank 0 waits in it, and rank 1 is
-    that step's straggler (HTA computes none of this on CPU traces: no GPU kernels)."""
+    that step's straggler (HTA computes none of this on CPU traces: no GPU kernels). The
+    job directory goes to ``kerneltracer timeline`` as one argument."""
+    job = tmp_path / "job"
+    job.mkdir()
     script = tmp_path / "rank.py"
     script.write_text(_RANK_SCRIPT)
     port = str(_free_port())
@@ -294,7 +298,7 @@ def test_two_gloo_ranks_we_record(tmp_path: Path) -> None:
         }
         procs.append(
             subprocess.Popen(
-                [sys.executable, "-W", "ignore", str(script), str(tmp_path)],
+                [sys.executable, "-W", "ignore", str(script), str(job)],
                 env=env,
                 cwd=REPO_ROOT,
                 stdout=subprocess.DEVNULL,
@@ -305,10 +309,32 @@ def test_two_gloo_ranks_we_record(tmp_path: Path) -> None:
         _, err = p.communicate(timeout=120)
         assert p.returncode == 0, err.decode()[-2000:]
     out = tmp_path / "out"
-    run_timeline([tmp_path / "rank0.json", tmp_path / "rank1.json"], out, convert=False)
-    multi = json.loads((out / "summary.json").read_text())["multi_rank"]
+    done = timeline_cli(str(job), "-o", str(out), "--no-inferscope", "--no-ops")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert [t["trace"] for t in summary["traces"]] == ["trace.json", "trace.json"]
+    multi = summary["multi_rank"]
     r0, r1 = multi["ranks"]
     assert multi["matched_collectives"] == 3 and multi["unmatched_calls"] == 0
     assert r0["wait_us"] > 250_000 > r1["wait_us"]  # of the 500 ms sleep
     step3 = next(s for s in multi["steps"] if s["step"] == 3)
     assert (step3["rank"], step3["basis"]) == (1, "collective_wait")
+
+
+def test_a_directory_without_traces_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    done = timeline_cli(str(tmp_path / "empty"), "-o", str(tmp_path / "out"))
+    assert done.returncode != 0
+    assert "no chrome trace under it" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_directory_traces_in_natural_rank_order(tmp_path: Path) -> None:
+    from kerneltracer.analysis.timeline.writer import expand_traces
+
+    for r in (10, 2, 1):
+        (tmp_path / f"rank_{r}").mkdir()
+        _rank_trace(tmp_path / f"rank_{r}" / "trace.json.gz", r, [kernel("gemm", 0, 1)])
+    (tmp_path / "rank_1" / "inferscope_trace.json.gz").write_bytes(b"")
+    (tmp_path / "status.json").write_text("{}")
+    got = expand_traces([tmp_path])
+    assert [p.parent.name for p in got] == ["rank_1", "rank_2", "rank_10"]
