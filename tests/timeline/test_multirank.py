@@ -338,3 +338,13 @@ def test_directory_traces_in_natural_rank_order(tmp_path: Path) -> None:
     (tmp_path / "status.json").write_text("{}")
     got = expand_traces([tmp_path])
     assert [p.parent.name for p in got] == ["rank_1", "rank_2", "rank_10"]
+
+
+def test_python_api_exposes_the_multi_rank_figures(tmp_path: Path) -> None:
+    import kerneltracer as kt
+
+    result = kt.timeline(_two_ranks(tmp_path), ops=False)
+    assert result.collective_waits["wait_us"].tolist() == [300.0, 40.0]
+    assert result.step_stragglers["rank"].tolist() == [1, 0]
+    assert "comm_comp_overlap_pct" in result.summary.columns
+    assert kt.timeline(tmp_path / "r0.json", ops=False).collective_waits.empty
