@@ -155,6 +155,8 @@ def test_reports_carry_the_multi_rank_section(tmp_path: Path) -> None:
     report = json.loads((out / "r0" / "report.json").read_text())
     # Both all-reduces and the broadcast: overlap is per rank, matched or not.
     assert report["ranks"][0]["comm_comp_overlap"]["communication_us"] == 610.0
+    for page in ("report.md", "report.html"):
+        assert "overlap (HTA's definition): 0.00% of the 610" in (out / "r0" / page).read_text()
 
 
 # -- next to traceinsight 0.6.1 ----------------------------------------------------------------

@@ -111,6 +111,14 @@ def _rank(r: dict[str, Any]) -> list[str]:
     out += [f"| {k['kernel_type']} | {_us(k['sum_us'])} | {k['percentage']:.2f} |" for k in by_type]
     total = sum(k["sum_us"] for k in by_type)
     out += [f"| **kernels, memcpys, memsets (union)** | {_us(total)} | |", ""]
+    overlap = r.get("comm_comp_overlap") or {}
+    if overlap.get("overlap_pct") is not None:
+        out += [
+            f"Communication / computation overlap (HTA's definition): "
+            f"{overlap['overlap_pct']:.2f}% of the {_us(overlap['communication_us'])} µs "
+            "communication kernels run (union) overlap a computation kernel.",
+            "",
+        ]
     per_device = r.get("temporal_breakdown_per_device") or []
     if per_device:
         out += ["| GPU | idle % | compute % | non-compute % |", "|---:|---:|---:|---:|"]
