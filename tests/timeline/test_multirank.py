@@ -269,7 +269,10 @@ with profile(activities=[ProfilerActivity.CPU], schedule=sched) as prof:
         prof.step()
 os.makedirs(os.path.join(sys.argv[1], f"rank_{rank}"))
 prof.export_chrome_trace(os.path.join(sys.argv[1], f"rank_{rank}", "trace.json"))
-dist.destroy_process_group()
+dist.barrier()
+# Both traces are written: leave without gloo's teardown, which can abort at interpreter
+# exit ("terminate called without an active exception") while its threads wind down.
+os._exit(0)
 """
 
 
