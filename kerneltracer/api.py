@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from kerneltracer.analysis.compile_health.fleet import FleetHealth
     from kerneltracer.analysis.runner import AnalysisOutcome
     from kerneltracer.analysis.structured_logs.stats import ParseStats
+    from kerneltracer.analysis.timeline.analyses.multirank import MultiRankFigures
     from kerneltracer.analysis.timeline.pipeline import TraceAnalysis
     from kerneltracer.core.jobspec import JobSpec
     from kerneltracer.core.status import TraceStatus
@@ -617,7 +618,8 @@ class TimelineResult:
     @property
     def summary(self) -> pd.DataFrame:
         """One row per trace: rank, source_file, end_to_end_latency_us, mean_step_us, steps,
-        gpu_busy_pct, gpu_idle_pct, compute_us, communication_pct, bottleneck."""
+        gpu_busy_pct, gpu_idle_pct, compute_us, communication_pct, bottleneck,
+        comm_comp_overlap_pct (HTA's get_comm_comp_overlap)."""
         from kerneltracer.analysis.timeline.pipeline import rank_row
 
         rows = []
@@ -671,6 +673,29 @@ class TimelineResult:
                 rows.append({"trace": trace, **{c: record[c] for c in columns}})
         return _frame(rows, ("trace", *columns))
 
+    @property
+    def collective_waits(self) -> pd.DataFrame:
+        """Per rank, time waiting in collectives matched across the traces (empty with one
+        trace): rank, source_file, collective_calls, matched_calls, collective_us, wait_us,
+        wait_pct, waited_on_us (the others' wait on this rank). Definitions:
+        docs/howto/multi-rank-timeline.md."""
+        figures = self._cross_rank()
+        rows = [asdict(r) for r in figures.ranks] if figures else []
+        return _frame(rows, _WAIT_COLUMNS)
+
+    @property
+    def step_stragglers(self) -> pd.DataFrame:
+        """The straggler rank of each ProfilerStep two or more traces hold: step, rank,
+        basis (collective_wait or step_duration), value_us, ranks."""
+        figures = self._cross_rank()
+        rows = [asdict(s) for s in figures.steps] if figures else []
+        return _frame(rows, _STEP_STRAGGLER_COLUMNS)
+
+    def _cross_rank(self) -> MultiRankFigures | None:
+        from kerneltracer.analysis.timeline.analyses.multirank import cross_rank
+
+        return cross_rank([a.collectives for a in self.analyses if a.collectives is not None])
+
     def reports(self) -> list[dict[str, Any]]:
         """The JSON report of each trace (``report.json``)."""
         from kerneltracer.analysis.timeline.pipeline import report_document
@@ -689,7 +714,19 @@ _SUMMARY_COLUMNS = (
     "compute_us",
     "communication_pct",
     "bottleneck",
+    "comm_comp_overlap_pct",
 )
+_WAIT_COLUMNS = (
+    "rank",
+    "source_file",
+    "collective_calls",
+    "matched_calls",
+    "collective_us",
+    "wait_us",
+    "wait_pct",
+    "waited_on_us",
+)
+_STEP_STRAGGLER_COLUMNS = ("step", "rank", "basis", "value_us", "ranks")
 
 
 def timeline(
@@ -700,13 +737,16 @@ def timeline(
     include_last_step: bool = False,
     strict: bool = False,
 ) -> TimelineResult:
-    """Analyse profiler chrome traces (torch.profiler / Kineto / vLLM, .json or .json.gz):
-    bottleneck, time by category and, with ``ops``, op → kernel attribution with a
-    roofline on ``device`` (default: the trace's GPU). Writes nothing."""
+    """Analyse profiler chrome traces (torch.profiler / Kineto / vLLM, .json or .json.gz;
+    a directory stands for the traces under it, one per rank): bottleneck, time by category,
+    with several ranks the waits in collectives and the straggler of each step, and, with
+    ``ops``, op → kernel attribution with a roofline on ``device`` (default: the trace's
+    GPU). Writes nothing."""
     from kerneltracer.analysis.timeline.pipeline import OpsOptions, analyze_file
+    from kerneltracer.analysis.timeline.writer import expand_traces
     from kerneltracer.inputguard import check_input_file
 
-    paths = _paths(traces)
+    paths = expand_traces(_paths(traces))
     for path in paths:
         check_input_file(path, "trace file")  # InputFileError: the CLI's one line
     if device is not None:

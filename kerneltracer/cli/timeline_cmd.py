@@ -61,16 +61,19 @@ def timeline(
 ) -> None:
     """Analyse chrome traces (torch.profiler / Kineto / vLLM, .json or .json.gz).
 
-    Each TRACE is one rank (its distributedInfo.rank, else its position). Writes per trace
-    report.json, report.md, report.html and inferscope_trace.json.gz, and the op
+    Each TRACE is one rank (its distributedInfo.rank, else its position); a directory
+    stands for the chrome traces under it (a multi-rank job's rank_<r>/ traces). Writes per
+    trace report.json, report.md, report.html and inferscope_trace.json.gz, and the op
     attribution (ops.csv, ops.parquet, kernels_by_op.csv, ops.json, ops.html); with
-    several traces summary.md also names the stragglers.
+    several traces summary.md also gives per rank the comm / comp overlap and the time
+    waiting in collectives, and names the straggler of each step.
     """
     from kerneltracer.analysis.timeline.load.loader import count_text
     from kerneltracer.analysis.timeline.pipeline import OpsOptions, TraceAnalysis
-    from kerneltracer.analysis.timeline.writer import run_timeline
+    from kerneltracer.analysis.timeline.writer import expand_traces, run_timeline
     from kerneltracer.jsonio import outputs_all_or_none
 
+    traces = tuple(expand_traces(traces))
     ops = None if no_ops else OpsOptions(capture_trace, device_name, devices_file)
     if ops is not None and (device_name or devices_file):
         from kerneltracer.costmodel import load_devices

@@ -90,6 +90,21 @@ _.pct_of_type
 _.mean_step_us
 _.gpu_busy_pct
 _.gpu_idle_pct
+# analysis/timeline multi-rank figures: fields written by asdict into summary.json / report.json
+_.communication_us
+_.overlap_us
+_.comm_comp_overlap_pct
+_.collective_calls
+_.matched_calls
+_.collective_us
+_.wait_us
+_.wait_pct
+_.waited_on_us
+_.value_us
+_.matched_collectives
+_.unmatched_calls
+_.collective_waits  # kerneltracer.api.TimelineResult: read by users
+_.step_stragglers
 _.communication_pct
 _.ratio
 _.total_cpu_time_us

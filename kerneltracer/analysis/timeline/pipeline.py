@@ -16,9 +16,11 @@ from kerneltracer.analysis.timeline.render.inferscope_file import write_infersco
 
 if TYPE_CHECKING:
     from kerneltracer.analysis.timeline.analyses.gpu_breakdown import (
+        CommCompOverlap,
         KernelBreakdown,
         TemporalBreakdown,
     )
+    from kerneltracer.analysis.timeline.analyses.multirank import RankCollectives
     from kerneltracer.analysis.timeline.analyses.ops import OpsResult
     from kerneltracer.analysis.timeline.model.results import BottleneckResult, StepResult
 
@@ -37,6 +39,8 @@ class TraceAnalysis:
     inferscope_file: Path | None
     validation: ValidationReport | None
     ops: OpsResult | None = None  # op attribution (None when not asked for)
+    overlap: CommCompOverlap | None = None  # HTA's comm / comp overlap (None: no GPU work)
+    collectives: RankCollectives | None = None  # for the cross-rank waits and stragglers
 
 
 @dataclass(frozen=True)
@@ -76,17 +80,20 @@ def analyze_file(
     from kerneltracer.analysis.timeline.analyses.bottleneck import analyze_steps, analyze_trace
     from kerneltracer.analysis.timeline.analyses.category_rows import categorize
     from kerneltracer.analysis.timeline.analyses.gpu_breakdown import (
+        comm_comp_overlap,
         kernel_breakdown,
         per_device_temporal,
         select_gpu_work,
         temporal_breakdown,
     )
+    from kerneltracer.analysis.timeline.analyses.multirank import rank_collectives
 
     cats = categorize(trace)
     work = select_gpu_work(trace, include_last_step=include_last_step)
+    own_rank = trace.rank if trace.rank is not None else (rank or 0)
     analysis = TraceAnalysis(
         trace=trace,
-        rank=trace.rank if trace.rank is not None else (rank or 0),
+        rank=own_rank,
         bottleneck=analyze_trace(trace, cats),
         steps=analyze_steps(trace, cats),
         temporal=temporal_breakdown(work),
@@ -94,6 +101,8 @@ def analyze_file(
         kernels=kernel_breakdown(work, trace.names),
         inferscope_file=inferscope_file,
         validation=None,
+        overlap=comm_comp_overlap(work),
+        collectives=rank_collectives(trace, own_rank),
     )
     if ops is not None:
         from kerneltracer.analysis.timeline.analyses.ops import compute_ops
@@ -128,6 +137,7 @@ def rank_row(a: TraceAnalysis) -> RankRow:
         communication_pct=pct.get("gpu_communication") if s.has_gpu else None,
         bottleneck=a.bottleneck.bottleneck.type,
         temporal_breakdown=a.temporal.to_dict() if a.temporal else None,
+        comm_comp_overlap_pct=a.overlap.overlap_pct if a.overlap else None,
     )
 
 
@@ -160,6 +170,7 @@ def report_document(a: TraceAnalysis, outputs: dict[str, str] | None = None) -> 
                 "temporal_breakdown": a.temporal.to_dict() if a.temporal else None,
                 "temporal_breakdown_per_device": a.per_device,
                 "kernel_breakdown": a.kernels.to_dict(),
+                "comm_comp_overlap": a.overlap.to_dict() if a.overlap else None,
                 "note": None
                 if a.temporal
                 else "no GPU kernels in this trace: GPU breakdowns are empty",

@@ -96,6 +96,35 @@ def _write_trace_reports(
     return written
 
 
+def expand_traces(paths: Sequence[Path]) -> list[Path]:
+    """Each path as given, a directory replaced by the chrome traces under it (a job's
+    ``rank_<r>/`` traces, a folder of Kineto files), in natural order: ``rank_2`` before
+    ``rank_10``. Our own InferScope files are not inputs and are left out."""
+    from kerneltracer.core.artefacts import ArtefactKind, kind_from_name
+    from kerneltracer.errors import UsageError
+
+    out: list[Path] = []
+    for path in paths:
+        if not path.is_dir():
+            out.append(path)
+            continue
+        found = [
+            f
+            for f in path.rglob("*")
+            if f.is_file()
+            and f.name != INFERSCOPE_FILE
+            and kind_from_name(f.relative_to(path).as_posix()) is ArtefactKind.CHROME_TRACE
+        ]
+        if not found:
+            raise UsageError(f"{path}: no chrome trace under it (*.json.gz or *trace*.json files)")
+        out += sorted(found, key=lambda f: _natural(f.relative_to(path).as_posix()))
+    return out
+
+
+def _natural(text: str) -> list[tuple[int, int | str]]:
+    return [(0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", text) if p]
+
+
 def run_timeline(
     traces: Sequence[Path],
     out_dir: Path,
@@ -112,6 +141,7 @@ def run_timeline(
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     rows = []
+    collectives = []
     entries: list[dict[str, Any]] = []
     used: set[str] = set()
     template = HtmlTemplate()
@@ -134,6 +164,8 @@ def run_timeline(
         files = _write_trace_reports(a, out_dir / stem, template)
         written += files
         rows.append(rank_row(a))
+        if a.collectives is not None:
+            collectives.append(a.collectives)
         entries.append(
             {
                 "trace": path.name,
@@ -146,7 +178,7 @@ def run_timeline(
             }
         )
         del a  # one trace in memory at a time
-    table = rank_table(rows)
+    table = rank_table(rows, collectives)
     summary = {"report_version": "1.0", "traces": entries, **table}
     atomic_write_json(out_dir / "summary.json", summary)
     atomic_write_text(out_dir / "summary.md", render_rank_summary(table))

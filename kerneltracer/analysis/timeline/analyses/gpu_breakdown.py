@@ -306,3 +306,53 @@ def _stat(
         std_us=math.sqrt(max(var, 0.0)),
         pct_of_type=round(100.0 * s / grand, 2) if grand > 0 else 0.0,
     )
+
+
+@dataclass
+class CommCompOverlap:
+    """HTA's ``get_comm_comp_overlap`` for one rank: the share of communication-kernel time
+    (union over streams) during which a computation kernel also runs."""
+
+    communication_us: float
+    overlap_us: float
+    overlap_pct: float | None  # None: no communication kernel
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def comm_comp_overlap(work: GpuWork) -> CommCompOverlap | None:
+    """None when the rank ran no GPU work.
+
+    On the same GPU work as the temporal breakdown (HTA filters its trace once, so the last
+    ProfilerStep is excluded here too); communication and computation kernels are each
+    merged over all streams first, so a collective that two compute streams overlap counts
+    once.
+    """
+    if work.ts.size == 0:
+        return None
+    comm = work.ktype == _CODE[KernelType.COMMUNICATION]
+    comp = work.ktype == _CODE[KernelType.COMPUTATION]
+    cs, ce = merge(work.ts[comm], work.end[comm])
+    ps, pe = merge(work.ts[comp], work.end[comp])
+    comm_us = float(np.sum(ce - cs)) if cs.size else 0.0
+    overlap = _intersection_length(cs, ce, ps, pe)
+    pct = round(100.0 * overlap / comm_us, 2) if comm_us > 0 else None
+    return CommCompOverlap(communication_us=comm_us, overlap_us=overlap, overlap_pct=pct)
+
+
+def _intersection_length(
+    a_s: np.ndarray, a_e: np.ndarray, b_s: np.ndarray, b_e: np.ndarray
+) -> float:
+    """Length of the intersection of two sets of disjoint, sorted intervals."""
+    if a_s.size == 0 or b_s.size == 0:
+        return 0.0
+    # For each interval of a, the intervals of b that can overlap it are a contiguous run.
+    lo = np.searchsorted(b_e, a_s, side="right")
+    hi = np.searchsorted(b_s, a_e, side="left")
+    total = 0.0
+    for i in np.flatnonzero(hi > lo).tolist():
+        s = np.maximum(b_s[lo[i] : hi[i]], a_s[i])
+        e = np.minimum(b_e[lo[i] : hi[i]], a_e[i])
+        total += float(np.sum(np.maximum(e - s, 0.0)))
+    return total

@@ -11,6 +11,8 @@ import statistics
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from kerneltracer.analysis.timeline.analyses.multirank import RankCollectives, cross_rank
+
 _STRAGGLER_FACTOR = 1.10
 
 
@@ -27,6 +29,7 @@ class RankRow:
     communication_pct: float | None
     bottleneck: str
     temporal_breakdown: dict[str, Any] | None
+    comm_comp_overlap_pct: float | None = None  # HTA's get_comm_comp_overlap
 
 
 @dataclass
@@ -68,8 +71,14 @@ def find_stragglers(rows: list[RankRow]) -> list[Straggler]:
     return out
 
 
-def rank_table(rows: list[RankRow]) -> dict[str, Any]:
+def rank_table(
+    rows: list[RankRow], collectives: list[RankCollectives] | None = None
+) -> dict[str, Any]:
+    """The ranks, their stragglers and, given each rank's collective calls, the cross-rank
+    figures (``multi_rank``: waits in collectives, straggler per step; None for one rank)."""
+    figures = cross_rank(collectives) if collectives else None
     return {
         "ranks": [asdict(r) for r in sorted(rows, key=lambda r: r.rank)],
         "stragglers": [asdict(s) for s in find_stragglers(rows)],
+        "multi_rank": figures.to_dict() if figures else None,
     }

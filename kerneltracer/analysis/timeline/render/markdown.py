@@ -111,6 +111,14 @@ def _rank(r: dict[str, Any]) -> list[str]:
     out += [f"| {k['kernel_type']} | {_us(k['sum_us'])} | {k['percentage']:.2f} |" for k in by_type]
     total = sum(k["sum_us"] for k in by_type)
     out += [f"| **kernels, memcpys, memsets (union)** | {_us(total)} | |", ""]
+    overlap = r.get("comm_comp_overlap") or {}
+    if overlap.get("overlap_pct") is not None:
+        out += [
+            f"Communication / computation overlap (HTA's definition): "
+            f"{overlap['overlap_pct']:.2f}% of the {_us(overlap['communication_us'])} µs "
+            "communication kernels run (union) overlap a computation kernel.",
+            "",
+        ]
     per_device = r.get("temporal_breakdown_per_device") or []
     if per_device:
         out += ["| GPU | idle % | compute % | non-compute % |", "|---:|---:|---:|---:|"]
@@ -180,8 +188,8 @@ def render_rank_summary(table: dict[str, Any]) -> str:
         "# Ranks",
         "",
         "| rank | file | latency ms | mean step ms | GPU busy % | GPU idle % | "
-        "compute % | bottleneck |",
-        "|---:|---|---:|---:|---:|---:|---:|---|",
+        "compute % | non-compute % | comm/comp overlap % | bottleneck |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in table["ranks"]:
         t = r["temporal_breakdown"] or {}
@@ -190,6 +198,7 @@ def render_rank_summary(table: dict[str, Any]) -> str:
             f"| {r['rank']} | {_cell(r['source_file'], 60)} "
             f"| {r['end_to_end_latency_us'] / 1000:.3f} | {step} | "
             f"{_us(r['gpu_busy_pct'])} | {_us(r['gpu_idle_pct'])} | {_us(t.get('compute_pct'))} | "
+            f"{_us(t.get('non_compute_pct'))} | {_us(r.get('comm_comp_overlap_pct'))} | "
             f"{r['bottleneck']} |"
         )
     out.append("")
@@ -203,4 +212,43 @@ def render_rank_summary(table: dict[str, Any]) -> str:
         ]
     else:
         out.append("No stragglers (no rank more than 10% above the median).")
+    multi = table.get("multi_rank")
+    if multi:
+        out += ["", *_multi_rank_lines(multi)]
     return "\n".join(out) + "\n"
+
+
+def _multi_rank_lines(m: dict[str, Any]) -> list[str]:
+    out = [
+        "## Waiting in collectives",
+        "",
+        "A rank waits in a collective from its own start until the last rank of the call "
+        "has started it; calls are matched across ranks by process group, collective and "
+        f"order. {m['matched_collectives']} calls matched, {m['unmatched_calls']} unmatched.",
+        "",
+        "| rank | calls | matched | collective ms | waiting ms | waiting % "
+        "| others waited on it ms |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in m["ranks"]:
+        out.append(
+            f"| {r['rank']} | {r['collective_calls']} | {r['matched_calls']} | "
+            f"{r['collective_us'] / 1000:.3f} | {r['wait_us'] / 1000:.3f} | "
+            f"{_us(r['wait_pct'])} | {r['waited_on_us'] / 1000:.3f} |"
+        )
+    out.append("")
+    if m["steps"]:
+        out += [
+            "## Straggler per step",
+            "",
+            "| step | straggler rank | basis | ms | ranks |",
+            "|---:|---:|---|---:|---:|",
+        ]
+        out += [
+            f"| {s['step']} | {s['rank']} | {s['basis'].replace('_', ' ')} | "
+            f"{s['value_us'] / 1000:.3f} | {s['ranks']} |"
+            for s in m["steps"]
+        ]
+        out.append("")
+    out += [f"Note: {n}." for n in m["notes"]]
+    return out
