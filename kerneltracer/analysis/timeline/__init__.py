@@ -51,13 +51,14 @@ _EXPORTS = {
 }
 # The lazy names, and the submodules other packages import (contract `faces`): ``job`` (the
 # report's ops page), ``pipeline`` and ``writer`` (``kerneltracer timeline``, the Python API),
-# ``load`` (its ``loader``).
+# ``load`` (its ``loader``), ``analyses`` (its ``multirank``).
 __all__ = [
     "ChromeTrace",
     "OpsOptions",
     "TraceAnalysis",
     "TraceIndex",
     "ValidationReport",
+    "analyses",
     "analyze_file",
     "attribute",
     "compute_ops",

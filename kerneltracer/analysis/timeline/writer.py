@@ -112,7 +112,7 @@ def expand_traces(paths: Sequence[Path]) -> list[Path]:
             f
             for f in path.rglob("*")
             if f.is_file()
-            and f.name != INFERSCOPE_FILE
+            and f.name != _INFERSCOPE_FILE
             and kind_from_name(f.relative_to(path).as_posix()) is ArtefactKind.CHROME_TRACE
         ]
         if not found:
