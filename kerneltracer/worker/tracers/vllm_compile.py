@@ -25,8 +25,8 @@ from kerneltracer.core.artefacts import (
 )
 from kerneltracer.core.layout import JobPaths
 from kerneltracer.jsonio import atomic_write_json
-from kerneltracer.tracers.base import Tracer, TraceResult, TracerOptions
-from kerneltracer.worker.tracers.vllm_profiler import VllmEngineOptions
+from kerneltracer.tracers.base import TraceResult, TracerOptions
+from kerneltracer.worker.tracers.vllm_profiler import VllmEngineOptions, VllmEngineTracer
 
 if TYPE_CHECKING:
     from kerneltracer.worker.frameworks.vllm import EngineSettings, VLLMContext
@@ -43,16 +43,9 @@ def _cache_root(job_dir: Path) -> Path:
     return JobPaths(job_dir).vllm_cache
 
 
-class VllmCompileTracer(Tracer["VLLMContext"]):
+class VllmCompileTracer(VllmEngineTracer):
     name: ClassVar[str] = "vllm_compile"
     version: ClassVar[str] = "1"
-    frameworks: ClassVar[frozenset[str]] = frozenset({"vllm"})
-    fresh_interpreter: ClassVar[bool] = True  # TORCH_TRACE, VLLM_CACHE_ROOT at import
-    fake_weights_refusal: ClassVar[str | None] = (
-        "vLLM's engine loads and runs real weights (trace the model with framework huggingface)"
-    )
-    # The engine's step is generate() (prefill + decode); there is no single-phase step.
-    phases: ClassVar[frozenset[str]] = frozenset({"prefill", "generate"})
     summary: ClassVar[str] = "vLLM's torch.compile at engine start: TORCH_TRACE logs + its code"
     outputs_doc: ClassVar[str] = (
         f"{TORCH_TRACE_DIR}/*.log, {CODE_DIR}/**/*.py, {COMPILE_SUMMARY_FILE}"
@@ -77,10 +70,6 @@ class VllmCompileTracer(Tracer["VLLMContext"]):
 
         require_vllm()
         return self.opts.engine()
-
-    def warmup(self, ctx: VLLMContext) -> None:
-        for _ in range(self.opts.warmup_requests):
-            ctx.step()
 
     def trace(self, ctx: VLLMContext) -> Any:
         times = []
