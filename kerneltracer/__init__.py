@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kerneltracer._public import API_NAMES
 from kerneltracer._version import __version__
 
 if TYPE_CHECKING:
@@ -55,19 +56,7 @@ if TYPE_CHECKING:
     )
 
 # Lazy: `import kerneltracer` (every CLI start-up, every worker) must not load pandas.
-_API = (
-    "CompileHealth",
-    "Diff",
-    "LogsResult",
-    "ProgressEvent",
-    "Run",
-    "TimelineResult",
-    "compile_health",
-    "logs",
-    "open_run",
-    "timeline",
-    "trace",
-)
+_API = API_NAMES
 __all__ = ["__version__", *_API]
 
 

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from kerneltracer._public import API_NAMES
 from kerneltracer.errors import InputFileError, UsageError
 
 if TYPE_CHECKING:
@@ -37,23 +38,8 @@ if TYPE_CHECKING:
     from kerneltracer.coverage.diff_schema import DiffReport
     from kerneltracer.report import ReportResult
 
-# What ``import kerneltracer`` offers lazily (its ``_API``; tests/api checks the two lists
-# agree: the package root cannot import this module eagerly) and two constants.
-__all__ = [
-    "JOB_COLUMNS",
-    "OUTPUT_COLUMNS",
-    "CompileHealth",
-    "Diff",
-    "LogsResult",
-    "ProgressEvent",
-    "Run",
-    "TimelineResult",
-    "compile_health",
-    "logs",
-    "open_run",
-    "timeline",
-    "trace",
-]
+# What ``import kerneltracer`` offers lazily (the root reads the same list) and two constants.
+__all__ = ["JOB_COLUMNS", "OUTPUT_COLUMNS", *API_NAMES]
 
 PathLike = str | os.PathLike[str]
 

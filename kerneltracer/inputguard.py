@@ -36,7 +36,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, cast
+from typing import IO, TypedDict, Unpack, cast
 
 from kerneltracer.environ import ENV_MAX_EVENTS, ENV_MAX_INPUT_SIZE, KtEnv
 from kerneltracer.errors import InputFileError, InputTooLargeError, TruncatedInputError
@@ -179,17 +179,21 @@ def open_input(
     return stream
 
 
+class _OpenOptions(TypedDict, total=False):
+    """:func:`open_input`'s keywords (its defaults apply), for the functions that pass them on."""
+
+    what: str
+    json: bool
+    text: bool
+    gzip: bool
+
+
 def read_input(
-    path: Path,
-    limits: InputLimits | None = None,
-    *,
-    what: str = "input file",
-    json: bool = False,
-    text: bool = False,
-    gzip: bool = True,
+    path: Path, limits: InputLimits | None = None, **options: Unpack[_OpenOptions]
 ) -> bytes:
-    """The whole (decompressed) content of ``path``, within the limit."""
-    with open_input(path, limits, what=what, json=json, text=text, gzip=gzip) as fh:
+    """The whole (decompressed) content of ``path``, within the limit (``options``: those of
+    :func:`open_input`)."""
+    with open_input(path, limits, **options) as fh:
         return fh.read()
 
 

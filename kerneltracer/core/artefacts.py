@@ -52,6 +52,17 @@ DISPATCH_OPS_FILE = "dispatch_ops.jsonl"
 DISPATCH_SUMMARY_FILE = "dispatch_summary.json"
 DISPATCH_COUNTS_FILE = "dispatch_op_counts.csv"
 
+
+def compile_artefacts(code_dir: str) -> ArtefactPatterns:
+    """What a compile tracer (torch_compile, vllm_compile) writes: its TORCH_TRACE logs, the
+    generated code it copies into ``code_dir`` and its compile summary."""
+    return {
+        f"{TORCH_TRACE_DIR}/*.log": ArtefactKind.TORCH_TRACE_LOG,
+        f"{code_dir}/*.py": ArtefactKind.COMPILE_CODE,
+        COMPILE_SUMMARY_FILE: ArtefactKind.COMPILE_SUMMARY,
+    }
+
+
 # What a path means when its status file records no kind. A graph node table is an FX graph:
 # whether its ops are torch- or ATen-level is known only to the tracer that wrote it.
 _BY_NAME: ArtefactPatterns = {

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from kerneltracer.core.dispatch_row import DispatchRow
@@ -139,6 +139,25 @@ class RankCost:
         return out
 
 
+def compute_calls(
+    rows: Iterable[DispatchRow], device: Device, group: Callable[[str | None], str]
+) -> Iterator[tuple[str, PerCall | None, int]]:
+    """The compute ops of ``rows`` as (group, roofline point per call or None when the op is
+    unknown, calls): one per ``group(module)`` the row's calls were recorded in, and the calls
+    no module recorded under :data:`UNRECORDED` (so the calls add up to ``row.count``)."""
+    for row in rows:
+        if not is_compute_op(row.op):
+            continue
+        cost = estimate(row.op, row.inputs, row.kwargs, row.outputs)
+        point = PerCall.of(roofline(cost, device)) if cost is not None else None
+        recorded = 0
+        for module, calls in row.modules.items():
+            yield group(module), point, calls
+            recorded += calls
+        if row.count > recorded:
+            yield UNRECORDED, point, row.count - recorded
+
+
 def rank_cost(
     rank: int,
     rows: Iterable[DispatchRow],
@@ -150,17 +169,8 @@ def rank_cost(
     dispatch trace), communication from ``collectives`` (in program order)."""
     out = RankCost(rank, device.key)
     records = list(collectives)
-    for row in rows:
-        if not is_compute_op(row.op):
-            continue
-        cost = estimate(row.op, row.inputs, row.kwargs, row.outputs)
-        point = PerCall.of(roofline(cost, device)) if cost is not None else None
-        recorded = 0
-        for module, calls in row.modules.items():
-            _layer(out, layer_of(module)).compute.add(point, calls)
-            recorded += calls
-        if row.count > recorded:
-            _layer(out, UNRECORDED).compute.add(point, row.count - recorded)
+    for layer, point, calls in compute_calls(rows, device, layer_of):
+        _layer(out, layer).compute.add(point, calls)
     for record in records:
         comm = collective_cost(record, device, layout, rank)
         out.collectives.append(comm)

@@ -36,9 +36,9 @@ from pathlib import Path
 
 from kerneltracer.core.parallel import AXES, CollectiveRecord, Layout
 from kerneltracer.core.ranks import RankData, RankJob, as_rank
-from kerneltracer.costmodel import UNRECORDED, Device, PerCall, Totals, estimate, roofline
+from kerneltracer.costmodel import Device, Totals
 from kerneltracer.costmodel.comm import collective_cost, group_members
-from kerneltracer.costmodel.layers import block_of, is_compute_op, layer_of, layer_order, natural
+from kerneltracer.costmodel.layers import block_of, compute_calls, layer_of, layer_order, natural
 from kerneltracer.export import protowire as pw
 from kerneltracer.jsonio import atomic_write_bytes, atomic_write_json
 
@@ -137,17 +137,8 @@ class Groups:
 
 def _blocks(data: RankData, device: Device) -> dict[str, _Block]:
     blocks: dict[str, _Block] = {}
-    for row in data.rows:
-        if not is_compute_op(row.op):
-            continue
-        cost = estimate(row.op, row.inputs, row.kwargs, row.outputs)
-        point = PerCall.of(roofline(cost, device)) if cost is not None else None
-        recorded = 0
-        for module, calls in row.modules.items():
-            _block(blocks, block_of(module)).totals.add(point, calls)
-            recorded += calls
-        if row.count > recorded:
-            _block(blocks, UNRECORDED).totals.add(point, row.count - recorded)
+    for block, point, calls in compute_calls(data.rows, device, block_of):
+        _block(blocks, block).totals.add(point, calls)
     return blocks
 
 

@@ -10,8 +10,9 @@ import pytest
 from kerneltracer.core.dispatch_row import DispatchRow
 from kerneltracer.core.parallel import CollectiveRecord, Layout
 from kerneltracer.costmodel import load_devices
+from kerneltracer.costmodel.aggregate import UNRECORDED
 from kerneltracer.costmodel.comm import collective_cost, group_members, steps, wire_bytes
-from kerneltracer.costmodel.layers import block_of, layer_of, rank_cost
+from kerneltracer.costmodel.layers import block_of, compute_calls, layer_of, rank_cost
 from kerneltracer.errors import ConfigError
 
 TABLE = load_devices()
@@ -227,3 +228,26 @@ def test_fsdp_copies_are_memory_ops_and_markers_no_compute() -> None:
     )  # fmt: skip
     cost_of_rank = rank_cost(0, [marker], [], H100, Layout(dp=8))
     assert cost_of_rank.layers == {}  # a marker launches nothing: no call, known or not
+
+
+def test_compute_calls_group_a_rows_calls_and_put_unrecorded_ones_apart() -> None:
+    mm = DispatchRow(
+        op="aten.mm.default",
+        phase="forward",
+        count=5,
+        inputs=[_t([4, 8]), _t([8, 2])],
+        kwargs={},
+        outputs=[_t([4, 2])],
+        modules={"model.layers.0.mlp": 1, "model.layers.0.attn": 2},
+    )
+    wait = DispatchRow("_c10d_functional.wait_tensor.default", "forward", 3, [], {}, [], {})
+    rows = list(compute_calls([mm, wait], H100, layer_of))
+    # The two modules are one layer; the 2 calls no module recorded stand apart; no wait.
+    assert [(group, calls) for group, _, calls in rows] == [
+        ("model.layers.0", 1),
+        ("model.layers.0", 2),
+        (UNRECORDED, 2),
+    ]
+    assert all(point is not None for _, point, _ in rows)
+    unknown = DispatchRow("aten.no_such_op.default", "forward", 1, [], {}, [], {"m": 1})
+    assert list(compute_calls([unknown], H100, block_of)) == [(block_of("m"), None, 1)]

@@ -19,8 +19,8 @@ from pydantic import Field, model_validator
 from kerneltracer.core.artefacts import (
     COMPILE_SUMMARY_FILE,
     TORCH_TRACE_DIR,
-    ArtefactKind,
     ArtefactPatterns,
+    compile_artefacts,
 )
 from kerneltracer.errors import KernelTracerError
 from kerneltracer.jsonio import atomic_write_json
@@ -30,9 +30,7 @@ from kerneltracer.worker.tracers._compiler_errors import graph_break_line, rerai
 if TYPE_CHECKING:
     from kerneltracer.worker.frameworks.huggingface import HFContext
 
-TRACE_DIR = TORCH_TRACE_DIR
 CODE_DIR = "inductor_code"
-SUMMARY_FILE = COMPILE_SUMMARY_FILE
 
 _METRIC_FIELDS = (
     "compile_id",
@@ -108,18 +106,14 @@ class TorchCompileTracer(Tracer["HFContext"]):
     summary: ClassVar[str] = (
         "torch.compile (inductor): TORCH_TRACE log, output code, graph breaks, compile times"
     )
-    outputs_doc: ClassVar[str] = f"{TRACE_DIR}/*.log, {CODE_DIR}/*.py, {SUMMARY_FILE}"
-    artefacts: ClassVar[ArtefactPatterns] = {
-        f"{TRACE_DIR}/*.log": ArtefactKind.TORCH_TRACE_LOG,
-        f"{CODE_DIR}/*.py": ArtefactKind.COMPILE_CODE,
-        SUMMARY_FILE: ArtefactKind.COMPILE_SUMMARY,
-    }
+    outputs_doc: ClassVar[str] = f"{TORCH_TRACE_DIR}/*.log, {CODE_DIR}/*.py, {COMPILE_SUMMARY_FILE}"
+    artefacts: ClassVar[ArtefactPatterns] = compile_artefacts(CODE_DIR)
     Options: ClassVar[type[TracerOptions]] = CompileOptions
 
     @classmethod
     def worker_env(cls, job_dir: Path, options: TracerOptions) -> dict[str, str]:
         assert isinstance(options, CompileOptions)
-        env = {"TORCH_TRACE": str(job_dir / TRACE_DIR)}
+        env = {"TORCH_TRACE": str(job_dir / TORCH_TRACE_DIR)}
         if options.cache_dir is not None:
             env["TORCHINDUCTOR_CACHE_DIR"] = str(Path(options.cache_dir).expanduser().resolve())
         return env
@@ -183,7 +177,7 @@ class TorchCompileTracer(Tracer["HFContext"]):
 
     def write(self, ctx: HFContext, traced: Any, job_dir: Path) -> TraceResult:
         code = _copy_code(traced["code_files"], job_dir / CODE_DIR)
-        logs = sorted(p for p in (job_dir / TRACE_DIR).glob("*.log") if p.stat().st_size > 0)
+        logs = sorted(p for p in (job_dir / TORCH_TRACE_DIR).glob("*.log") if p.stat().st_size > 0)
         counters = traced["counters"]
         frames = traced["frames"]
         breaks = counters.get("graph_break", {})
@@ -209,7 +203,7 @@ class TorchCompileTracer(Tracer["HFContext"]):
             "trace_logs": len(logs),
         }
         atomic_write_json(
-            job_dir / SUMMARY_FILE,
+            job_dir / COMPILE_SUMMARY_FILE,
             {
                 **summary,
                 "graph_break_details": [{"reason": r, "count": int(n)} for r, n in breaks.items()],
@@ -218,7 +212,7 @@ class TorchCompileTracer(Tracer["HFContext"]):
                 "recompile_frames": recompiles,
             },
         )
-        outputs = [str(p.relative_to(job_dir)) for p in logs] + code + [SUMMARY_FILE]
+        outputs = [str(p.relative_to(job_dir)) for p in logs] + code + [COMPILE_SUMMARY_FILE]
         return TraceResult(outputs=outputs, summary=summary)
 
 

@@ -20,20 +20,18 @@ from pydantic import Field
 from kerneltracer.core.artefacts import (
     COMPILE_SUMMARY_FILE,
     TORCH_TRACE_DIR,
-    ArtefactKind,
     ArtefactPatterns,
+    compile_artefacts,
 )
 from kerneltracer.core.layout import JobPaths
 from kerneltracer.jsonio import atomic_write_json
-from kerneltracer.tracers.base import Tracer, TraceResult, TracerOptions
-from kerneltracer.worker.tracers.vllm_profiler import VllmEngineOptions
+from kerneltracer.tracers.base import TraceResult, TracerOptions
+from kerneltracer.worker.tracers.vllm_profiler import VllmEngineOptions, VllmEngineTracer
 
 if TYPE_CHECKING:
     from kerneltracer.worker.frameworks.vllm import EngineSettings, VLLMContext
 
-TRACE_DIR = TORCH_TRACE_DIR
 CODE_DIR = "vllm_compile_code"
-SUMMARY_FILE = COMPILE_SUMMARY_FILE
 
 
 class VllmCompileOptions(VllmEngineOptions):
@@ -45,23 +43,14 @@ def _cache_root(job_dir: Path) -> Path:
     return JobPaths(job_dir).vllm_cache
 
 
-class VllmCompileTracer(Tracer["VLLMContext"]):
+class VllmCompileTracer(VllmEngineTracer):
     name: ClassVar[str] = "vllm_compile"
     version: ClassVar[str] = "1"
-    frameworks: ClassVar[frozenset[str]] = frozenset({"vllm"})
-    fresh_interpreter: ClassVar[bool] = True  # TORCH_TRACE, VLLM_CACHE_ROOT at import
-    fake_weights_refusal: ClassVar[str | None] = (
-        "vLLM's engine loads and runs real weights (trace the model with framework huggingface)"
-    )
-    # The engine's step is generate() (prefill + decode); there is no single-phase step.
-    phases: ClassVar[frozenset[str]] = frozenset({"prefill", "generate"})
     summary: ClassVar[str] = "vLLM's torch.compile at engine start: TORCH_TRACE logs + its code"
-    outputs_doc: ClassVar[str] = f"{TRACE_DIR}/*.log, {CODE_DIR}/**/*.py, {SUMMARY_FILE}"
-    artefacts: ClassVar[ArtefactPatterns] = {
-        f"{TRACE_DIR}/*.log": ArtefactKind.TORCH_TRACE_LOG,
-        f"{CODE_DIR}/*.py": ArtefactKind.COMPILE_CODE,
-        SUMMARY_FILE: ArtefactKind.COMPILE_SUMMARY,
-    }
+    outputs_doc: ClassVar[str] = (
+        f"{TORCH_TRACE_DIR}/*.log, {CODE_DIR}/**/*.py, {COMPILE_SUMMARY_FILE}"
+    )
+    artefacts: ClassVar[ArtefactPatterns] = compile_artefacts(CODE_DIR)
     Options: ClassVar[type[TracerOptions]] = VllmCompileOptions
 
     @property
@@ -72,7 +61,7 @@ class VllmCompileTracer(Tracer["VLLMContext"]):
     @classmethod
     def worker_env(cls, job_dir: Path, options: TracerOptions) -> dict[str, str]:
         return {
-            "TORCH_TRACE": str(job_dir / TRACE_DIR),
+            "TORCH_TRACE": str(job_dir / TORCH_TRACE_DIR),
             "VLLM_CACHE_ROOT": str(_cache_root(job_dir)),
         }
 
@@ -81,10 +70,6 @@ class VllmCompileTracer(Tracer["VLLMContext"]):
 
         require_vllm()
         return self.opts.engine()
-
-    def warmup(self, ctx: VLLMContext) -> None:
-        for _ in range(self.opts.warmup_requests):
-            ctx.step()
 
     def trace(self, ctx: VLLMContext) -> Any:
         times = []
@@ -97,9 +82,11 @@ class VllmCompileTracer(Tracer["VLLMContext"]):
     def write(self, ctx: VLLMContext, traced: Any, job_dir: Path) -> TraceResult:
         from kerneltracer.errors import TracerError
 
-        logs = sorted((job_dir / TRACE_DIR).glob("*.log"))
+        logs = sorted((job_dir / TORCH_TRACE_DIR).glob("*.log"))
         if not logs:
-            raise TracerError(f"no TORCH_TRACE log in {job_dir / TRACE_DIR}: nothing was compiled")
+            raise TracerError(
+                f"no TORCH_TRACE log in {job_dir / TORCH_TRACE_DIR}: nothing was compiled"
+            )
         code = _copy_code(_cache_root(job_dir), job_dir / CODE_DIR)
         texts = [p.read_text(errors="replace") for p in logs]
         summary = {
@@ -111,9 +98,9 @@ class VllmCompileTracer(Tracer["VLLMContext"]):
             "code_files": len(code),
             "generate_s": [round(t, 4) for t in traced],
         }
-        atomic_write_json(job_dir / SUMMARY_FILE, summary)
+        atomic_write_json(job_dir / COMPILE_SUMMARY_FILE, summary)
         outputs = [str(p.relative_to(job_dir)) for p in [*logs, *code]]
-        return TraceResult(outputs=[*outputs, SUMMARY_FILE], summary=summary)
+        return TraceResult(outputs=[*outputs, COMPILE_SUMMARY_FILE], summary=summary)
 
 
 def _copy_code(cache: Path, out: Path) -> list[Path]:

@@ -100,16 +100,28 @@ def profiler_setup(
     return {}, env
 
 
-class VllmProfilerTracer(Tracer["VLLMContext"]):
-    name: ClassVar[str] = "vllm_profiler"
-    version: ClassVar[str] = "1"
+class VllmEngineTracer(Tracer["VLLMContext"]):
+    """What the tracers that drive a vLLM engine share; their options are
+    :class:`VllmEngineOptions`."""
+
     frameworks: ClassVar[frozenset[str]] = frozenset({"vllm"})
-    fresh_interpreter: ClassVar[bool] = True  # vLLM reads its environment at import
+    # vLLM reads its environment (TORCH_TRACE, VLLM_CACHE_ROOT, its profiler's) at import.
+    fresh_interpreter: ClassVar[bool] = True
     fake_weights_refusal: ClassVar[str | None] = (
         "vLLM's engine loads and runs real weights (trace the model with framework huggingface)"
     )
     # The engine's step is generate() (prefill + decode); there is no single-phase step.
     phases: ClassVar[frozenset[str]] = frozenset({"prefill", "generate"})
+
+    def warmup(self, ctx: VLLMContext) -> None:
+        assert isinstance(self.options, VllmEngineOptions)  # the registry validated it
+        for _ in range(self.options.warmup_requests):
+            ctx.step()
+
+
+class VllmProfilerTracer(VllmEngineTracer):
+    name: ClassVar[str] = "vllm_profiler"
+    version: ClassVar[str] = "1"
     summary: ClassVar[str] = "vLLM's torch profiler around generate: chrome trace(s) + op table"
     outputs_doc: ClassVar[str] = (
         f"{_PROFILE_DIR}/*.pt.trace.json.gz (one per rank), {_PROFILE_DIR}/*profiler_out*.txt, "
@@ -136,10 +148,6 @@ class VllmProfilerTracer(Tracer["VLLMContext"]):
         kwargs, env = profiler_setup(version_tuple(version), job_dir / _PROFILE_DIR, self.opts)
         os.environ.update(env)  # before vllm is imported: it reads them at import
         return self.opts.engine(**kwargs)
-
-    def warmup(self, ctx: VLLMContext) -> None:
-        for _ in range(self.opts.warmup_requests):
-            ctx.step()
 
     def trace(self, ctx: VLLMContext) -> Any:
         engine = ctx.llm

@@ -157,18 +157,18 @@ def attribute(trace: ChromeTrace) -> Attribution:
     complete = trace.ph == PH_COMPLETE
     rows = np.flatnonzero(complete & trace.category_mask(GPU_ACTIVITY) & (trace.stream >= 0))
     thread = thread_keys(trace.pid, trace.tid)
-    launch = np.full(rows.size, -1, dtype=np.int64)
-    method = np.full(rows.size, -1, dtype=np.int8)
+    links = _Links.unlinked(trace, rows)
+    launch, method = links.launch, links.method
     runtime = np.flatnonzero(complete & trace.category_mask(CUDA_API))
-    repeated = _by_correlation(trace, rows, runtime, launch, method)
-    _by_flow(trace, rows, runtime, thread, launch, method)
+    repeated = _by_correlation(links, runtime)
+    _by_flow(links, runtime, thread)
     op_rows = np.flatnonzero(complete & trace.category_mask({"cpu_op"}))
     ops = Nesting(op_rows, trace.ts, trace.end, thread)
     op_row = np.full(rows.size, -1, dtype=np.int64)
     has = launch >= 0
     lrows = launch[has]
     op_row[has] = ops.innermost(thread[lrows], trace.ts[lrows], trace.end[lrows])
-    _by_external_id(trace, rows, op_rows, launch, method, op_row)
+    _by_external_id(links, op_rows, op_row)
     graph_launch = _graph_launches(trace, launch)
     status = np.full(rows.size, ATTRIBUTED, dtype=np.int8)
     status[op_row < 0] = OUTSIDE_OPS
@@ -212,11 +212,33 @@ def _annotations(trace: ChromeTrace, thread: np.ndarray) -> Nesting:
     return Nesting(rows, trace.ts, trace.end, thread)
 
 
-def _by_correlation(
-    trace: ChromeTrace, rows: np.ndarray, runtime: np.ndarray, launch: np.ndarray, method: Any
-) -> np.ndarray:
+@dataclass(frozen=True)
+class _Links:
+    """The GPU events being attributed (``rows`` of ``trace``) and what each passes found so
+    far: the row of the call that launched it (-1: none yet) and by which method."""
+
+    trace: ChromeTrace
+    rows: np.ndarray
+    launch: np.ndarray
+    method: np.ndarray
+
+    @classmethod
+    def unlinked(cls, trace: ChromeTrace, rows: np.ndarray) -> _Links:
+        return cls(
+            trace, rows, np.full(rows.size, -1, dtype=np.int64), np.full(rows.size, -1, np.int8)
+        )
+
+    def link(self, events: np.ndarray, calls: np.ndarray, how: int) -> None:
+        """The GPU events ``events`` (a mask of, or positions in, ``rows``) were launched by
+        ``calls``."""
+        self.launch[events] = calls
+        self.method[events] = how
+
+
+def _by_correlation(links: _Links, runtime: np.ndarray) -> np.ndarray:
     """Link by correlation id; returns the mask of GPU events whose id is repeated (carried
     by several launch calls), which are linked by time instead."""
+    trace, rows = links.trace, links.rows
     repeated = np.zeros(rows.size, dtype=bool)
     rt = runtime[trace.correlation[runtime] >= 0]
     if not rt.size or not rows.size:
@@ -228,26 +250,19 @@ def _by_correlation(
     first = np.searchsorted(keys, corr, side="left")
     count = np.searchsorted(keys, corr, side="right") - first
     hit = (count == 1) & (corr >= 0)
-    launch[hit] = calls[first[hit]]
-    method[hit] = CORRELATION
+    links.link(hit, calls[first[hit]], CORRELATION)
     repeated = (count > 1) & (corr >= 0)
     if repeated.any():
-        _by_launch_order(trace, rows, calls, first, count, repeated, launch, method)
+        _by_launch_order(links, calls, first, count, repeated)
     return repeated
 
 
 def _by_launch_order(
-    trace: ChromeTrace,
-    rows: np.ndarray,
-    calls: np.ndarray,
-    first: np.ndarray,
-    count: np.ndarray,
-    repeated: np.ndarray,
-    launch: np.ndarray,
-    method: Any,
+    links: _Links, calls: np.ndarray, first: np.ndarray, count: np.ndarray, repeated: np.ndarray
 ) -> None:
     """GPU events of a repeated correlation id, linked to that id's launch calls by time
     (see the module docstring): a kernel never starts before the call that launched it."""
+    trace, rows = links.trace, links.rows
     todo = np.flatnonzero(repeated)
     todo = todo[np.lexsort((trace.ts[rows[todo]], trace.correlation[rows[todo]]))]
     ids = trace.correlation[rows[todo]]
@@ -263,20 +278,13 @@ def _by_launch_order(
             before = np.searchsorted(call_ts, gpu_ts, side="right") - 1
             picked = np.where(before >= 0, cands[np.maximum(before, 0)], -1)
         ok = picked >= 0
-        launch[group[ok]] = picked[ok]
-        method[group[ok]] = REPEATED_CORRELATION
+        links.link(group[ok], picked[ok], REPEATED_CORRELATION)
 
 
-def _by_flow(
-    trace: ChromeTrace,
-    rows: np.ndarray,
-    runtime: np.ndarray,
-    thread: np.ndarray,
-    launch: np.ndarray,
-    method: Any,
-) -> None:
+def _by_flow(links: _Links, runtime: np.ndarray, thread: np.ndarray) -> None:
+    trace, rows = links.trace, links.rows
     flows = trace.flows
-    todo = np.flatnonzero(launch < 0)
+    todo = np.flatnonzero(links.launch < 0)
     if flows is None or not todo.size or not flows["id"].size:
         return
     fthread = thread_keys(flows["pid"], flows["tid"])
@@ -316,19 +324,14 @@ def _by_flow(
     at = np.array([f[2] for f in found], dtype=np.float64)
     calls = Nesting(runtime, trace.ts, trace.end, thread).innermost(host, at, at)
     ok = calls >= 0
-    launch[gpu_pos[ok]] = calls[ok]
-    method[gpu_pos[ok]] = FLOW
+    links.link(gpu_pos[ok], calls[ok], FLOW)
 
 
-def _by_external_id(
-    trace: ChromeTrace,
-    rows: np.ndarray,
-    op_rows: np.ndarray,
-    launch: np.ndarray,
-    method: Any,
-    op_row: np.ndarray,
-) -> None:
-    todo = np.flatnonzero(launch < 0)
+def _by_external_id(links: _Links, op_rows: np.ndarray, op_row: np.ndarray) -> None:
+    """GPU events still unlinked, charged straight to the op carrying their External id (the
+    launch call stays unknown)."""
+    trace = links.trace
+    todo = np.flatnonzero(links.launch < 0)
     if not todo.size or not trace.op_args:
         return
     by_id: dict[int, int] = {}
@@ -337,11 +340,11 @@ def _by_external_id(
         if a is not None and type(a.external_id) is int:
             by_id.setdefault(a.external_id, r)  # the first (outermost) op with the id
     for q in todo.tolist():
-        ext = trace.args.get(int(rows[q]), {}).get("External id")
+        ext = trace.args.get(int(links.rows[q]), {}).get("External id")
         r = by_id.get(ext) if type(ext) is int else None
         if r is not None:
             op_row[q] = r
-            method[q] = EXTERNAL_ID
+            links.method[q] = EXTERNAL_ID
 
 
 def _graph_launches(trace: ChromeTrace, launch: np.ndarray) -> np.ndarray:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -374,18 +374,8 @@ def _copy(
         if j in copies:
             continue
         inst = source[j]
-        replay.instances.append(
-            OpInstance(
-                name=inst.name,
-                dims=inst.dims,
-                types=inst.types,
-                concrete=inst.concrete,
-                module=inst.module,
-                frame=inst.frame,
-                parent=copies[inst.parent] if inst.parent >= 0 else -1,
-                step=step,  # the replay's step, not the capture's
-                kind=inst.kind,
-            )
-        )
+        parent = copies[inst.parent] if inst.parent >= 0 else -1
+        # The replay's step, not the capture's.
+        replay.instances.append(replace(inst, parent=parent, step=step))
         copies[j] = len(replay.instances) - 1
     return copies[i]
