@@ -47,6 +47,7 @@ CORE_MAY_USE = {
     "kerneltracer",
     "kerneltracer.environ",
     "kerneltracer._version",  # the package root imports it
+    "kerneltracer._public",  # and its lazy names
     "kerneltracer.errors",
     "kerneltracer.inputguard",
     "kerneltracer.jsonio",
