@@ -54,11 +54,13 @@ $(STAMP): pyproject.toml $(RUN_LOCK)
 	$(PY) -m pip check
 	touch $@
 
-# MLCommons Chakra, when ../shared/thirdparty has its archive: the Chakra export's tests read
+# MLCommons Chakra, when the shared third-party folder has its archive ($KT_THIRDPARTY, else
+# beside $KT_TESTDATA, else ../shared/thirdparty): the Chakra export's tests read
 # our .et files with its own reader. Built with the dev lock's grpcio-tools (no isolation, so
 # nothing unpinned is fetched) into $(CHAKRA_DIR), out of pip's view: its metadata names a
 # git-only dependency (HTA) that `pip check` would fail on. The tests look for it there.
-CHAKRA_SRC := $(wildcard ../shared/thirdparty/chakra-*.tar.gz)
+KT_THIRDPARTY ?= $(if $(KT_TESTDATA),$(KT_TESTDATA)/../thirdparty,../shared/thirdparty)
+CHAKRA_SRC := $(wildcard $(KT_THIRDPARTY)/chakra-*.tar.gz)
 CHAKRA_DIR := $(VENV)/thirdparty
 
 $(DEV_STAMP): $(STAMP) $(DEV_LOCK) $(CHAKRA_SRC)
