@@ -35,8 +35,10 @@ from kerneltracer.core.layout import JOB, JobPaths
 from kerneltracer.core.parallelspec import ParallelSpec, layout_problem
 from kerneltracer.core.status import ErrorInfo, JobStatus
 from kerneltracer.errors import UnsupportedError
+from kerneltracer.jsonio import atomic_write_json
 from kerneltracer.process.supervisor import describe_exit
 from kerneltracer.worker.parallel.rank import RANK_LOG, RANK_PHASES, RANK_STATUS, STACKS
+from kerneltracer.worker.parallel.simulate import ROLES_FILE
 
 if TYPE_CHECKING:
     from kerneltracer.core.jobspec import JobSpec
@@ -171,7 +173,40 @@ def run(
         "real_ranks": True,
         "ranks": {str(r.rank): (r.status or {}).get("summary", {}) for r in ranks},
     }
+    _write_roles(job_dir, spec, ranks)
+    outputs.append(ROLES_FILE)
     return TraceResult(outputs=outputs, summary=summary), notes
+
+
+def _write_roles(job_dir: Path, spec: ParallelSpec, ranks: list[_Rank]) -> None:
+    """``roles.json`` as the simulation writes it, each real rank standing for itself: the
+    readers of rank jobs (kerneltracer.core.ranks) treat both alike."""
+    roles = []
+    for rank in ranks:
+        summary = dict((rank.status or {}).get("summary", {}))
+        roles.append(
+            {
+                "rank": rank.rank,
+                "coords": spec.layout.coords(rank.rank),
+                "ranks": [rank.rank],
+                "collectives": summary.pop("collectives", 0),
+                "collective_bytes": summary.pop("collective_bytes", 0),
+                "unknown_bytes": 0,
+                "assumed": 0,
+                "summary": summary,
+            }
+        )
+    doc = {
+        "layout": spec.layout.to_json(),
+        "label": spec.label(),
+        "world_size": spec.layout.world_size,
+        "fsdp": spec.fsdp,
+        "layers": None,
+        "real_ranks": True,
+        "roles": roles,
+        "notes": [],
+    }
+    atomic_write_json(job_dir / ROLES_FILE, doc)
 
 
 def _watch(ranks: list[_Rank]) -> None:

@@ -120,6 +120,8 @@ def run_rank(
         with phases.phase("load"):
             if _fault(rank, "load"):
                 raise RuntimeError(f"rank {rank}: fault injected at load (KT_RANK_FAULT)")
+            while _fault(rank, "hang"):  # stands for a load that never ends
+                time.sleep(1.0)
             ctx, extra = _load(job, job_dir, spec, mesh, device)
         from kerneltracer.worker.parallel.collectives import BackwardModules, CollectiveRecorder
         from kerneltracer.worker.tracers._dispatch_recorder import ModulePaths

@@ -1,0 +1,226 @@
+"""Multi-rank jobs: `parallel` with real weights runs one process per rank (gloo on this CPU).
+
+The tiny Llama at TP 2: torch_dispatch and torch_profiler per rank, each rank's outputs in
+`rank_<r>/`; the real ranks' dispatch signatures and collectives against the fake TP 2
+simulation's (issue 34's fidelity check). Faults, each ending in the right state naming the
+rank, within the timeout plus a few seconds, with no process of the run left: a rank that
+raises at load, a rank SIGKILLed mid-forward while its peer waits in all_reduce, a rank that
+hangs past the job's timeout, and the orchestrator SIGKILLed.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import kt, kt_popen, processes_under, status_of, wait_until, write_config
+
+pytestmark = [pytest.mark.e2e]
+
+TIMEOUT_S = 60
+DEFAULTS = {"seq_len": 16, "dtype": "float32", "timeout_s": TIMEOUT_S}
+# What only a real run dispatches: value reads of the attention mask (a fake run cannot read
+# values and skips them) and the autograd wrapper of a functional collective's output, which
+# the fake process group's collectives do not go through.
+REAL_ONLY_OPS = {
+    "_c10d_functional._wrap_tensor_autograd.default",
+    "aten._local_scalar_dense.default",
+    "aten._to_copy.default",
+    "aten.eq.Scalar",
+    "aten.sum.default",
+}
+
+
+def _run(tmp: Path, models: list[dict[str, Any]], env: dict[str, str], **defaults: Any) -> Path:
+    cfg = write_config(tmp / "config.yaml", models, defaults={**DEFAULTS, **defaults})
+    proc = kt("run", str(cfg), "-j", "2", env=env, timeout=600)
+    assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-3000:]
+    return tmp / "run"
+
+
+@pytest.fixture(scope="module")
+def ranks_run(tmp_path_factory: pytest.TempPathFactory, tiny_models: dict[str, Path]) -> Path:
+    from tests.conftest import clean_env
+
+    tmp = tmp_path_factory.mktemp("ranks")
+    llama = str(tiny_models["tiny-llama"])
+    models = [
+        {"path": llama, "name": "real", "parallel": {"tp": 2}},
+        {
+            "path": llama,
+            "name": "fake",
+            "weights": "fake",
+            "tracers": ["torch_dispatch"],
+            "parallel": {"tp": 2},
+        },
+    ]
+    return _run(tmp, models, clean_env(tmp), tracers=["torch_dispatch", "torch_profiler"])
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _strip(value: Any) -> Any:
+    """A dispatch input as its signature: shapes and dtypes, not the values seen."""
+    if isinstance(value, dict):
+        return tuple(sorted((k, _strip(v)) for k, v in value.items() if k in ("shape", "dtype")))
+    if isinstance(value, list):
+        return tuple(_strip(v) for v in value)
+    return value
+
+
+def _signatures(rank_dir: Path) -> set[tuple[str, Any]]:
+    return {(r["op"], _strip(r["inputs"])) for r in _rows(rank_dir / "dispatch_ops.jsonl")}
+
+
+def test_every_rank_traced_and_one_status(ranks_run: Path) -> None:
+    for tracer in ("torch_dispatch", "torch_profiler"):
+        st = status_of(ranks_run, f"real/{tracer}.tp2")
+        assert st["status"] == "ok", st.get("reason")
+        paths = {o["path"] for o in st["outputs"]}
+        for rank in (0, 1):
+            assert f"rank_{rank}/collectives.jsonl" in paths
+            assert any(p.startswith(f"rank_{rank}/") and "collectives" not in p for p in paths)
+        assert st["summary"]["world_size"] == 2 and set(st["summary"]["ranks"]) == {"0", "1"}
+        roles = json.loads((ranks_run / f"jobs/real/{tracer}.tp2/roles.json").read_text())
+        assert [r["ranks"] for r in roles["roles"]] == [[0], [1]]
+
+
+def test_each_rank_has_its_own_profiler_trace(ranks_run: Path) -> None:
+    job = ranks_run / "jobs/real/torch_profiler.tp2"
+    for rank in (0, 1):
+        with gzip.open(job / f"rank_{rank}/trace.json.gz") as fh:
+            trace = json.load(fh)
+        names = {e.get("name", "") for e in trace["traceEvents"]}
+        assert any("allreduce" in n or "all_reduce" in n for n in names), sorted(names)[:20]
+
+
+def test_real_ranks_match_the_fake_simulation(ranks_run: Path) -> None:
+    """Every signature the TP 2 simulation shows, each real rank runs; the real ranks add
+    only value reads and the collectives' autograd wrapper; GEMMs and collectives equal."""
+    from kerneltracer.core.ranks import read_rank_job
+
+    fake_dir = ranks_run / "jobs/fake/torch_dispatch.tp2"
+    real_dir = ranks_run / "jobs/real/torch_dispatch.tp2"
+    fake = _signatures(fake_dir / "rank_0")
+    gemms = {s for s in fake if s[0] in ("aten.mm.default", "aten.addmm.default")}
+    assert gemms, "the simulation shows no GEMM"
+    fake_job = read_rank_job(fake_dir)
+    assert fake_job is not None
+    for rank in (0, 1):
+        real = _signatures(real_dir / f"rank_{rank}")
+        assert fake <= real, sorted(map(str, fake - real))[:10]
+        assert {op for op, _ in real - fake} <= REAL_ONLY_OPS, sorted(map(str, real - fake))
+        assert {s for s in real if s[0] in ("aten.mm.default", "aten.addmm.default")} == gemms
+        source = fake_job.source_of(rank)
+        assert source == 0, fake_job.stands_for
+
+        def key(r: dict[str, Any]) -> tuple[Any, ...]:
+            return (r["kind"], r["group"], r["group_size"], r["shape"], r["bytes_per_rank"])
+
+        real_coll = [key(r) for r in _rows(real_dir / f"rank_{rank}/collectives.jsonl")]
+        fake_coll = [key(r) for r in _rows(fake_dir / "rank_0/collectives.jsonl")]
+        assert real_coll == fake_coll and real_coll
+
+
+def test_the_rank_reader_treats_real_ranks_as_simulated_ones(ranks_run: Path) -> None:
+    from kerneltracer.core.ranks import FROM_SPEC, read_rank_job
+
+    job = read_rank_job(ranks_run / "jobs/real/torch_dispatch.tp2")
+    assert job is not None
+    assert job.layout.tp == 2 and job.layout_source in (FROM_SPEC, "from the rank roles")
+    assert sorted(job.ranks) == [0, 1] and job.missing_ranks == []
+    assert all(not data.bad and not data.missing for data in job.ranks.values())
+
+
+# --- faults ---------------------------------------------------------------------------------
+
+
+def _fault_run(
+    tmp: Path, tiny_models: dict[str, Path], fault: str, **defaults: Any
+) -> tuple[Path, dict[str, Any], float]:
+    from tests.conftest import clean_env
+
+    env = clean_env(tmp)
+    env["KT_RANK_FAULT"] = fault
+    models = [{"path": str(tiny_models["tiny-llama"]), "name": "m", "parallel": {"tp": 2}}]
+    t0 = time.monotonic()
+    run_dir = _run(tmp, models, env, tracers=["torch_dispatch"], **defaults)
+    took = time.monotonic() - t0
+    # Nothing of the job is left: launcher, ranks, servers (counted by the run dir).
+    assert processes_under(run_dir) == [], processes_under(run_dir)
+    return run_dir, status_of(run_dir, "m/torch_dispatch.tp2"), took
+
+
+def test_a_rank_that_raises_at_load_fails_the_job_naming_it(
+    tmp_path: Path, tiny_models: dict[str, Path]
+) -> None:
+    _, st, took = _fault_run(tmp_path, tiny_models, "1:load")
+    assert st["status"] == "failed", st
+    assert st["reason"].startswith("rank 1 failed first: failed: RuntimeError: rank 1: fault"), st
+    assert st["error"]["rank"] == 1
+    assert "rank 0:" in st["reason"]
+    assert took < TIMEOUT_S + 30
+
+
+def test_a_rank_killed_mid_forward_while_its_peer_waits_in_all_reduce(
+    tmp_path: Path, tiny_models: dict[str, Path]
+) -> None:
+    run_dir, st, took = _fault_run(tmp_path, tiny_models, "1:forward")
+    assert st["status"] == "failed", st
+    assert st["error"]["rank"] == 1
+    assert "rank 1 failed first: killed by SIGKILL" in st["reason"], st["reason"]
+    assert "during trace" in st["reason"], st["reason"]
+    # Rank 0 was waiting in the collective its dead peer never joined (its stack says so, or
+    # gloo's error when the peer's connection closed, whichever came first).
+    peer = st["error"]["ranks"]["0"] + " " + str(st["error"]["doing"].get("0", ""))
+    assert "all_reduce" in peer or "allreduce" in peer or "gloo" in peer.lower(), st["error"]
+    assert took < TIMEOUT_S + 30
+
+
+def test_a_hung_rank_ends_at_the_jobs_timeout(
+    tmp_path: Path, tiny_models: dict[str, Path]
+) -> None:
+    _, st, took = _fault_run(tmp_path, tiny_models, "1:hang", timeout_s=20)
+    assert st["status"] == "timeout", st
+    assert took < 20 + 40  # the timeout, the run's start and a kill grace
+
+
+def test_sigkill_of_the_orchestrator_leaves_no_rank(
+    tmp_path: Path, tiny_models: dict[str, Path]
+) -> None:
+    from tests.conftest import clean_env
+
+    env = clean_env(tmp_path)
+    env["KT_RANK_FAULT"] = "1:hang"
+    models = [{"path": str(tiny_models["tiny-llama"]), "name": "m", "parallel": {"tp": 2}}]
+    cfg = write_config(
+        tmp_path / "config.yaml", models, defaults={**DEFAULTS, "tracers": ["torch_dispatch"]}
+    )
+    run_dir = tmp_path / "run"
+    orchestrator = kt_popen("run", str(cfg), "--kill-grace", "2", env=env)
+    phases = run_dir / "jobs/m/torch_dispatch.tp2/rank_1/phases.log"
+    try:
+        assert wait_until(lambda: "[load] Start" in _text(phases), timeout=120), "no rank loads"
+        ranks = [p for p in processes_under(run_dir) if "parallel.rank" in " ".join(p.cmdline())]
+        assert len(ranks) == 2, ranks
+        orchestrator.send_signal(signal.SIGKILL)
+        orchestrator.wait(timeout=60)
+    finally:
+        if orchestrator.poll() is None:
+            orchestrator.kill()
+    assert wait_until(lambda: processes_under(run_dir) == [], timeout=30), processes_under(run_dir)
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
