@@ -31,8 +31,8 @@ from kerneltracer.jsonio import remove_orphaned_temps
 from kerneltracer.process import lifeline
 from kerneltracer.tracers.registry import TRACERS
 from kerneltracer.worker.failure import classify_exception
-from kerneltracer.worker.parallel.launch import RanksFailed
 from kerneltracer.worker.frameworks.registry import get_loader, version_modules
+from kerneltracer.worker.parallel.launch import RanksFailed
 from kerneltracer.worker.phases import Heartbeat, PhaseLog
 
 if TYPE_CHECKING:

@@ -173,21 +173,19 @@ def test_a_rank_that_raises_at_load_fails_the_job_naming_it(
 def test_a_rank_killed_mid_forward_while_its_peer_waits_in_all_reduce(
     tmp_path: Path, tiny_models: dict[str, Path]
 ) -> None:
-    run_dir, st, took = _fault_run(tmp_path, tiny_models, "1:forward")
+    _, st, took = _fault_run(tmp_path, tiny_models, "1:forward")
     assert st["status"] == "failed", st
     assert st["error"]["rank"] == 1
     assert "rank 1 failed first: killed by SIGKILL" in st["reason"], st["reason"]
     assert "during trace" in st["reason"], st["reason"]
-    # Rank 0 was waiting in the collective its dead peer never joined (its stack says so, or
-    # gloo's error when the peer's connection closed, whichever came first).
-    peer = st["error"]["ranks"]["0"] + " " + str(st["error"]["doing"].get("0", ""))
-    assert "all_reduce" in peer or "allreduce" in peer or "gloo" in peer.lower(), st["error"]
+    # Rank 0 was in the collective its dead peer never joined: its stack says so when the
+    # launcher asked first, else its own error (gloo's, the peer's connection closed) does.
+    assert "all_reduce" in st["error"]["ranks"]["0"], st["error"]
+    assert "rank 0:" in st["reason"] and "all_reduce" in st["reason"], st["reason"]
     assert took < TIMEOUT_S + 30
 
 
-def test_a_hung_rank_ends_at_the_jobs_timeout(
-    tmp_path: Path, tiny_models: dict[str, Path]
-) -> None:
+def test_a_hung_rank_ends_at_the_jobs_timeout(tmp_path: Path, tiny_models: dict[str, Path]) -> None:
     _, st, took = _fault_run(tmp_path, tiny_models, "1:hang", timeout_s=20)
     assert st["status"] == "timeout", st
     assert took < 20 + 40  # the timeout, the run's start and a kill grace

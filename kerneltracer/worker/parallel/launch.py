@@ -50,6 +50,13 @@ RANK_TRACERS = ("torch_dispatch", "torch_profiler", "print_fx", "print_aten")
 POLL_S = 0.05
 STACK_WAIT_S = 0.5  # for faulthandler to write the survivors' stacks
 SURVIVOR_GRACE_S = 3.0  # for survivors of a failed peer to end on their own before the kill
+CAUSE_CHARS = 200  # of a rank's own error in the job's one line (its status has it whole)
+# A rank that lost its peer mid-collective fails too, often in the same poll round as the
+# peer's death: such an error is the consequence, never the first failure when another is.
+PEER_LOST = re.compile(
+    r"Connection (reset|closed) by peer|Broken pipe|timed out|Timed out|"
+    r"NCCL communicator was aborted|ProcessGroupNCCL.*(watchdog|abort)",
+)
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>\S+)')
 
 
@@ -140,8 +147,12 @@ def run(
                 env["TORCH_TRACE"] = str(rank_dir / "torch_trace")
                 with open(rank_dir / RANK_LOG, "ab", buffering=0) as out:
                     proc = subprocess.Popen(
-                        [sys.executable, "-m", "kerneltracer.worker.parallel.rank",
-                         str(job_dir / JOB.job_file)],
+                        [
+                            sys.executable,
+                            "-m",
+                            "kerneltracer.worker.parallel.rank",
+                            str(job_dir / JOB.job_file),
+                        ],
                         cwd=job_dir,
                         env=env,
                         stdin=subprocess.DEVNULL,
@@ -246,14 +257,14 @@ def _ask_stacks(running: list[_Rank]) -> None:
     time.sleep(STACK_WAIT_S)
 
 
-def _doing(rank_dir: Path) -> str:
+def _doing(rank_dir: Path) -> str | None:
     """What a live rank was doing: its phase and the torch.distributed call it was in."""
     phase = current_phase(rank_dir / RANK_PHASES)
     where = collective_in(rank_dir / STACKS)
-    parts = [f"in phase {phase}" if phase else "before its first phase"]
+    parts = [f"in phase {phase}"] if phase else []
     if where:
         parts.append(f"waiting in {where}")
-    return ", ".join(parts)
+    return ", ".join(parts) or None
 
 
 def current_phase(path: Path) -> str | None:
@@ -299,11 +310,27 @@ def _how(rank: _Rank) -> str:
         return f"killed by the launcher after the failure ({rank.doing or 'doing nothing known'})"
     if status is not None:
         error = status.get("error") or {}
-        phase = status.get("phase")
-        where = f" (during {phase})" if phase else ""
-        return f"{status.get('status')}: {error.get('root_cause', 'no reason')}{where}"
+        phase, call = status.get("phase"), status.get("collective")
+        where = ", ".join(([f"in {call}"] if call else []) + ([f"during {phase}"] if phase else []))
+        where = f" ({where})" if where else ""
+        cause = str(error.get("root_cause", "no reason"))
+        if len(cause) > CAUSE_CHARS:
+            cause = cause[:CAUSE_CHARS].rstrip() + "..."
+        return f"{status.get('status')}: {cause}{where}"
     phase = current_phase(rank.dir / RANK_PHASES)
     return describe_exit(rank.proc.returncode) + (f" during {phase}" if phase else "")
+
+
+def _end_and_doing(rank: _Rank) -> str:
+    how = _how(rank)
+    if rank.doing and not rank.killed_by_us:
+        how += f" (when the failure was seen: {rank.doing})"
+    return how
+
+
+def _peer_lost(rank: _Rank) -> bool:
+    error = (rank.status or {}).get("error") or {}
+    return bool(PEER_LOST.search(str(error.get("root_cause", ""))))
 
 
 def _failure(ranks: list[_Rank], bad: list[_Rank]) -> RanksFailed:
@@ -311,16 +338,16 @@ def _failure(ranks: list[_Rank], bad: list[_Rank]) -> RanksFailed:
     # status (killed) before one that wrote its own error (often its peer's loss).
     first = min(
         (r for r in bad if not r.killed_by_us),
-        key=lambda r: (r.ended_at or float("inf"), r.status is not None, r.rank),
+        key=lambda r: (_peer_lost(r), r.ended_at or float("inf"), r.status is not None, r.rank),
         default=bad[0],
     )
     status = JobStatus.FAILED
     if first.status is not None:
         with contextlib.suppress(ValueError):
-            status = JobStatus(first.status.get("status"))
+            status = JobStatus(str(first.status.get("status")))
     if status == JobStatus.OK:
         status = JobStatus.FAILED
-    others = [f"rank {r.rank}: {r.doing or _how(r)}" for r in ranks if r is not first]
+    others = [f"rank {r.rank}: {_end_and_doing(r)}" for r in ranks if r is not first]
     line = f"rank {first.rank} failed first: {_how(first)}"
     if others:
         line += "; " + "; ".join(others)
@@ -328,11 +355,13 @@ def _failure(ranks: list[_Rank], bad: list[_Rank]) -> RanksFailed:
         type="RankFailure",
         message=line,
         root_cause=line,
-        phase=(first.status or {}).get("phase") or current_phase(first.dir / RANK_PHASES),
     )
     error_extra: dict[str, Any] = {
         "rank": first.rank,
-        "ranks": {str(r.rank): _how(r) for r in ranks},
+        # The phase is the first failing rank's; the line says every rank's, so the job's
+        # reason gets no "(during ...)" of one of them.
+        "rank_phase": (first.status or {}).get("phase") or current_phase(first.dir / RANK_PHASES),
+        "ranks": {str(r.rank): _end_and_doing(r) for r in ranks},
         "doing": {str(r.rank): r.doing for r in ranks if r.doing},
     }
     for key, value in error_extra.items():

@@ -73,6 +73,7 @@ def main(argv: list[str]) -> int:
         log.exception("rank %d failed in phase %s", rank, phase)
         status, error = classify_exception(exc, phase, rank_dir)
         fields.update(status=status.value, error=error.model_dump(), phase=phase)
+        fields["collective"] = distributed_call(exc)
     fields["phases"] = phases.durations
     fields["duration_s"] = round(time.monotonic() - t0, 3)
     atomic_write_json(rank_dir / RANK_STATUS, fields)
@@ -80,6 +81,18 @@ def main(argv: list[str]) -> int:
     sys.stderr.flush()
     # As the worker does: skip teardown (gloo / nccl atexit hooks can hang once peers left).
     os._exit(0 if fields["status"] == JobStatus.OK.value else 1)
+
+
+def distributed_call(exc: BaseException) -> str | None:
+    """The innermost torch.distributed function the exception came through (``all_reduce``):
+    the collective a rank was in when its peer was lost."""
+    import traceback
+
+    found = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if "torch/distributed" in frame.filename.replace("\\", "/"):
+            found = frame.name
+    return found
 
 
 def _fault(rank: int, where: str) -> bool:
