@@ -2,10 +2,11 @@
 
 The tiny Llama at TP 2: torch_dispatch and torch_profiler per rank, each rank's outputs in
 `rank_<r>/`; the real ranks' dispatch signatures and collectives against the fake TP 2
-simulation's (issue 34's fidelity check). Faults, each ending in the right state naming the
-rank, within the timeout plus a few seconds, with no process of the run left: a rank that
-raises at load, a rank SIGKILLed mid-forward while its peer waits in all_reduce, a rank that
-hangs past the job's timeout, and the orchestrator SIGKILLed.
+simulation's (issue 34's fidelity check), for the tiny Llama and a tiny MoE at TP 2, and the
+MoE at EP 2, where the simulation's balanced routing is what differs. Faults, each ending in
+the right state naming the rank, within the timeout plus a few seconds, with no process of
+the run left: a rank that raises at load, a rank SIGKILLed mid-forward while its peer waits
+in all_reduce, a rank that hangs past the job's timeout, and the orchestrator SIGKILLed.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import kt, kt_popen, processes_under, status_of, wait_until, write_config
+from tests.parallel.tiny_moe import build_tiny_moe
 
 pytestmark = [pytest.mark.e2e]
 
@@ -28,6 +30,11 @@ DEFAULTS = {"seq_len": 16, "dtype": "float32", "timeout_s": TIMEOUT_S}
 # What only a real run dispatches: value reads of the attention mask (a fake run cannot read
 # values and skips them) and the autograd wrapper of a functional collective's output, which
 # the fake process group's collectives do not go through.
+# What only the EP simulation dispatches: the all-to-all split sizes read back through a fake
+# tensor's tolist (unbind, then the scalars the simulation answers); a real tensor's tolist
+# dispatches nothing.
+FAKE_ONLY_OPS = {"aten.unbind.int"}
+GEMMS = ("aten.mm.default", "aten.addmm.default", "aten.bmm.default", "aten._grouped_mm.default")
 REAL_ONLY_OPS = {
     "_c10d_functional._wrap_tensor_autograd.default",
     "aten._local_scalar_dense.default",
@@ -50,7 +57,15 @@ def ranks_run(tmp_path_factory: pytest.TempPathFactory, tiny_models: dict[str, P
 
     tmp = tmp_path_factory.mktemp("ranks")
     llama = str(tiny_models["tiny-llama"])
+    moe = str(build_tiny_moe(tiny_models["tiny-llama"], tmp / "tiny-moe"))
+    dispatch = {"tracers": ["torch_dispatch"]}
+    moes = [
+        {"path": moe, "name": f"moe-{w}", "weights": w, **dispatch, "parallel": {axis: 2}}
+        for w in ("real", "fake")
+        for axis in ("tp", "ep")
+    ]
     models = [
+        *moes,
         {"path": llama, "name": "real", "parallel": {"tp": 2}},
         {
             "path": llama,
@@ -102,15 +117,22 @@ def test_each_rank_has_its_own_profiler_trace(ranks_run: Path) -> None:
         assert any("allreduce" in n or "all_reduce" in n for n in names), sorted(names)[:20]
 
 
-def test_real_ranks_match_the_fake_simulation(ranks_run: Path) -> None:
+def _collectives(rank_dir: Path) -> list[tuple[Any, ...]]:
+    rows = _rows(rank_dir / "collectives.jsonl")
+    return [(r["kind"], r["group"], r["group_size"], r["shape"], r["bytes_per_rank"]) for r in rows]
+
+
+@pytest.mark.parametrize("model", ["real", "moe"])
+def test_real_tp_ranks_match_the_fake_simulation(ranks_run: Path, model: str) -> None:
     """Every signature the TP 2 simulation shows, each real rank runs; the real ranks add
     only value reads and the collectives' autograd wrapper; GEMMs and collectives equal."""
     from kerneltracer.core.ranks import read_rank_job
 
-    fake_dir = ranks_run / "jobs/fake/torch_dispatch.tp2"
-    real_dir = ranks_run / "jobs/real/torch_dispatch.tp2"
+    real_name, fake_name = ("real", "fake") if model == "real" else ("moe-real", "moe-fake")
+    fake_dir = ranks_run / f"jobs/{fake_name}/torch_dispatch.tp2"
+    real_dir = ranks_run / f"jobs/{real_name}/torch_dispatch.tp2"
     fake = _signatures(fake_dir / "rank_0")
-    gemms = {s for s in fake if s[0] in ("aten.mm.default", "aten.addmm.default")}
+    gemms = {s for s in fake if s[0] in GEMMS}
     assert gemms, "the simulation shows no GEMM"
     fake_job = read_rank_job(fake_dir)
     assert fake_job is not None
@@ -118,16 +140,35 @@ def test_real_ranks_match_the_fake_simulation(ranks_run: Path) -> None:
         real = _signatures(real_dir / f"rank_{rank}")
         assert fake <= real, sorted(map(str, fake - real))[:10]
         assert {op for op, _ in real - fake} <= REAL_ONLY_OPS, sorted(map(str, real - fake))
-        assert {s for s in real if s[0] in ("aten.mm.default", "aten.addmm.default")} == gemms
-        source = fake_job.source_of(rank)
-        assert source == 0, fake_job.stands_for
+        assert {s for s in real if s[0] in GEMMS} == gemms
+        assert fake_job.source_of(rank) == 0, fake_job.stands_for  # rank 0 stands for both
+        real_coll = _collectives(real_dir / f"rank_{rank}")
+        assert real_coll == _collectives(fake_dir / "rank_0") and real_coll
 
-        def key(r: dict[str, Any]) -> tuple[Any, ...]:
-            return (r["kind"], r["group"], r["group_size"], r["shape"], r["bytes_per_rank"])
 
-        real_coll = [key(r) for r in _rows(real_dir / f"rank_{rank}/collectives.jsonl")]
-        fake_coll = [key(r) for r in _rows(fake_dir / "rank_0/collectives.jsonl")]
-        assert real_coll == fake_coll and real_coll
+def test_real_ep_ranks_differ_from_the_simulation_only_by_routing(ranks_run: Path) -> None:
+    """At EP 2 each simulated rank is its own role. Real routing is not balanced: the token
+    counts (the GEMMs' and all-to-alls' first dimension) differ, what runs does not, and the
+    bytes all ranks exchange add up to the balanced assumption's."""
+    fake_dir = ranks_run / "jobs/moe-fake/torch_dispatch.ep2"
+    real_dir = ranks_run / "jobs/moe-real/torch_dispatch.ep2"
+    totals: dict[str, list[int]] = {"real": [], "fake": []}
+    for rank in (0, 1):
+        real, fake = _signatures(real_dir / f"rank_{rank}"), _signatures(fake_dir / f"rank_{rank}")
+        assert {op for op, _ in fake} - {op for op, _ in real} == FAKE_ONLY_OPS
+        assert {op for op, _ in real} - {op for op, _ in fake} <= REAL_ONLY_OPS
+        real_coll, fake_coll = (
+            _collectives(real_dir / f"rank_{rank}"),
+            _collectives(fake_dir / f"rank_{rank}"),
+        )
+        assert [c[:3] for c in real_coll] == [c[:3] for c in fake_coll] and real_coll
+        totals["real"] += [c[4] for c in real_coll]
+        totals["fake"] += [c[4] for c in fake_coll]
+        assumed = [r for r in _rows(fake_dir / f"rank_{rank}/collectives.jsonl") if r["assumption"]]
+        assert assumed and not any(
+            r["assumption"] for r in _rows(real_dir / f"rank_{rank}/collectives.jsonl")
+        )
+    assert sum(totals["real"]) == sum(totals["fake"])
 
 
 def test_the_rank_reader_treats_real_ranks_as_simulated_ones(ranks_run: Path) -> None:

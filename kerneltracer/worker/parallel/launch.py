@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from kerneltracer.worker.phases import PhaseLog
 
 # The tracers a real rank runs: each writes per-rank files of a one-device job's kinds.
-RANK_TRACERS = ("torch_dispatch", "torch_profiler", "print_fx", "print_aten")
+RANK_TRACERS = ("torch_dispatch", "torch_profiler", "torch_compile", "print_fx", "print_aten")
 POLL_S = 0.05
 STACK_WAIT_S = 0.5  # for faulthandler to write the survivors' stacks
 SURVIVOR_GRACE_S = 3.0  # for survivors of a failed peer to end on their own before the kill
@@ -143,8 +143,11 @@ def run(
                 rank_dir = paths.rank(r)
                 rank_dir.mkdir(parents=True, exist_ok=True)
                 env = rank_env(dict(os.environ), r, world, port)
-                # Per-rank TORCH_TRACE: the multi-rank logs tlparse reads.
-                env["TORCH_TRACE"] = str(rank_dir / "torch_trace")
+                trace = os.environ.get("TORCH_TRACE")
+                if trace:
+                    # Per rank, under the same name (the tracer finds it in its rank dir):
+                    # the multi-rank logs tlparse reads.
+                    env["TORCH_TRACE"] = str(rank_dir / Path(trace).name)
                 with open(rank_dir / RANK_LOG, "ab", buffering=0) as out:
                     proc = subprocess.Popen(
                         [
