@@ -27,8 +27,9 @@ ENV_DEBUG = "KT_DEBUG"
 # --max-input-size and --max-events set them, so they reach the processes it starts too).
 ENV_MAX_INPUT_SIZE = "KT_MAX_INPUT_SIZE"
 ENV_MAX_EVENTS = "KT_MAX_EVENTS"
-# Test hook of multi-rank jobs: ``<rank>:load``, ``<rank>:forward`` or ``<rank>:hang`` makes that
-# rank fail (or hang) there (kerneltracer.worker.parallel.rank).
+# Test hook of multi-rank jobs (kerneltracer.worker.parallel.rank): ``<rank>:load``,
+# ``<rank>:forward``, ``<rank>:hang`` or ``<rank>:memory`` makes that rank fail there (or
+# hang, or hold 1 GiB more).
 ENV_RANK_FAULT = "KT_RANK_FAULT"
 
 

@@ -37,8 +37,8 @@ def _job(tracer: str = "torch_dispatch", framework: str = "huggingface") -> JobS
 
 def test_what_real_ranks_do_not_run_is_refused_in_one_line() -> None:
     assert launch.refuse(_job()).layout.world_size == 2
-    with pytest.raises(UnsupportedError, match="torch_compile on real ranks is not built yet"):
-        launch.refuse(_job("torch_compile"))
+    with pytest.raises(UnsupportedError, match="print_aten_export on real ranks is not built yet"):
+        launch.refuse(_job("print_aten_export"))
     with pytest.raises(UnsupportedError, match="huggingface models only, not vllm"):
         launch.refuse(_job(framework="vllm"))
 
@@ -77,6 +77,20 @@ def test_a_ranks_open_phase_and_collective_are_read(tmp_path: Path) -> None:
         '  File "/x/transformers/integrations/tensor_parallel.py", line 9 in _prepare\n'
     )
     assert launch.collective_in(stacks) == "all_reduce (distributed_c10d.py:3012)"
+    # A DTensor's collective is waited for where its result is used: named with its caller.
+    stacks.write_text(
+        "Current thread 0x00007f (most recent call first):\n"
+        '  File "/x/torch/_ops.py", line 875 in __call__\n'
+        '  File "/x/torch/distributed/_functional_collectives.py", line 142 in wait_tensor\n'
+        '  File "/x/torch/distributed/_functional_collectives.py", line 1122 in wait\n'
+        '  File "/x/torch/distributed/tensor/_redistribute.py", line 1766 in '
+        "redistribute_local_tensor\n"
+        "Thread 0x00007e (most recent call first):\n"
+        '  File "/x/torch/distributed/distributed_c10d.py", line 1 in barrier\n'
+    )
+    assert launch.collective_in(stacks) == (
+        "wait_tensor, from redistribute_local_tensor (_functional_collectives.py:142)"
+    )
     assert launch.current_phase(tmp_path / "none.log") is None
     assert launch.collective_in(tmp_path / "none.txt") is None
 

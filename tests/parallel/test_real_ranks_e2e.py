@@ -227,9 +227,24 @@ def test_a_rank_killed_mid_forward_while_its_peer_waits_in_all_reduce(
 
 
 def test_a_hung_rank_ends_at_the_jobs_timeout(tmp_path: Path, tiny_models: dict[str, Path]) -> None:
+    """Rank 1 never ends its load; rank 0 waits for it in the first collective of its
+    warmup: the launcher's deadline says so before the supervisor's would."""
     _, st, took = _fault_run(tmp_path, tiny_models, "1:hang", timeout_s=20)
     assert st["status"] == "timeout", st
+    assert st["reason"].startswith("no result after 20 s: rank 0: in phase warmup, waiting in")
+    assert "rank 1: in phase load" in st["reason"], st["reason"]
     assert took < 20 + 40  # the timeout, the run's start and a kill grace
+
+
+def test_a_rank_over_the_memory_ceiling_is_named(
+    tmp_path: Path, tiny_models: dict[str, Path]
+) -> None:
+    """The ceiling holds for the whole tree (launcher and ranks, ~1.1 GB here); rank 1 takes
+    1 GiB more: the job ends oom, the reason naming rank 1 as the process with the most."""
+    _, st, took = _fault_run(tmp_path, tiny_models, "1:memory", max_rss_gb=1.6)
+    assert st["status"] == "oom", st
+    assert "exceeded max_rss_gb 1.6" in st["reason"] and "the most: rank 1 (pid" in st["reason"]
+    assert took < TIMEOUT_S + 30
 
 
 def test_sigkill_of_the_orchestrator_leaves_no_rank(

@@ -48,6 +48,9 @@ if TYPE_CHECKING:
 # The tracers a real rank runs: each writes per-rank files of a one-device job's kinds.
 RANK_TRACERS = ("torch_dispatch", "torch_profiler", "torch_compile", "print_fx", "print_aten")
 POLL_S = 0.05
+# The launcher ends a job this long before the supervisor's timeout would: time to take the
+# ranks' stacks, kill them and write the status.
+DEADLINE_MARGIN_S = 3.0
 STACK_WAIT_S = 0.5  # for faulthandler to write the survivors' stacks
 SURVIVOR_GRACE_S = 3.0  # for survivors of a failed peer to end on their own before the kill
 CAUSE_CHARS = 200  # of a rank's own error in the job's one line (its status has it whole)
@@ -57,6 +60,7 @@ PEER_LOST = re.compile(
     r"Connection (reset|closed) by peer|Broken pipe|timed out|Timed out|"
     r"NCCL communicator was aborted|ProcessGroupNCCL.*(watchdog|abort)",
 )
+_GENERIC_FUNCS = frozenset({"wrapper", "inner", "_fn", "forward", "apply", "__call__", "wait"})
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>\S+)')
 
 
@@ -155,6 +159,10 @@ def run(
                             "-m",
                             "kerneltracer.worker.parallel.rank",
                             str(job_dir / JOB.job_file),
+                            # Read by nobody but ps and the supervisor's memory check: which
+                            # rank a process is (RANK is in its environment).
+                            "--rank",
+                            str(r),
                         ],
                         cwd=job_dir,
                         env=env,
@@ -164,7 +172,10 @@ def run(
                         close_fds=True,
                     )
                 ranks.append(_Rank(r, proc, rank_dir))
-            _watch(ranks)
+            # The launcher's own deadline, before the supervisor's: a job that hangs (the
+            # classic distributed hang: a rank never joins a collective) ends saying what
+            # every rank was doing, which only the launcher can ask.
+            timed_out = _watch(ranks, time.monotonic() + job.timeout_s - DEADLINE_MARGIN_S)
         finally:
             for rank in ranks:  # only after an error of ours: _watch ends every rank
                 if rank.proc.poll() is None:
@@ -172,6 +183,8 @@ def run(
                     rank.proc.wait()
     for rank in ranks:
         rank.status = _read_status(rank.dir)
+    if timed_out:
+        raise _timeout(ranks, job.timeout_s)
     bad = [r for r in ranks if not r.ok]
     if bad:
         raise _failure(ranks, bad)
@@ -223,13 +236,23 @@ def _write_roles(job_dir: Path, spec: ParallelSpec, ranks: list[_Rank]) -> None:
     atomic_write_json(job_dir / ROLES_FILE, doc)
 
 
-def _watch(ranks: list[_Rank]) -> None:
+def _watch(ranks: list[_Rank], job_deadline: float) -> bool:
     """Wait for every rank; at the first bad end, take the others' stacks, give them a short
-    grace, then kill them."""
+    grace, then kill them. True when the job's deadline came first (every rank killed)."""
     deadline: float | None = None
     while True:
         now = time.monotonic()
         running = [r for r in ranks if r.proc.poll() is None]
+        if running and deadline is None and now > job_deadline:
+            _ask_stacks(running)
+            for rank in running:
+                rank.doing = _doing(rank.dir)
+                rank.killed_by_us = True
+                with contextlib.suppress(ProcessLookupError):
+                    rank.proc.kill()
+            for rank in running:
+                rank.proc.wait()
+            return True
         for rank in ranks:
             if rank.ended_at is None and rank.proc.returncode is not None:
                 rank.ended_at = now
@@ -240,7 +263,7 @@ def _watch(ranks: list[_Rank]) -> None:
                         other.doing = _doing(other.dir)
                     deadline = time.monotonic() + SURVIVOR_GRACE_S
         if not running:
-            return
+            return False
         if deadline is not None and time.monotonic() > deadline:
             for rank in running:
                 rank.killed_by_us = True
@@ -286,14 +309,31 @@ def current_phase(path: Path) -> str | None:
 
 
 def collective_in(path: Path) -> str | None:
-    """The innermost torch.distributed frame of a faulthandler dump (most recent call first):
-    the collective a rank was blocked in, e.g. ``all_reduce (distributed_c10d.py:3012)``."""
+    """The innermost torch.distributed frame of a faulthandler dump (most recent call first),
+    with its nearest distributed caller of another name: the collective a rank was blocked
+    in, e.g. ``all_reduce (distributed_c10d.py:3012)`` or ``wait_tensor, from
+    redistribute_local_tensor (_functional_collectives.py:142)`` (a DTensor's collective)."""
+    frames: list[re.Match[str]] = []
     with contextlib.suppress(OSError):
         for line in path.read_text(errors="replace").splitlines():
+            if line.startswith(("Thread ", "Current thread ")) and frames:
+                break  # the first thread listed is the one the signal interrupted: ours
             m = _FRAME.search(line)
             if m is not None and "torch/distributed" in m["file"]:
-                return f"{m['func']} ({Path(m['file']).name}:{m['line']})"
-    return None
+                frames.append(m)
+    if not frames:
+        return None
+    first = frames[0]
+    caller = next(
+        (
+            m["func"]
+            for m in frames[1:]
+            if m["func"] != first["func"] and m["func"] not in _GENERIC_FUNCS
+        ),
+        None,
+    )
+    via = f", from {caller}" if caller and first["func"] in ("wait_tensor", "wait") else ""
+    return f"{first['func']}{via} ({Path(first['file']).name}:{first['line']})"
 
 
 def _read_status(rank_dir: Path) -> dict[str, Any] | None:
@@ -322,6 +362,18 @@ def _how(rank: _Rank) -> str:
         return f"{status.get('status')}: {cause}{where}"
     phase = current_phase(rank.dir / RANK_PHASES)
     return describe_exit(rank.proc.returncode) + (f" during {phase}" if phase else "")
+
+
+def _timeout(ranks: list[_Rank], timeout_s: float) -> RanksFailed:
+    line = f"no result after {timeout_s:g} s: " + "; ".join(
+        f"rank {r.rank}: {r.doing or 'nothing known'}"
+        if r.killed_by_us
+        else f"rank {r.rank}: {_how(r)}"
+        for r in ranks
+    )
+    error = ErrorInfo(type="RankTimeout", message=line, root_cause=line)
+    error.ranks = {str(r.rank): r.doing if r.killed_by_us else _how(r) for r in ranks}  # type: ignore[attr-defined]
+    return RanksFailed(JobStatus.TIMEOUT, error)
 
 
 def _end_and_doing(rank: _Rank) -> str:

@@ -135,6 +135,10 @@ def run_rank(
                 raise RuntimeError(f"rank {rank}: fault injected at load (KT_RANK_FAULT)")
             while _fault(rank, "hang"):  # stands for a load that never ends
                 time.sleep(1.0)
+            if _fault(rank, "memory"):  # a rank whose load takes 1 GiB more, and holds it
+                held = b"\x01" * (1 << 30)
+                while held:
+                    time.sleep(1.0)
             ctx, extra = _load(job, job_dir, spec, mesh, device)
         from kerneltracer.worker.parallel.collectives import BackwardModules, CollectiveRecorder
         from kerneltracer.worker.tracers._dispatch_recorder import ModulePaths
