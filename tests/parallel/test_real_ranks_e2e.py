@@ -278,3 +278,28 @@ def _text(path: Path) -> str:
         return path.read_text()
     except OSError:
         return ""
+
+
+@pytest.mark.slow
+def test_torch_compile_per_rank_writes_its_own_torch_trace(
+    tmp_path: Path, tiny_models: dict[str, Path]
+) -> None:
+    """Each rank compiles its own shard: one graph, the all-reduces lowered into its code, and
+    its own TORCH_TRACE log (named for its rank, as tlparse's multi-rank mode reads them)."""
+    from tests.conftest import clean_env
+
+    models = [{"path": str(tiny_models["tiny-llama"]), "name": "m", "parallel": {"tp": 2}}]
+    run_dir = _run(tmp_path, models, clean_env(tmp_path), tracers=["torch_compile"], timeout_s=400)
+    st = status_of(run_dir, "m/torch_compile.tp2")
+    assert st["status"] == "ok", st.get("reason")
+    job = run_dir / "jobs/m/torch_compile.tp2"
+    for rank in (0, 1):
+        logs = list((job / f"rank_{rank}/torch_trace").glob("*.log"))
+        assert [p.name.startswith(f"dedicated_log_torch_trace_rank_{rank}_") for p in logs] == [
+            True
+        ], logs
+        summary = json.loads((job / f"rank_{rank}/compile_summary.json").read_text())
+        assert summary["graphs"] >= 1 and summary["graph_break_count"] == 0, summary
+        code = "".join(p.read_text() for p in (job / f"rank_{rank}/inductor_code").glob("*.py"))
+        assert "all_reduce" in code
+    assert not (job / "torch_trace").exists() or not any((job / "torch_trace").iterdir())
