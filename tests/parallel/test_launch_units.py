@@ -39,7 +39,10 @@ def test_what_real_ranks_do_not_run_is_refused_in_one_line() -> None:
     assert launch.refuse(_job()).layout.world_size == 2
     with pytest.raises(UnsupportedError, match="print_aten_export on real ranks is not built yet"):
         launch.refuse(_job("print_aten_export"))
-    with pytest.raises(UnsupportedError, match="huggingface models only, not vllm"):
+    with pytest.raises(
+        UnsupportedError,
+        match=r"parallel with vLLM \(tensor_parallel_size 2\) is not launched: vLLM starts",
+    ):
         launch.refuse(_job(framework="vllm"))
 
 

@@ -97,6 +97,13 @@ def refuse(job: JobSpec) -> ParallelSpec:
             f"{job.tracer} on real ranks is not built yet (real ranks run: "
             f"{', '.join(RANK_TRACERS)})"
         )
+    if job.framework == "vllm":
+        raise UnsupportedError(
+            f"parallel with vLLM (tensor_parallel_size {job.parallel.get('tp', 1)}) is not "
+            "launched: vLLM starts its own rank processes (its multiproc executor), which "
+            "kerneltracer's isolation and tracers do not reach yet; run the model with "
+            "framework huggingface"
+        )
     if job.framework != "huggingface":
         raise UnsupportedError(
             f"parallel with weights real runs huggingface models only, not {job.framework}"
