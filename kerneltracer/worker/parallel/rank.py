@@ -116,7 +116,14 @@ def run_rank(
         raise UnsupportedError("a rank job needs parallel")
     spec = ParallelSpec.from_json(job.parallel)
     cuda = torch.cuda.is_available() and job.device != "cpu"
-    device = f"cuda:{int(os.environ.get('LOCAL_RANK', rank))}" if cuda else "cpu"
+    local = int(os.environ.get("LOCAL_RANK", rank))
+    if cuda and local >= torch.cuda.device_count():
+        raise UnsupportedError(
+            f"parallel {spec.label()} needs {world} GPUs on the node, {torch.cuda.device_count()} "
+            "visible (the orchestrator gives a job one GPU slot: multi-GPU slots are not built "
+            "yet); device cpu runs the ranks on gloo"
+        )
+    device = f"cuda:{local}" if cuda else "cpu"
     with phases.phase("init"):
         dist.init_process_group(
             "nccl" if cuda else "gloo",
