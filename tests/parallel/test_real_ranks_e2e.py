@@ -181,6 +181,23 @@ def test_the_rank_reader_treats_real_ranks_as_simulated_ones(ranks_run: Path) ->
     assert all(not data.bad and not data.missing for data in job.ranks.values())
 
 
+def test_a_rerun_bypasses_ok_rank_jobs_and_reruns_a_damaged_one(ranks_run: Path) -> None:
+    """The status lists every rank's outputs: all there, the job is bypassed; one rank's file
+    gone, that job alone runs again (and writes it back)."""
+    from tests.conftest import clean_env
+
+    damaged = ranks_run / "jobs/real/torch_dispatch.tp2/rank_1/dispatch_ops.jsonl"
+    damaged.unlink()
+    tmp = ranks_run.parent
+    proc = kt("run", str(tmp / "config.yaml"), "-j", "2", env=clean_env(tmp), timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = proc.stdout + proc.stderr
+    assert "1 to run" in out and "start  real/torch_dispatch.tp2" in out, out
+    assert sum(line.startswith("start ") for line in out.splitlines()) == 1, out
+    assert damaged.is_file()
+    assert status_of(ranks_run, "real/torch_dispatch.tp2")["status"] == "ok"
+
+
 # --- faults ---------------------------------------------------------------------------------
 
 
