@@ -27,6 +27,10 @@ ENV_DEBUG = "KT_DEBUG"
 # --max-input-size and --max-events set them, so they reach the processes it starts too).
 ENV_MAX_INPUT_SIZE = "KT_MAX_INPUT_SIZE"
 ENV_MAX_EVENTS = "KT_MAX_EVENTS"
+# Test hook of multi-rank jobs (kerneltracer.worker.parallel.rank): ``<rank>:load``,
+# ``<rank>:forward``, ``<rank>:hang`` or ``<rank>:memory`` makes that rank fail there (or
+# hang, or hold 1 GiB more).
+ENV_RANK_FAULT = "KT_RANK_FAULT"
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +44,7 @@ class KtEnv:
     # (InputLimits.from_env), never for a worker that reads none.
     max_input_size: str = ""
     max_events: str = ""
+    rank_fault: str | None = None
 
     @classmethod
     def read(cls, env: Mapping[str, str] | None = None) -> KtEnv:
@@ -51,4 +56,5 @@ class KtEnv:
             debug=env.get(ENV_DEBUG, "") not in ("", "0"),
             max_input_size=env.get(ENV_MAX_INPUT_SIZE, "").strip(),
             max_events=env.get(ENV_MAX_EVENTS, "").strip(),
+            rank_fault=env.get(ENV_RANK_FAULT) or None,
         )

@@ -168,10 +168,10 @@ def _check_parallel(
     config in the worker, before anything is built)."""
     if settings.parallel is None:
         return None
-    if settings.weights != "fake" and settings.parallel.label() != "single":
-        return (*loc, "parallel"), (
-            "parallel needs weights fake for now: every rank role is simulated in one process "
-            "(jobs of one process per rank are not built yet)"
+    if settings.weights != "fake" and settings.parallel.layers is not None:
+        # Real ranks load the checkpoint as it is: a cut-down model has no weights to read.
+        return (*loc, "parallel", "layers"), (
+            "parallel.layers builds a cut-down model: it needs weights fake"
         )
     from kerneltracer.core.parallelspec import ParallelSpec, layout_problem
 

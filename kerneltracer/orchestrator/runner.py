@@ -39,7 +39,7 @@ from kerneltracer.orchestrator.events import NullObserver, RunObserver
 from kerneltracer.orchestrator.forkserver import ForkedChild
 from kerneltracer.orchestrator.planner import Chain, PlannedJob, RunPlan
 from kerneltracer.orchestrator.preload import Preloader
-from kerneltracer.process.supervisor import WorkerProcess
+from kerneltracer.process.supervisor import WorkerProcess, describe_process
 
 GiB = 1024**3
 
@@ -346,10 +346,14 @@ def _check(act: _Active, options: RunOptions) -> int | None:
         act.stop_reason = StopReason(StopKind.TIMEOUT, f"no result after {job.timeout_s:g} s")
     elif now >= act.next_sample:
         act.next_sample = now + options.sample_s
-        rss = act.proc.sample().rss_bytes
+        sample = act.proc.sample()
+        rss = sample.rss_bytes
         if job.max_rss_gb is not None and rss > job.max_rss_gb * GiB:
             limit = f"max_rss_gb {job.max_rss_gb:g}"
             why = f"worker tree RSS {rss / GiB:.2f} GiB exceeded {limit}"
+            if sample.heaviest is not None and sample.processes > 1:
+                who = describe_process(sample.heaviest)
+                why += f" (the most: {who}, {sample.heaviest_rss_bytes / GiB:.2f} GiB)"
             act.stop_reason = StopReason(StopKind.MEMORY, why)
     if act.stop_reason is None:
         return None

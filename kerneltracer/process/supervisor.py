@@ -76,6 +76,23 @@ def kill_group(pid: int, sig: signal.Signals = signal.SIGKILL) -> None:
 class TreeSample:
     rss_bytes: int
     processes: int
+    # The process of the tree with the most RSS, and its RSS: which rank of a multi-rank job
+    # (or which engine process) took the memory.
+    heaviest: psutil.Process | None = None
+    heaviest_rss_bytes: int = 0
+
+
+def describe_process(proc: psutil.Process) -> str:
+    """``rank 1 (pid 123)`` for a rank of a multi-rank job (its command line says
+    ``--rank 1``), else ``python3 (pid 123)``."""
+    try:
+        cmd = proc.cmdline()
+        name = proc.name()
+    except psutil.Error:
+        return f"pid {proc.pid}"
+    if "--rank" in cmd[:-1]:
+        return f"rank {cmd[cmd.index('--rank') + 1]} (pid {proc.pid})"
+    return f"{name} (pid {proc.pid})"
 
 
 @dataclass
@@ -129,17 +146,21 @@ class WorkerProcess:
                     self.known.setdefault(child.pid, child)
         rss = 0
         alive = 0
+        heaviest: tuple[int, psutil.Process | None] = (0, None)
         for pid, proc in list(self.known.items()):
             try:
                 # is_running() compares create times, so a reused pid is not ours.
                 if not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE:
                     continue
-                rss += proc.memory_info().rss
+                own = proc.memory_info().rss
+                rss += own
                 alive += 1
+                if own > heaviest[0]:
+                    heaviest = (own, proc)
             except psutil.Error:
                 self.known.pop(pid, None)
         self.peak_rss_bytes = max(self.peak_rss_bytes, rss)
-        return TreeSample(rss_bytes=rss, processes=alive)
+        return TreeSample(rss, alive, heaviest[1], heaviest[0])
 
     def signal_tree(self, sig: signal.Signals) -> None:
         kill_group(self.pid, sig)

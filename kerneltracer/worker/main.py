@@ -32,6 +32,7 @@ from kerneltracer.process import lifeline
 from kerneltracer.tracers.registry import TRACERS
 from kerneltracer.worker.failure import classify_exception
 from kerneltracer.worker.frameworks.registry import get_loader, version_modules
+from kerneltracer.worker.parallel.launch import RanksFailed
 from kerneltracer.worker.phases import Heartbeat, PhaseLog
 
 if TYPE_CHECKING:
@@ -101,7 +102,10 @@ def _run_job(job: JobSpec, attempt: str, job_dir: Path, phases: PhaseLog) -> Tra
         _check_tracer(cls, job)
         loader = get_loader(job.framework)
         kind_of = cls.kind_of
-        if job.parallel:
+        if job.parallel and not job.model.fake_weights:
+            # One process per rank, launched and watched from here (see launch).
+            result, fields["notes"], kind_of = _launch_ranks(job, job_dir, tracer, phases)
+        elif job.parallel:
             # Every rank role, each loaded, warmed up, traced and written in turn.
             result, fields["notes"], kind_of = _simulate_ranks(job, job_dir, tracer, phases)
         else:
@@ -126,7 +130,9 @@ def _run_job(job: JobSpec, attempt: str, job_dir: Path, phases: PhaseLog) -> Tra
         phase = phases.failed or phases.current
         log.exception("job %s failed in phase %s", job.key, phase)
         status, error = classify_exception(exc, phase, job_dir)
-        if loader is not None:
+        if isinstance(exc, RanksFailed):
+            status, error = exc.status, exc.error
+        elif loader is not None:
             status, error = loader.refine_failure(status, error, job_dir)
         fields["error"] = error
         fields["reason"] = error.root_cause + (f" (during {error.phase})" if error.phase else "")
@@ -149,6 +155,16 @@ def _simulate_ranks(job: JobSpec, job_dir: Path, tracer: Tracer[Any], phases: Ph
     from kerneltracer.worker.parallel import simulate
 
     result, notes = simulate.run(job, job_dir, tracer, phases)
+    return result, notes, partial(simulate.kind_of, type(tracer))
+
+
+def _launch_ranks(job: JobSpec, job_dir: Path, tracer: Tracer[Any], phases: PhaseLog) -> Any:
+    """A job with ``parallel`` and real weights: see :mod:`kerneltracer.worker.parallel.launch`."""
+    from functools import partial
+
+    from kerneltracer.worker.parallel import launch, simulate
+
+    result, notes = launch.run(job, job_dir, tracer, phases)
     return result, notes, partial(simulate.kind_of, type(tracer))
 
 

@@ -196,5 +196,5 @@ def test_tracers_that_cannot_trace_simulated_ranks_are_refused_before_loading() 
     refuse(job("print_fx", "fake"), tracer("print_fx"))
     with pytest.raises(UnsupportedError, match="torch_compile with parallel: compiling"):
         refuse(job("torch_compile", "fake"), tracer("torch_compile"))
-    with pytest.raises(UnsupportedError, match="weights real needs one process per rank"):
+    with pytest.raises(UnsupportedError, match="weights real runs one process per rank"):
         refuse(job("torch_dispatch", "real"), tracer("torch_dispatch"))

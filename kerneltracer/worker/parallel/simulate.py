@@ -85,8 +85,8 @@ def refuse(job: JobSpec, tracer: Tracer[Any]) -> None:
     """What no layout of this job can run: decided before anything is imported or read."""
     if not job.model.fake_weights:
         raise UnsupportedError(
-            "parallel with weights real needs one process per rank (multi-rank jobs are not "
-            "built yet); use weights fake to simulate every rank role in one process"
+            "parallel with weights real runs one process per rank (worker.parallel.launch), "
+            "not the simulation"
         )
     if tracer.parallel_refusal is not None:
         raise UnsupportedError(f"{job.tracer} with parallel: {tracer.parallel_refusal}")

@@ -1,0 +1,141 @@
+"""The multi-rank launcher's pieces, without starting a rank: what it refuses, the variables
+a rank gets, how it reads a rank's phase and stack, and which rank it names first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kerneltracer.core.jobspec import JobSpec, ModelRef
+from kerneltracer.errors import ConfigError, UnsupportedError
+from kerneltracer.orchestrator.planning import load_config
+from kerneltracer.worker.parallel import launch
+from tests.helpers import write_config
+
+
+def _job(tracer: str = "torch_dispatch", framework: str = "huggingface") -> JobSpec:
+    return JobSpec(
+        key=f"m/{tracer}.tp2",
+        model=ModelRef(display="m", slug="m", path="/m", weights="real"),
+        tracer=tracer,
+        tracer_version="1",
+        exclusive_group=None,
+        framework=framework,
+        mode="eval",
+        device="cpu",
+        dtype="auto",
+        batch_size=1,
+        seq_len=8,
+        options={},
+        timeout_s=60,
+        max_rss_gb=None,
+        parallel={"tp": 2},
+    )
+
+
+def test_what_real_ranks_do_not_run_is_refused_in_one_line() -> None:
+    assert launch.refuse(_job()).layout.world_size == 2
+    with pytest.raises(UnsupportedError, match="print_aten_export on real ranks is not built yet"):
+        launch.refuse(_job("print_aten_export"))
+    with pytest.raises(
+        UnsupportedError,
+        match=r"parallel with vLLM \(tensor_parallel_size 2\) is not launched: vLLM starts",
+    ):
+        launch.refuse(_job(framework="vllm"))
+
+
+def test_weights_real_with_parallel_is_planned_and_layers_refused(tmp_path: Path) -> None:
+    (tmp_path / "m").mkdir()
+    ok = write_config(tmp_path / "a.yaml", [{"path": "m", "parallel": {"tp": 2}}])
+    load_config(ok)
+    cut = write_config(tmp_path / "b.yaml", [{"path": "m", "parallel": {"tp": 2, "layers": 1}}])
+    with pytest.raises(ConfigError, match=r"parallel\.layers builds a cut-down model") as err:
+        load_config(cut)
+    assert "\n" not in str(err.value)
+
+
+def test_each_rank_gets_the_torch_distributed_variables() -> None:
+    port = launch.free_port()
+    env = launch.rank_env({"PATH": "/bin"}, 1, 2, port)
+    assert env["RANK"] == "1" and env["LOCAL_RANK"] == "1" and env["WORLD_SIZE"] == "2"
+    assert env["MASTER_ADDR"] == "127.0.0.1" and env["MASTER_PORT"] == str(port)
+    assert env["PATH"] == "/bin"
+
+
+def test_a_ranks_open_phase_and_collective_are_read(tmp_path: Path) -> None:
+    phases = tmp_path / "phases.log"
+    phases.write_text(
+        "1 2 [rank 0] [init] Start\n1 2 [rank 0] [init] End\n"
+        "3 2 [rank 0] [warmup] Start\n3 2 [rank 0] [warmup] End\n"
+        "4 2 [rank 0] [trace] Start\n"
+    )
+    assert launch.current_phase(phases) == "trace"
+    stacks = tmp_path / "stacks.txt"
+    stacks.write_text(
+        "Thread 0x00007f (most recent call first):\n"
+        '  File "/x/torch/distributed/distributed_c10d.py", line 3012 in all_reduce\n'
+        '  File "/x/torch/distributed/c10d_logger.py", line 81 in wrapper\n'
+        '  File "/x/transformers/integrations/tensor_parallel.py", line 9 in _prepare\n'
+    )
+    assert launch.collective_in(stacks) == "all_reduce (distributed_c10d.py:3012)"
+    # A DTensor's collective is waited for where its result is used: named with its caller.
+    stacks.write_text(
+        "Current thread 0x00007f (most recent call first):\n"
+        '  File "/x/torch/_ops.py", line 875 in __call__\n'
+        '  File "/x/torch/distributed/_functional_collectives.py", line 142 in wait_tensor\n'
+        '  File "/x/torch/distributed/_functional_collectives.py", line 1122 in wait\n'
+        '  File "/x/torch/distributed/tensor/_redistribute.py", line 1766 in '
+        "redistribute_local_tensor\n"
+        "Thread 0x00007e (most recent call first):\n"
+        '  File "/x/torch/distributed/distributed_c10d.py", line 1 in barrier\n'
+    )
+    assert launch.collective_in(stacks) == (
+        "wait_tensor, from redistribute_local_tensor (_functional_collectives.py:142)"
+    )
+    assert launch.current_phase(tmp_path / "none.log") is None
+    assert launch.collective_in(tmp_path / "none.txt") is None
+
+
+class _Done:
+    def __init__(self, code: int) -> None:
+        self.returncode = code
+        self.pid = 0
+
+
+def _rank(tmp: Path, r: int, code: int, ended: float, status: dict[str, Any] | None) -> Any:
+    d = tmp / f"rank_{r}"
+    d.mkdir()
+    proc: Any = _Done(code)
+    rank = launch._Rank(r, proc, d, ended_at=ended, status=status)
+    return rank
+
+
+def test_the_first_failure_is_never_the_peer_that_lost_its_connection(tmp_path: Path) -> None:
+    """Rank 1 lost its peer and failed in the same poll round as rank 0's death, seen even
+    earlier: rank 0 is named first, rank 1's line says the collective it was in."""
+    lost = {
+        "status": "failed",
+        "phase": "trace",
+        "collective": "all_reduce",
+        "error": {"root_cause": "RuntimeError: [pair.cc:537] Read error: Connection reset by peer"},
+    }
+    killed = _rank(tmp_path, 0, -9, ended=2.0, status=None)
+    survivor = _rank(tmp_path, 1, 1, ended=1.0, status=lost)
+    err = launch._failure([killed, survivor], [killed, survivor])
+    assert err.error.rank == 0  # type: ignore[attr-defined]
+    assert err.error.root_cause.startswith("rank 0 failed first: killed by SIGKILL")
+    assert "rank 1: failed: RuntimeError" in err.error.root_cause
+    assert "(in all_reduce, during trace)" in err.error.root_cause
+    assert str(err.status.value) == "failed"
+
+
+def test_a_ranks_own_status_becomes_the_jobs(tmp_path: Path) -> None:
+    oom = {"status": "oom", "phase": "load", "error": {"root_cause": "MemoryError"}}
+    first = _rank(tmp_path, 1, 4, ended=1.0, status=oom)
+    other = _rank(tmp_path, 0, -9, ended=2.0, status=None)
+    other.killed_by_us, other.doing = True, "in phase load"
+    err = launch._failure([other, first], [other, first])
+    assert err.status.value == "oom"
+    assert "rank 0: killed by the launcher after the failure (in phase load)" in str(err)
