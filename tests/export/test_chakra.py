@@ -34,7 +34,8 @@ ACT = 2048 * 8192 * 2
 @pytest.fixture(scope="module")
 def chakra() -> SimpleNamespace:
     """Chakra's reader: installed by `make install-dev` into <venv>/thirdparty (out of pip's
-    view) from the shared third-party folder ($KT_THIRDPARTY; see the Makefile); missing, the test skips locally and fails under CI."""
+    view) from the shared third-party folder ($KT_THIRDPARTY; see the Makefile); missing,
+    the test skips locally and fails under CI."""
     target = Path(sys.prefix) / "thirdparty"
     if target.is_dir() and str(target) not in sys.path:
         sys.path.append(str(target))
