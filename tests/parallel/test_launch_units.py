@@ -41,7 +41,7 @@ def test_what_real_ranks_do_not_run_is_refused_in_one_line() -> None:
         launch.refuse(_job("print_aten_export"))
     with pytest.raises(
         UnsupportedError,
-        match=r"parallel with vLLM \(tensor_parallel_size 2\) is not launched: vLLM starts",
+        match=r"parallel with weights real is not launched for vllm: vLLM starts its own rank",
     ):
         launch.refuse(_job(framework="vllm"))
 

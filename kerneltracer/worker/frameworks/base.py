@@ -65,6 +65,9 @@ class FrameworkLoader(ABC):
     version_modules: ClassVar[tuple[str, ...]] = ()
     # Why this framework's workers cannot be forked from a preloaded server; None: they can.
     preload_refusal: ClassVar[str | None] = "no preload has been written for this framework"
+    # Why a job of this framework with `parallel:` and real weights cannot be launched as one
+    # process per rank (worker/parallel/launch.py); None: it can.
+    ranks_refusal: ClassVar[str | None] = "no rank launcher has been written for this framework"
 
     @classmethod
     def preload(cls, hints: list[str]) -> list[str]:

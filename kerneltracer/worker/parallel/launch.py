@@ -37,6 +37,7 @@ from kerneltracer.core.status import ErrorInfo, JobStatus
 from kerneltracer.errors import UnsupportedError
 from kerneltracer.jsonio import atomic_write_json
 from kerneltracer.process.supervisor import describe_exit
+from kerneltracer.worker.frameworks.registry import loader_class
 from kerneltracer.worker.parallel.rank import RANK_LOG, RANK_PHASES, RANK_STATUS, STACKS
 from kerneltracer.worker.parallel.simulate import ROLES_FILE
 
@@ -97,16 +98,10 @@ def refuse(job: JobSpec) -> ParallelSpec:
             f"{job.tracer} on real ranks is not built yet (real ranks run: "
             f"{', '.join(RANK_TRACERS)})"
         )
-    if job.framework == "vllm":
+    refusal = loader_class(job.framework).ranks_refusal
+    if refusal is not None:
         raise UnsupportedError(
-            f"parallel with vLLM (tensor_parallel_size {job.parallel.get('tp', 1)}) is not "
-            "launched: vLLM starts its own rank processes (its multiproc executor), which "
-            "kerneltracer's isolation and tracers do not reach yet; run the model with "
-            "framework huggingface"
-        )
-    if job.framework != "huggingface":
-        raise UnsupportedError(
-            f"parallel with weights real runs huggingface models only, not {job.framework}"
+            f"parallel with weights real is not launched for {job.framework}: {refusal}"
         )
     spec = ParallelSpec.from_json(job.parallel)
     problem = layout_problem(spec, job.mode)

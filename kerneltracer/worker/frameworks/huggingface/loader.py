@@ -25,6 +25,7 @@ class HuggingFaceLoader(FrameworkLoader):
     context_type: ClassVar[type[HFContext]] = HFContext
     version_modules: ClassVar[tuple[str, ...]] = ("torch", "transformers")
     preload_refusal: ClassVar[str | None] = None
+    ranks_refusal: ClassVar[str | None] = None
 
     @classmethod
     def preload(cls, hints: list[str]) -> list[str]:
