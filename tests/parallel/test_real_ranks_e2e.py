@@ -117,6 +117,22 @@ def test_each_rank_has_its_own_profiler_trace(ranks_run: Path) -> None:
         assert any("allreduce" in n or "all_reduce" in n for n in names), sorted(names)[:20]
 
 
+def test_the_ranks_profiler_traces_go_through_the_multi_rank_timeline(
+    ranks_run: Path, tmp_path: Path
+) -> None:
+    """The job dir as one argument: both ranks' traces, in rank order, and the cross-rank
+    figures (their all-reduces matched across the two ranks)."""
+    job = ranks_run / "jobs/real/torch_profiler.tp2"
+    out = tmp_path / "timeline"
+    done = kt("timeline", str(job), "-o", str(out), "--no-inferscope", "--no-ops", timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert len(summary["traces"]) == 2
+    multi = summary["multi_rank"]
+    assert [r["rank"] for r in multi["ranks"]] == [0, 1]
+    assert multi["matched_collectives"] > 0 and multi["unmatched_calls"] == 0
+
+
 def _collectives(rank_dir: Path) -> list[tuple[Any, ...]]:
     rows = _rows(rank_dir / "collectives.jsonl")
     return [(r["kind"], r["group"], r["group_size"], r["shape"], r["bytes_per_rank"]) for r in rows]

@@ -101,6 +101,7 @@ def expand_traces(paths: Sequence[Path]) -> list[Path]:
     ``rank_<r>/`` traces, a folder of Kineto files), in natural order: ``rank_2`` before
     ``rank_10``. Our own InferScope files are not inputs and are left out."""
     from kerneltracer.core.artefacts import ArtefactKind, kind_from_name
+    from kerneltracer.core.status import read_status
     from kerneltracer.errors import UsageError
 
     out: list[Path] = []
@@ -108,13 +109,21 @@ def expand_traces(paths: Sequence[Path]) -> list[Path]:
         if not path.is_dir():
             out.append(path)
             continue
-        found = [
-            f
-            for f in path.rglob("*")
-            if f.is_file()
-            and f.name != _INFERSCOPE_FILE
-            and kind_from_name(f.relative_to(path).as_posix()) is ArtefactKind.CHROME_TRACE
-        ]
+        # A job dir says which of its files are traces; its bookkeeping (_TRACE_STATUS.json)
+        # and temp exports (tmp/trace.json) only look like them by name.
+        status = read_status(path)
+        if status is not None:
+            found = [
+                path / o.path for o in status.outputs if o.kind == ArtefactKind.CHROME_TRACE.value
+            ]
+        else:
+            found = [
+                f
+                for f in path.rglob("*")
+                if f.is_file()
+                and f.name != _INFERSCOPE_FILE
+                and kind_from_name(f.relative_to(path).as_posix()) is ArtefactKind.CHROME_TRACE
+            ]
         if not found:
             raise UsageError(f"{path}: no chrome trace under it (*.json.gz or *trace*.json files)")
         out += sorted(found, key=lambda f: _natural(f.relative_to(path).as_posix()))
