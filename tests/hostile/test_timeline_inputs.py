@@ -92,9 +92,12 @@ def test_non_finite_numbers_are_counted_not_fatal(tmp_path: Path) -> None:
 
 
 def test_folder_and_device_are_usage_errors_naming_what_they_are(tmp_path: Path) -> None:
-    assert _timeline(str(tmp_path), "-o", str(tmp_path / "o")) == (
+    # A folder is a set of traces (a job's ranks); one with none says what it looked for.
+    folder = tmp_path / "empty"
+    folder.mkdir()
+    assert _timeline(str(folder), "-o", str(tmp_path / "o")) == (
         2,
-        f"error: trace file {tmp_path} is a directory, not a file",
+        f"error: {folder}: no chrome trace under it (*.json.gz or *trace*.json files)",
     )
     assert _timeline("/dev/zero", "-o", str(tmp_path / "o")) == (
         2,
