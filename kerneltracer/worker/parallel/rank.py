@@ -42,7 +42,7 @@ log = logging.getLogger("kerneltracer.worker.rank")
 RANK_STATUS = "RANK_STATUS.json"
 STACKS = "stacks.txt"
 RANK_LOG = "rank.log"
-RANK_PHASES = "phases.log"
+RANK_PHASES = JobPaths(Path()).phase_log.name  # the job's own name, in the rank dir
 
 
 def main(argv: list[str]) -> int:
