@@ -36,7 +36,7 @@ TABLE: dict[str, tuple[str, int, str]] = {
         2,
         r"trace file .*nope.json does not exist",
     ),
-    "timeline-folder": ("timeline {t}/folder -o {t}/o", 2, r"trace file .*folder is a directory"),
+    "timeline-folder": ("timeline {t}/folder -o {t}/o", 2, r"folder: no chrome trace under it"),
     "timeline-fifo": ("timeline {t}/fifo -o {t}/o", 2, NOT_REGULAR),
     "timeline-device": ("timeline /dev/zero -o {t}/o", 2, NOT_REGULAR),
     "timeline-empty": ("timeline {t}/empty -o {t}/o", 1, r"empty, not a JSON document"),
