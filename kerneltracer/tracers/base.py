@@ -57,6 +57,9 @@ class Tracer(ABC, Generic[Ctx]):
     # Why it cannot trace the rank roles of a simulated parallel layout (a model sharded into
     # DTensors on a fake process group); None when it can.
     parallel_refusal: ClassVar[str | None] = "it has not been made to trace simulated ranks"
+    # Why it cannot run on each rank of a real multi-rank job (one process per rank); None
+    # when it can.
+    real_ranks_refusal: ClassVar[str | None] = "it has not been made to run on real ranks yet"
     # True when its worker must start a fresh interpreter, never a fork of a preloaded one:
     # what it sets in worker_env (TORCH_TRACE, TORCH_LOGS, compile caches) is read once, at
     # `import torch`, and cannot be re-initialised in a forked child.

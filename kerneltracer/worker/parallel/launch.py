@@ -37,6 +37,7 @@ from kerneltracer.core.status import ErrorInfo, JobStatus
 from kerneltracer.errors import UnsupportedError
 from kerneltracer.jsonio import atomic_write_json
 from kerneltracer.process.supervisor import describe_exit
+from kerneltracer.tracers.registry import TRACERS
 from kerneltracer.worker.frameworks.registry import loader_class
 from kerneltracer.worker.parallel.rank import RANK_LOG, RANK_PHASES, RANK_STATUS, STACKS
 from kerneltracer.worker.parallel.simulate import ROLES_FILE
@@ -46,8 +47,6 @@ if TYPE_CHECKING:
     from kerneltracer.tracers.base import Tracer, TraceResult
     from kerneltracer.worker.phases import PhaseLog
 
-# The tracers a real rank runs: each writes per-rank files of a one-device job's kinds.
-RANK_TRACERS = ("torch_dispatch", "torch_profiler", "torch_compile", "print_fx", "print_aten")
 POLL_S = 0.05
 # The launcher ends a job this long before the supervisor's timeout would: time to take the
 # ranks' stacks, kill them and write the status.
@@ -93,11 +92,9 @@ class _Rank:
 def refuse(job: JobSpec) -> ParallelSpec:
     """What no launch of this job can run, decided before any rank starts."""
     assert job.parallel is not None  # the caller dispatches on it
-    if job.tracer not in RANK_TRACERS:
-        raise UnsupportedError(
-            f"{job.tracer} on real ranks is not built yet (real ranks run: "
-            f"{', '.join(RANK_TRACERS)})"
-        )
+    refusal = TRACERS[job.tracer].real_ranks_refusal
+    if refusal is not None:
+        raise UnsupportedError(f"{job.tracer} on real ranks is not built yet: {refusal}")
     refusal = loader_class(job.framework).ranks_refusal
     if refusal is not None:
         raise UnsupportedError(

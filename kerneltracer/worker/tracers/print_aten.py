@@ -72,6 +72,7 @@ class PrintAtenTracer(Tracer["HFContext"]):
     exclusive_group: ClassVar[str | None] = "print_aten"
     fake_weights_refusal: ClassVar[str | None] = None
     parallel_refusal: ClassVar[str | None] = None
+    real_ranks_refusal: ClassVar[str | None] = None
     summary: ClassVar[str] = (
         "ATen graph(s) via aot_module_simplified (fallbacks export, make_fx); text + JSON"
     )
@@ -100,12 +101,14 @@ class PrintAtenTracer(Tracer["HFContext"]):
 
 
 class PrintAtenExportTracer(PrintAtenTracer):
+    real_ranks_refusal: ClassVar[str | None] = "its variants have not been run on real ranks"
     name: ClassVar[str] = "print_aten_export"
     summary: ClassVar[str] = "ATen graph via torch.export + run_decompositions (print_aten group)"
     Options: ClassVar[type[TracerOptions]] = PrintAtenExportOptions
 
 
 class PrintAtenMakeFxTracer(PrintAtenTracer):
+    real_ranks_refusal: ClassVar[str | None] = "its variants have not been run on real ranks"
     name: ClassVar[str] = "print_aten_make_fx"
     summary: ClassVar[str] = "ATen graph via make_fx (print_aten group)"
     Options: ClassVar[type[TracerOptions]] = PrintAtenMakeFxOptions

@@ -51,6 +51,7 @@ class PrintFxTracer(Tracer["HFContext"]):
     phases: ClassVar[frozenset[str]] = frozenset({"prefill", "decode"})
     fake_weights_refusal: ClassVar[str | None] = None
     parallel_refusal: ClassVar[str | None] = None
+    real_ranks_refusal: ClassVar[str | None] = None
     summary: ClassVar[str] = "Dynamo FX graph(s), one per graph break, as text + JSON node table"
     outputs_doc: ClassVar[str] = "graphs/graph_<i>.json, graphs/graph_<i>.txt, graphs/index.json"
     artefacts: ClassVar[ArtefactPatterns] = graph_artefacts(ArtefactKind.FX_GRAPH)

@@ -90,6 +90,7 @@ class CompileOptions(TracerOptions):
 
 
 class TorchCompileTracer(Tracer["HFContext"]):
+    real_ranks_refusal: ClassVar[str | None] = None  # one TORCH_TRACE per rank
     name: ClassVar[str] = "torch_compile"
     version: ClassVar[str] = "1"
     frameworks: ClassVar[frozenset[str]] = frozenset({"huggingface"})

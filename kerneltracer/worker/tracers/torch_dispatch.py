@@ -39,6 +39,7 @@ class TorchDispatchTracer(Tracer["HFContext"]):
     frameworks: ClassVar[frozenset[str]] = frozenset({"huggingface"})
     fake_weights_refusal: ClassVar[str | None] = None
     parallel_refusal: ClassVar[str | None] = None
+    real_ranks_refusal: ClassVar[str | None] = None
     summary: ClassVar[str] = (
         "every aten op call (TorchDispatchMode): shapes, dtypes, strides, counts, "
         "integer ranges and module paths (what replay needs)"

@@ -58,6 +58,7 @@ class ProfilerOptions(TracerOptions):
 
 
 class TorchProfilerTracer(Tracer["HFContext"]):
+    real_ranks_refusal: ClassVar[str | None] = None  # one trace per rank
     name: ClassVar[str] = "torch_profiler"
     version: ClassVar[str] = "1"
     frameworks: ClassVar[frozenset[str]] = frozenset({"huggingface"})
