@@ -59,6 +59,7 @@ class ForkServer:
         env: dict[str, str],
         log_path: Path,
         label: str = "",
+        tracers: list[str] | None = None,
     ) -> ForkServer:
         """Start and preload; raises ServerGone when it refuses or cannot start.
         ``label`` (the run dir) goes on its command line, for ``ps``."""
@@ -86,7 +87,14 @@ class ForkServer:
         fcntl.fcntl(resp_r, fcntl.F_SETFL, fcntl.fcntl(resp_r, fcntl.F_GETFL) | os.O_NONBLOCK)
         server = cls(framework, popen, req_w, resp_r)
         try:
-            server._send({"op": "preload", "framework": framework, "hints": hints})
+            server._send(
+                {
+                    "op": "preload",
+                    "framework": framework,
+                    "hints": hints,
+                    "tracers": tracers or [],
+                }
+            )
             ready = server._wait_for(("ready", "refused"), None, _START_TIMEOUT_S)
         except ServerGone:
             server.close(0.0)
@@ -126,6 +134,12 @@ class ForkServer:
         if self.gone is not None and not _exists(pid):
             return _LOST_RC
         return None
+
+    def pump(self) -> None:
+        """Take in what the server has said so far (exits), without waiting."""
+        if self.gone is None:
+            with contextlib.suppress(ServerGone):
+                self._pump(0.0)
 
     def close(self, grace_s: float = 5.0) -> None:
         """End the server: it stops its remaining children (each takes its tree down)."""

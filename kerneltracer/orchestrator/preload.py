@@ -10,6 +10,8 @@ the rest of the run, and :attr:`Preloader.notes` says so (the CLI prints each no
 from __future__ import annotations
 
 import contextlib
+import select
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +55,7 @@ class Preloader:
     given_up: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)
     hints: dict[str, list[str]] = field(default_factory=dict)
+    tracers: dict[str, list[str]] = field(default_factory=dict)  # framework → its forked ones
 
     def _log_name(self, framework: str) -> str:
         tag = f".{self.log_tag}" if self.log_tag else ""
@@ -64,6 +67,9 @@ class Preloader:
         for job in jobs:
             if job.framework in self.off or not preloadable(job):
                 continue
+            names = self.tracers.setdefault(job.framework, [])
+            if job.tracer not in names:
+                names.append(job.tracer)
             # One read of a model's config.json, not one per tracer (5,000 jobs: 1,000 reads).
             if (job.framework, job.model.local_dir) in seen:
                 continue
@@ -105,6 +111,7 @@ class Preloader:
                 {**self.base_env, "PYTORCH_NVML_BASED_CUDA_CHECK": "1"},
                 log_dir / self._log_name(framework),
                 label=str(self.run_dir),
+                tracers=self.tracers.get(framework, []),
             )
         except (ServerGone, OSError) as exc:
             self._give_up(framework, f"the {framework} worker server did not start: {exc}")
@@ -124,6 +131,20 @@ class Preloader:
             with contextlib.suppress(Exception):
                 server.close(0.0)
         self.notes.append(f"{why}; its jobs start fresh interpreters from now on")
+
+    def wait(self, timeout_s: float) -> None:
+        """Sleep up to ``timeout_s``, less when a server reports an exit: a forked job's end
+        is seen when it happens, not at the next poll."""
+        fds = {s.resp_r: s for s in self.servers.values() if s.gone is None}
+        if not fds:
+            time.sleep(timeout_s)
+            return
+        try:
+            ready, _, _ = select.select(list(fds), [], [], timeout_s)
+        except (OSError, ValueError):  # a pipe closed under us: the next poll says why
+            return
+        for fd in ready:
+            fds[fd].pump()
 
     def close(self, grace_s: float) -> None:
         for server in self.servers.values():

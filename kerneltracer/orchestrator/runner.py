@@ -135,7 +135,10 @@ def execute(plan: RunPlan, options: RunOptions, observer: RunObserver | None = N
                     statuses[member.job.key] = status
                     observer.job_finished(member.job, status)
                     _advance(plan, chain, member, status, pending, statuses, observer)
-            time.sleep(options.poll_s)
+            if preloader is not None:
+                preloader.wait(options.poll_s)
+            else:
+                time.sleep(options.poll_s)
             if stop.signal is not None:
                 break  # a job that died of the same signal is interrupted, not crashed
             for act in list(active):

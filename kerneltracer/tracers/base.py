@@ -64,6 +64,9 @@ class Tracer(ABC, Generic[Ctx]):
     # what it sets in worker_env (TORCH_TRACE, TORCH_LOGS, compile caches) is read once, at
     # `import torch`, and cannot be re-initialised in a forked child.
     fresh_interpreter: ClassVar[bool] = False
+    # Modules its worker imports only when it traces or writes: a preloaded server imports
+    # them before it forks, so each forked job does not pay them again.
+    preload_modules: ClassVar[tuple[str, ...]] = ()
     summary: ClassVar[str] = ""
     outputs_doc: ClassVar[str] = ""
     Options: ClassVar[type[TracerOptions]] = TracerOptions

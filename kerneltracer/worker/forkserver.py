@@ -5,8 +5,9 @@ then forks one child per job, so a light job pays milliseconds of start-up, not 
 on REQ_FD, replies leave on RESP_FD (stdout and stderr are the server's log, where import
 warnings may go). The orchestrator's side is ``kerneltracer.orchestrator.forkserver``.
 
-- ``{"op": "preload", "framework": F, "hints": [...]}`` imports what the framework's loader
-  names for those hints; reply ``{"op": "ready", "pid": ..., "seconds": ..., "failed": [...]}``
+- ``{"op": "preload", "framework": F, "hints": [...], "tracers": [...]}`` imports what the
+  framework's loader names for those hints, and what those tracers import when they run;
+  reply ``{"op": "ready", "pid": ..., "seconds": ..., "failed": [...]}``
   or ``{"op": "refused", "why": ...}`` when the framework cannot be preloaded.
 - ``{"op": "spawn", "id": N, "job_file": P, "env": {...}, "cwd": D, "log": L}`` forks;
   reply ``{"op": "started", "id": N, "pid": ...}``. When the child ends:
@@ -46,6 +47,9 @@ class _Server:
     def __init__(self, req_fd: int, resp_fd: int) -> None:
         self.req_fd, self.resp_fd = req_fd, resp_fd
         self.children: set[int] = set()
+        # pid → a descriptor that turns readable when that child ends (pidfd_open): an exit
+        # wakes the loop at once, so the orchestrator hears of it without a polling delay.
+        self.pidfds: dict[int, int] = {}
         self.buffer = b""
         self.stopping = False
 
@@ -56,8 +60,8 @@ class _Server:
 
     def serve(self) -> None:
         while not self.stopping:
-            ready, _, _ = select.select([self.req_fd], [], [], _POLL_S)
-            if ready and not self._read():
+            ready, _, _ = select.select([self.req_fd, *self.pidfds.values()], [], [], _POLL_S)
+            if self.req_fd in ready and not self._read():
                 break  # the orchestrator closed its end: it is gone or done
             self._reap()
         self.stop_children()
@@ -75,10 +79,18 @@ class _Server:
 
     def _handle(self, request: dict[str, Any]) -> None:
         if request["op"] == "preload":
-            self.reply(_preload(str(request["framework"]), list(request.get("hints", []))))
+            self.reply(
+                _preload(
+                    str(request["framework"]),
+                    list(request.get("hints", [])),
+                    list(request.get("tracers", [])),
+                )
+            )
         elif request["op"] == "spawn":
             pid = self._fork(request)
             self.children.add(pid)
+            with contextlib.suppress(AttributeError, OSError):  # no pidfds: the poll sees it
+                self.pidfds[pid] = os.pidfd_open(pid)
             self.reply({"op": "started", "id": request["id"], "pid": pid})
 
     def _fork(self, request: dict[str, Any]) -> int:
@@ -105,6 +117,9 @@ class _Server:
             if pid == 0:
                 return
             self.children.discard(pid)
+            fd = self.pidfds.pop(pid, None)
+            if fd is not None:
+                os.close(fd)
             self.reply({"op": "exit", "pid": pid, "rc": os.waitstatus_to_exitcode(status)})
 
     def stop_children(self) -> None:
@@ -122,7 +137,7 @@ class _Server:
                 os.killpg(pid, signal.SIGKILL)
 
 
-def _preload(framework: str, hints: list[str]) -> dict[str, Any]:
+def _preload(framework: str, hints: list[str], tracers: list[str]) -> dict[str, Any]:
     from kerneltracer.worker.frameworks.registry import loader_class
 
     cls = loader_class(framework)
@@ -131,8 +146,9 @@ def _preload(framework: str, hints: list[str]) -> dict[str, Any]:
     t0 = time.monotonic()
     failed = cls.preload(hints)
     # The worker's own modules, so a child starts at its first line of work.
-    import kerneltracer.tracers.registry
     import kerneltracer.worker.main  # noqa: F401
+
+    failed += _preload_tables(tracers)
 
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized():
@@ -147,6 +163,38 @@ def _preload(framework: str, hints: list[str]) -> dict[str, Any]:
     }
 
 
+def _preload_tables(tracers: list[str]) -> list[str]:
+    """The tables a worker looks up, filled: the tracer registry lists its plug-ins (an
+    entry-point scan of every installed distribution), each of the run's tracers is imported
+    with what it imports when it runs, and every loader is imported (a status records their
+    modules' versions). Returns what failed to import; its job reports why."""
+    import importlib
+
+    from kerneltracer.tracers.registry import TRACERS
+    from kerneltracer.worker.frameworks.registry import version_modules
+
+    failed = []
+    try:
+        version_modules()
+        known = TRACERS.entries
+    except Exception:  # a broken plug-in: each job says so in its own status
+        return ["tracer registry"]
+    for name in tracers:
+        if name not in known:
+            continue
+        try:
+            modules = TRACERS[name].preload_modules
+        except Exception:
+            failed.append(name)
+            continue
+        for module in modules:
+            try:
+                importlib.import_module(module)
+            except Exception:  # the job imports it again and reports why
+                failed.append(module)
+    return failed
+
+
 def _run_child(request: dict[str, Any], server: _Server) -> None:
     """In the forked child: become the job's worker process, then exit without teardown."""
     code = 1
@@ -154,8 +202,8 @@ def _run_child(request: dict[str, Any], server: _Server) -> None:
         os.setsid()
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
-        os.close(server.req_fd)
-        os.close(server.resp_fd)
+        for fd in (server.req_fd, server.resp_fd, *server.pidfds.values()):
+            os.close(fd)
         env = dict(request["env"])
         env[ENV_ORCHESTRATOR_PID] = str(os.getppid())  # the parent to outlive: this server
         os.environ.clear()
@@ -218,7 +266,11 @@ def main(argv: list[str]) -> int:
     if not lifeline.arm_parent_death(signal.SIGTERM, KtEnv.read().orchestrator_pid):
         return 1  # the orchestrator is already gone
     server.serve()
-    return 0
+    # Without the interpreter's teardown: unloading torch and transformers takes a second or
+    # more, and the orchestrator waits for this exit at the end of every run.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

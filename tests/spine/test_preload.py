@@ -149,3 +149,33 @@ def test_the_server_preloads_each_model_type_once(tmp_path: Path) -> None:
     preloader = Preloader(tmp_path, {}, {})
     preloader.plan(jobs)
     assert preloader.hints == {"huggingface": ["llama", "gpt2"]}
+    # What the server imports besides: the forked tracers' own machinery.
+    assert preloader.tracers == {"huggingface": ["torch_dispatch", "print_fx"]}
+
+
+_PRELOAD_PROBE = """
+import sys
+from kerneltracer.worker.forkserver import _preload
+reply = _preload("huggingface", ["llama"], ["torch_dispatch", "print_aten"])
+import transformers.conversion_mapping as conversions
+from kerneltracer.tracers.registry import TRACERS
+print(reply["op"], reply["failed"])
+print("kerneltracer.worker.tracers._dispatch_recorder" in sys.modules)
+print("torch._functorch.aot_autograd" in sys.modules)
+print("torch_dispatch" in TRACERS._objects, "entries" in vars(TRACERS))
+print(conversions._checkpoint_conversion_mapping_cache is not None)
+"""
+
+
+def test_the_server_preloads_what_its_tracers_and_from_pretrained_build_on_first_use() -> None:
+    """What each forked job would otherwise pay again (0.1-0.3 s a job): the tracer table
+    with its plug-in scan, the run's tracers and their run-time imports, and transformers'
+    table of checkpoint conversions."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-c", _PRELOAD_PROBE], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[:5] == ["ready []", "True", "True", "True True", "True"]

@@ -77,6 +77,15 @@ class PrintAtenTracer(Tracer["HFContext"]):
         "ATen graph(s) via aot_module_simplified (fallbacks export, make_fx); text + JSON"
     )
     outputs_doc: ClassVar[str] = "graphs/graph_<i>.json, graphs/graph_<i>.txt, graphs/index.json"
+    preload_modules: ClassVar[tuple[str, ...]] = (
+        "functorch.compile",
+        "torch._functorch.aot_autograd",
+        "torch.export",
+        "torch.func",
+        "torch.fx.experimental.proxy_tensor",
+        "kerneltracer.worker.tracers._compiler_errors",
+        "kerneltracer.fx.graph_table",
+    )
     artefacts: ClassVar[ArtefactPatterns] = graph_artefacts(ArtefactKind.ATEN_GRAPH)
     Options: ClassVar[type[TracerOptions]] = PrintAtenOptions
 

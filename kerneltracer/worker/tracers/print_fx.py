@@ -54,6 +54,11 @@ class PrintFxTracer(Tracer["HFContext"]):
     real_ranks_refusal: ClassVar[str | None] = None
     summary: ClassVar[str] = "Dynamo FX graph(s), one per graph break, as text + JSON node table"
     outputs_doc: ClassVar[str] = "graphs/graph_<i>.json, graphs/graph_<i>.txt, graphs/index.json"
+    preload_modules: ClassVar[tuple[str, ...]] = (
+        "torch._dynamo.utils",
+        "kerneltracer.worker.tracers._compiler_errors",
+        "kerneltracer.fx.graph_table",
+    )
     artefacts: ClassVar[ArtefactPatterns] = graph_artefacts(ArtefactKind.FX_GRAPH)
     Options: ClassVar[type[TracerOptions]] = PrintFxOptions
 

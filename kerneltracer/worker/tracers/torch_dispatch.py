@@ -45,6 +45,7 @@ class TorchDispatchTracer(Tracer["HFContext"]):
         "integer ranges and module paths (what replay needs)"
     )
     outputs_doc: ClassVar[str] = f"{_OPS_FILE}, {SUMMARY_FILE}, {_COUNTS_FILE}"
+    preload_modules: ClassVar[tuple[str, ...]] = ("kerneltracer.worker.tracers._dispatch_recorder",)
     artefacts: ClassVar[ArtefactPatterns] = {
         _OPS_FILE: ArtefactKind.DISPATCH_SIGNATURES,
         SUMMARY_FILE: ArtefactKind.DISPATCH_SUMMARY,

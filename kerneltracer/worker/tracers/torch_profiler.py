@@ -68,6 +68,7 @@ class TorchProfilerTracer(Tracer["HFContext"]):
     )
     summary: ClassVar[str] = "torch.profiler chrome trace with shapes + key_averages table"
     outputs_doc: ClassVar[str] = f"{_TRACE_FILE}, {_AVERAGES_CSV}, {_AVERAGES_TXT}"
+    preload_modules: ClassVar[tuple[str, ...]] = ("torch.profiler",)
     artefacts: ClassVar[ArtefactPatterns] = {
         _TRACE_FILE: ArtefactKind.CHROME_TRACE,
         _AVERAGES_CSV: ArtefactKind.KEY_AVERAGES,

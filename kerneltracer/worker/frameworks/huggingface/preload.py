@@ -3,14 +3,17 @@
 ``import torch, transformers`` alone leaves a forked child seconds of work: transformers
 imports model code lazily, and each tracer's torch machinery (dispatch modes, fake tensors,
 the profiler, FX and Dynamo) loads on first use. Importing them here moves that cost to the
-server, once per run. Only imports: no op runs, so no thread pool starts before the fork.
+server, once per run; what only one tracer needs is that tracer's ``preload_modules``. Only
+imports, and tables transformers builds from its own code on first use: no op runs, so no
+thread pool starts before the fork.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 
-# Each tracer's machinery and the loader's own, most expensive first.
+# The loader's machinery and what every tracer uses, most expensive first.
 _MODULES = (
     "torch",
     "transformers",
@@ -22,11 +25,8 @@ _MODULES = (
     "tokenizers",
     "torch.utils._python_dispatch",
     "torch._subclasses.fake_tensor",
-    "torch.profiler",
     "torch.fx",
     "torch._dynamo",
-    "torch._functorch.aot_autograd",
-    "torch.export",
     "kerneltracer.worker.frameworks.huggingface.loader",
     "kerneltracer.worker.inputs",
 )
@@ -54,7 +54,21 @@ def preload(model_types: list[str]) -> list[str]:
             failed.append(model_type)
             continue
         failed += [n for n in names if not _try_import(n)]
+    _build_tables()
     return failed
+
+
+def _build_tables() -> None:
+    """What ``from_pretrained`` builds once per process and every forked job would build
+    again: transformers 5's table of checkpoint conversions (~1,000 regular expressions
+    compiled, 0.1-0.2 s a job). A module-level cache, the same for every model; callers
+    get deep copies of it, so a job cannot change what the next one sees."""
+    try:
+        from transformers.conversion_mapping import get_checkpoint_conversion_mapping
+    except ImportError:  # older transformers: no such table
+        return
+    with contextlib.suppress(Exception):  # a job that needs it builds it itself
+        get_checkpoint_conversion_mapping("")
 
 
 def _try_import(name: str) -> bool:
