@@ -208,12 +208,14 @@ def remove_output(path: Path) -> None:
 
 
 @contextmanager
-def atomic_writer(path: Path) -> Iterator[IO[bytes]]:
+def atomic_writer(path: Path, *, durable: bool = True) -> Iterator[IO[bytes]]:
     """A binary file handle whose content appears at ``path`` only when the block succeeds
     (and, inside :func:`outputs_all_or_none`, only when that block succeeds too).
 
     For content too big to hold in memory (streamed reports); small files use the
-    ``atomic_write_*`` helpers below, which go through this.
+    ``atomic_write_*`` helpers below, which go through this. ``durable=False`` skips the
+    fsyncs (a reader still sees the old file or the new one, never half of one): for a file
+    that a crash of the machine makes useless anyway.
     """
     path = Path(path)
     outputs = _OUTPUTS.get()
@@ -228,7 +230,8 @@ def atomic_writer(path: Path) -> Iterator[IO[bytes]]:
         with os.fdopen(fd, "wb") as fh:
             yield fh
             fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
         if outputs is not None:
             outputs.add(Path(tmp), path)
             return
@@ -239,7 +242,8 @@ def atomic_writer(path: Path) -> Iterator[IO[bytes]]:
         if isinstance(exc, OSError):
             _name_directory(exc, path.parent, tmp)
         raise
-    _fsync_dir(path.parent)
+    if durable:
+        _fsync_dir(path.parent)
 
 
 def _name_directory(exc: OSError, directory: Path, tmp: Path | str | None = None) -> None:
@@ -288,8 +292,8 @@ def _is_temp(name: str) -> bool:
     return name.startswith(".") and name.endswith(".tmp")
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    with atomic_writer(path) as fh:
+def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
+    with atomic_writer(path, durable=durable) as fh:
         fh.write(data)
 
 
@@ -297,8 +301,8 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def atomic_write_json(path: Path, obj: Any, *, indent: bool = True) -> None:
-    atomic_write_bytes(path, dumps(obj, indent=indent) + b"\n")
+def atomic_write_json(path: Path, obj: Any, *, indent: bool = True, durable: bool = True) -> None:
+    atomic_write_bytes(path, dumps(obj, indent=indent) + b"\n", durable=durable)
 
 
 def atomic_write_jsonl(path: Path, rows: Iterable[Any]) -> None:

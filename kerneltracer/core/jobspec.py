@@ -118,7 +118,9 @@ class JobFile(BaseModel):
     job: JobSpec
 
     def write(self, path: Path) -> None:
-        atomic_write_json(path, self.model_dump(mode="json"))
+        # Not fsynced (two fsyncs per job): after a crash of the machine the job has no
+        # status and runs again, with a new JOB.json.
+        atomic_write_json(path, self.model_dump(mode="json"), durable=False)
 
     @classmethod
     def read(cls, path: Path) -> JobFile:

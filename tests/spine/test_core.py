@@ -209,3 +209,24 @@ def test_orphaned_temps_of_atomic_writes_are_swept_and_nothing_else(tmp_path: Pa
     ]
     assert all((tmp_path / k).exists() for k in kept)
     assert json.loads((tmp_path / "_TRACE_STATUS.json").read_text()) == {"status": "ok"}
+
+
+def test_job_file_is_written_atomically_without_fsync_and_the_status_with(
+    jobs: list[JobSpec], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """JOB.json is useless after a crash of the machine (no status: the job runs again with
+    a new one), so it costs no fsync; a status is fsynced with its directory."""
+    import os
+
+    from kerneltracer.core.jobspec import JobFile
+
+    synced: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+    job_file = tmp_path / "JOB.json"
+    JobFile(attempt="a", job=jobs[0]).write(job_file)
+    assert JobFile.read(job_file).job == jobs[0]
+    assert synced == []
+    assert [p.name for p in tmp_path.iterdir()] == ["JOB.json"]  # no temp file left
+    write_status(tmp_path, base_status(jobs[0], "a", JobStatus.OK))
+    assert len(synced) == 2  # the file, then the directory that names it
