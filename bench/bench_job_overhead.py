@@ -29,6 +29,7 @@ bench/out/job_overhead.json.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import re
@@ -119,7 +120,7 @@ def run_kt(work: Path, tag: str, checkout: Path | None) -> dict[str, Any]:
         raise SystemExit(f"{tag}: not every job ended ok: {proc.stderr[-2000:]}")
     jobs.sort(key=lambda j: j["start"])
     ready = re.search(r"server ready in ([0-9.]+) s", proc.stderr)
-    gaps = [b["start"] - a["end"] for a, b in zip(jobs, jobs[1:], strict=False)]
+    gaps = [b["start"] - a["end"] for a, b in itertools.pairwise(jobs)]
     return {
         "wall_s": wall,
         "start_s": jobs[0]["start"] - start,
@@ -175,7 +176,8 @@ def main() -> None:
         row = _median(rows)
         ratios = [r["wall_s"] / b for r, b in zip(rows, bare, strict=True)]
         row["over_bare"] = round(statistics.median(ratios), 3)
-        row["per_job_overhead_s"] = round((statistics.median(r["wall_s"] for r in rows) - bare_s) / 6, 3)
+        wall = statistics.median(r["wall_s"] for r in rows)
+        row["per_job_overhead_s"] = round((wall - bare_s) / 6, 3)
         results[name] = row
     if args.against is not None:
         results["against_checkout"] = str(args.against)
