@@ -38,6 +38,9 @@ def test_an_80_layer_fake_run_credits_every_call_to_a_module(
     run = kt("run", str(cfg), env=kt_env, timeout=300)
     assert run.returncode == 0, run.stderr
     job_dir = tmp_path / "run" / "jobs" / "qwen72b" / "torch_dispatch"
+    # Fake weights: no untraced warm-up forward (see test_no_warmup), only the traced one.
+    phases = json.loads((job_dir / "_TRACE_STATUS.json").read_text())["phases"]
+    assert sorted(phases) == ["load", "trace", "write"]
     rows = [json.loads(line) for line in (job_dir / "dispatch_ops.jsonl").read_text().splitlines()]
     forward = [r for r in rows if r["phase"] == "forward"]
     assert forward
@@ -46,8 +49,7 @@ def test_an_80_layer_fake_run_credits_every_call_to_a_module(
     down = [
         r
         for r in forward
-        if r["op"] == "aten.mm.default"
-        and any(p.endswith("mlp.down_proj") for p in r["modules"])
+        if r["op"] == "aten.mm.default" and any(p.endswith("mlp.down_proj") for p in r["modules"])
     ]
     assert [r["modules"] for r in down] == [{"model.layers.*.mlp.down_proj": layers}]
 
