@@ -4,10 +4,12 @@ their ends into the job's one status.
 The job's worker process stays what the supervisor knows (one process group, one timeout,
 the memory ceiling sampled over its whole tree, one ``_TRACE_STATUS.json``) and becomes the
 ranks' launcher: it starts ``world_size`` rank processes
-(:mod:`kerneltracer.worker.parallel.rank`) in its own process group, with the usual
-torch.distributed variables and a free loopback port for the rendezvous. So the supervisor's
-group kill, tree sampling and the worker's lifeline (parent-death signal, subreaper) cover
-the ranks with no change; a rank also dies with the launcher (its own parent-death signal).
+(:mod:`kerneltracer.worker.parallel.rank`; forked from it, or fresh interpreters where a
+tracer needs one: :mod:`kerneltracer.worker.parallel.start`) in its own process group, with
+the usual torch.distributed variables and a free loopback port for the rendezvous. So the
+supervisor's group kill, tree sampling and the worker's lifeline (parent-death signal,
+subreaper) cover the ranks with no change; a rank also dies with the launcher (its own
+parent-death signal).
 
 The launcher watches the ranks. The first that ends badly is the job's failure; the others
 are asked (SIGUSR1) for their Python stacks, which say what they were doing (waiting in
