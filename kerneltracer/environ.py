@@ -31,6 +31,10 @@ ENV_MAX_EVENTS = "KT_MAX_EVENTS"
 # ``<rank>:forward``, ``<rank>:hang`` or ``<rank>:memory`` makes that rank fail there (or
 # hang, or hold 1 GiB more).
 ENV_RANK_FAULT = "KT_RANK_FAULT"
+# ``spawn``: every rank of a multi-rank job starts as a fresh interpreter, never forked from
+# its launcher (kerneltracer.worker.parallel.start); for a comparison, or a library that
+# misbehaves after a fork.
+ENV_RANK_START = "KT_RANK_START"
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +49,7 @@ class KtEnv:
     max_input_size: str = ""
     max_events: str = ""
     rank_fault: str | None = None
+    rank_spawn: bool = False
 
     @classmethod
     def read(cls, env: Mapping[str, str] | None = None) -> KtEnv:
@@ -57,4 +62,5 @@ class KtEnv:
             max_input_size=env.get(ENV_MAX_INPUT_SIZE, "").strip(),
             max_events=env.get(ENV_MAX_EVENTS, "").strip(),
             rank_fault=env.get(ENV_RANK_FAULT) or None,
+            rank_spawn=env.get(ENV_RANK_START, "").strip() == "spawn",
         )

@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from kerneltracer.core.parallelspec import ParallelSpec
 from kerneltracer.errors import InputFileError
 from kerneltracer.inputguard import SMALL_FILE, read_input
 from kerneltracer.jsonio import atomic_write_json, stable_hash
@@ -72,6 +73,15 @@ class JobSpec(BaseModel):
         for name in _CACHED:
             copy.__dict__.pop(name, None)
         return copy
+
+    @property
+    def rank_processes(self) -> int:
+        """How many processes the job runs as, each wanting a core or a GPU of its own: its
+        world size for ``parallel`` with real weights (one process per rank), else 1 (the
+        fake simulation is one process)."""
+        if self.parallel is None or self.model.fake_weights:
+            return 1
+        return ParallelSpec.from_json(self.parallel).layout.world_size
 
     @cached_property
     def options_hash(self) -> str:

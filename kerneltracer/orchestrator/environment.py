@@ -16,6 +16,7 @@ from pathlib import Path
 
 from kerneltracer.core.jobspec import JobSpec
 from kerneltracer.core.layout import JobPaths
+from kerneltracer.core.parallelspec import ParallelSpec
 from kerneltracer.environ import ENV_GPU_SLOT, ENV_ORCHESTRATOR_PID
 from kerneltracer.tracers.registry import TRACERS
 
@@ -99,9 +100,37 @@ def needs_gpu(job: JobSpec, gpus: list[str]) -> bool:
     return bool(gpus) and job.device in ("auto", "cuda")
 
 
-def pick_gpu(job: JobSpec, gpus: list[str], free: list[str]) -> str | None:
-    """A free GPU for the job: ``cuda:N`` wants the N-th visible one, others take any."""
+def _first_gpu(job: JobSpec) -> int:
+    return int(job.device.split(":", 1)[1]) if job.device.startswith("cuda:") else 0
+
+
+def refusal(job: JobSpec, gpus: list[str], cpus: int) -> str | None:
+    """Why the machine can never run this job (more ranks than GPUs or cores), in one line
+    with the numbers; None: it can (perhaps after others end)."""
+    count = job.rank_processes
+    if count == 1:
+        return None
+    label = ParallelSpec.from_json(job.parallel or {}).label()
+    if needs_gpu(job, gpus):
+        have = len(gpus) - _first_gpu(job)
+        if count > have:
+            return (
+                f"parallel {label} needs {count} GPUs (one per rank) from {job.device}, "
+                f"{have} visible (CUDA_VISIBLE_DEVICES or nvidia-smi); device: cpu runs the "
+                "ranks on gloo"
+            )
+        return None
+    if count > cpus:
+        return f"parallel {label} needs {count} CPU cores (one per rank), this machine has {cpus}"
+    return None
+
+
+def pick_gpus(job: JobSpec, gpus: list[str], free: list[str]) -> list[str] | None:
+    """Free GPUs for the job, one per rank: ``cuda:N`` wants the N-th visible one onwards,
+    others take any; None: they are busy (it waits, jobs never share a device)."""
+    count = job.rank_processes
     if job.device.startswith("cuda:"):
-        index = int(job.device.split(":", 1)[1])
-        return gpus[index] if gpus[index] in free else None
-    return free[0] if free else None
+        first = _first_gpu(job)
+        wanted = gpus[first : first + count]
+        return wanted if len(wanted) == count and all(g in free for g in wanted) else None
+    return free[:count] if len(free) >= count else None

@@ -64,7 +64,8 @@ class _Active:
     proc: WorkerProcess
     attempt: str
     started_at: str
-    gpu: str | None
+    gpus: list[str]
+    slots: int = 1  # of -j: a multi-rank job takes one per rank
     stop_reason: StopReason | None = None
     next_sample: float = 0.0
 
@@ -112,25 +113,51 @@ def execute(plan: RunPlan, options: RunOptions, observer: RunObserver | None = N
     gpus = envmod.visible_gpus(os.environ)
     free_gpus = list(gpus)
     stop = _Stop()
-    threads = max(1, (os.cpu_count() or 1) // max(1, options.max_parallel))
+    cpus = os.cpu_count() or 1
+    threads = max(1, cpus // max(1, options.max_parallel))
     preloader = _preloader(plan, options, threads)
     with handling_signals(stop), _closing(preloader, options, observer):
         while (pending or active) and not stop.stopped:
-            while pending and len(active) < options.max_parallel and not stop.stopped:
+            while pending and not stop.stopped:
                 chain, index = pending[0]
                 member = chain.members[index]
-                gpu = None
+                refused = envmod.refusal(member.job, gpus, cpus)
+                if refused is not None:  # never runnable here: refused before it starts
+                    pending.popleft()
+                    status = _refused(member, refused, stop)
+                    statuses[member.job.key] = status
+                    observer.job_finished(member.job, status)
+                    _advance(plan, chain, member, status, pending, statuses, observer)
+                    continue
+                # A multi-rank job takes one slot per rank; one wider than -j runs alone.
+                slots = min(member.job.rank_processes, options.max_parallel)
+                if sum(a.slots for a in active) + slots > options.max_parallel:
+                    break
+                job_gpus: list[str] = []
                 if envmod.needs_gpu(member.job, gpus) and not options.share_gpus:
-                    gpu = envmod.pick_gpu(member.job, gpus, free_gpus)
-                    if gpu is None:
-                        break  # its GPU is busy: wait, jobs never share a device
-                    free_gpus.remove(gpu)
+                    picked = envmod.pick_gpus(member.job, gpus, free_gpus)
+                    if picked is None:
+                        break  # its GPUs are busy: wait, jobs never share a device
+                    job_gpus = picked
+                    for gpu in job_gpus:
+                        free_gpus.remove(gpu)
                 pending.popleft()
                 try:
-                    active.append(_start(chain, member, options, threads, gpu, observer, preloader))
+                    active.append(
+                        _start(
+                            chain,
+                            member,
+                            options,
+                            # Each rank's share of the job's slots (its OMP_NUM_THREADS).
+                            max(1, threads * slots // member.job.rank_processes),
+                            job_gpus,
+                            observer,
+                            preloader,
+                        )
+                    )
+                    active[-1].slots = slots
                 except OSError as exc:  # its job dir cannot be prepared
-                    if gpu is not None:
-                        free_gpus.append(gpu)
+                    free_gpus += job_gpus
                     status = _unstarted(member, exc, stop)
                     statuses[member.job.key] = status
                     observer.job_finished(member.job, status)
@@ -145,8 +172,7 @@ def execute(plan: RunPlan, options: RunOptions, observer: RunObserver | None = N
                 if _check(act, options) is None:
                     continue
                 active.remove(act)
-                if act.gpu is not None:
-                    free_gpus.append(act.gpu)
+                free_gpus += act.gpus
                 status = _finish(act, options, stop)
                 statuses[act.planned.job.key] = status
                 observer.job_finished(act.planned.job, status)
@@ -239,6 +265,19 @@ def _unstarted(member: PlannedJob, exc: OSError, stop: _Stop) -> TraceStatus:
     return _save(member.job_dir, status, stop) if member.job_dir.is_dir() else status
 
 
+def _refused(member: PlannedJob, reason: str, stop: _Stop) -> TraceStatus:
+    """A job this machine can never run (more ranks than GPUs or cores): unsupported, with
+    the numbers, and no worker started."""
+    status = base_status(
+        member.job, uuid.uuid4().hex, JobStatus.UNSUPPORTED, reason=reason, finished_at=now_iso()
+    )
+    try:
+        _prepare_dir(member.job_dir)
+    except OSError as exc:
+        return _unstarted(member, exc, stop)
+    return _save(member.job_dir, status, stop)
+
+
 def _record_satisfied(plan: RunPlan) -> dict[str, TraceStatus]:
     """Mark members of groups satisfied by an earlier run as skipped, once.
 
@@ -313,7 +352,7 @@ def _start(
     member: PlannedJob,
     options: RunOptions,
     threads: int,
-    gpu: str | None,
+    gpus: list[str],
     observer: RunObserver,
     preloader: Preloader | None,
 ) -> _Active:
@@ -322,7 +361,7 @@ def _start(
     attempt = uuid.uuid4().hex
     job_file = JobPaths(job_dir).job_file
     JobFile(attempt=attempt, job=job).write(job_file)
-    env = envmod.worker_env(job, job_dir, os.environ, threads, gpu)
+    env = envmod.worker_env(job, job_dir, os.environ, threads, ",".join(gpus) or None)
     argv = envmod.worker_argv(envmod.python_for(job.framework, options.interpreters), job_file)
     observer.job_started(job)
     child = None
@@ -335,7 +374,7 @@ def _start(
         proc = WorkerProcess.watch(child)
     else:
         proc = WorkerProcess.spawn(argv, env, job_dir, JobPaths(job_dir).worker_log)
-    return _Active(member, chain, proc, attempt, now_iso(), gpu)
+    return _Active(member, chain, proc, attempt, now_iso(), gpus)
 
 
 def _check(act: _Active, options: RunOptions) -> int | None:

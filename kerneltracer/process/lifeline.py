@@ -26,6 +26,7 @@ import psutil
 from kerneltracer.process import shm
 
 _PR_SET_PDEATHSIG = 1
+_PR_SET_NAME = 15
 _PR_SET_CHILD_SUBREAPER = 36
 CHILD_GRACE_S = 3.0
 # Ending a child re-parents its own children to us (a subreaper): a few rounds take down a
@@ -63,6 +64,13 @@ def arm_parent_death(sig: int, expected_parent: int | None) -> bool:
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
     return expected_parent is None or os.getppid() == expected_parent
+
+
+def set_name(name: str) -> None:
+    """This process's name as ``ps -o comm`` and psutil's ``name()`` show it (Linux: up to 15
+    bytes); elsewhere nothing changes."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_NAME, name.encode()[:15], 0, 0, 0)
 
 
 def _become_subreaper() -> bool:

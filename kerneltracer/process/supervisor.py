@@ -82,16 +82,25 @@ class TreeSample:
     heaviest_rss_bytes: int = 0
 
 
+_RANK_PREFIX = "kt-rank-"
+
+
+def rank_process_name(rank: int) -> str:
+    """The name a rank of a multi-rank job gives its process (forked ranks share their
+    launcher's command line: the name is what tells them apart)."""
+    return f"{_RANK_PREFIX}{rank}"
+
+
 def describe_process(proc: psutil.Process) -> str:
-    """``rank 1 (pid 123)`` for a rank of a multi-rank job (its command line says
-    ``--rank 1``), else ``python3 (pid 123)``."""
+    """``rank 1 (pid 123)`` for a rank of a multi-rank job (its process is named
+    ``kt-rank-1``), else ``python3 (pid 123)``."""
     try:
-        cmd = proc.cmdline()
         name = proc.name()
     except psutil.Error:
         return f"pid {proc.pid}"
-    if "--rank" in cmd[:-1]:
-        return f"rank {cmd[cmd.index('--rank') + 1]} (pid {proc.pid})"
+    rank = name.removeprefix(_RANK_PREFIX)
+    if rank != name and rank.isdigit():
+        return f"rank {rank} (pid {proc.pid})"
     return f"{name} (pid {proc.pid})"
 
 

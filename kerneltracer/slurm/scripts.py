@@ -36,6 +36,8 @@ class ScriptSpec:
     task_time: str  # sbatch --time of each array task
     download_time: str
     kill_grace_s: float = 5.0
+    # A multi-rank job may run: the task's ranks rendezvous on loopback, on one node.
+    one_node: bool = False
 
     @property
     def paths(self) -> RunPaths:
@@ -139,6 +141,8 @@ def render_array(spec: ScriptSpec) -> str:
         f"--time={spec.task_time}",
         f"--cpus-per-task={s.cpus_per_task}",
     ]
+    if spec.one_node:
+        directives.append("--nodes=1")
     if s.signal_s:
         directives.append(f"--signal=B:TERM@{s.signal_s}")
     if s.mem is not None:

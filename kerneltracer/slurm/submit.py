@@ -32,6 +32,7 @@ from kerneltracer.orchestrator.shard import MAX_SHARDS, split_jobs
 from kerneltracer.slurm import cluster
 from kerneltracer.slurm.fit import fit
 from kerneltracer.slurm.partition import Partition
+from kerneltracer.slurm.ranks import fit_ranks
 from kerneltracer.slurm.scripts import (
     ScriptSpec,
     check_time,
@@ -130,14 +131,15 @@ def prepare(
     count = array_size or settings.array_size or max(1, models)
     if not 1 <= count <= MAX_SHARDS:
         raise UsageError(f"--array-size {count}: must be between 1 and {MAX_SHARDS}")
+    settings, notes, world = fit_ranks(settings, jobs)
     task_time = _task_time(cfg, jobs, count)
     download_time = format_time(cfg.download.timeout_s * _waves(models, cfg) + 300)
-    part, notes = None, []
+    part = None
     if lookup is not None:
         part = lookup(settings.partition)
         fitted = fit(settings, part, task_time, download_time)
         settings, task_time, download_time = fitted.settings, fitted.task_time, fitted.download_time
-        notes = fitted.notes
+        notes += fitted.notes
     spec = ScriptSpec(
         kerneltracer=kerneltracer_argv(),
         config=config_path.resolve(),
@@ -147,6 +149,7 @@ def prepare(
         settings=settings,
         task_time=task_time,
         download_time=download_time,
+        one_node=world > 1,
     )
     return Prepared(
         spec,
@@ -169,7 +172,10 @@ def _task_time(cfg: RunConfig, jobs: list[JobSpec], count: int) -> str:
         return check_time(s.time)
     worst = max(
         (
-            task_seconds([j.timeout_s for j in shard], s.jobs, s.signal_s)
+            # A multi-rank job holds one of the task's -j slots per rank while it runs.
+            task_seconds(
+                [j.timeout_s * min(j.rank_processes, s.jobs) for j in shard], s.jobs, s.signal_s
+            )
             for shard in split_jobs(jobs, count).values()
         ),
         default=0.0,

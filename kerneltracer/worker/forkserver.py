@@ -208,9 +208,9 @@ def _run_child(request: dict[str, Any], server: _Server) -> None:
         env[ENV_ORCHESTRATOR_PID] = str(os.getppid())  # the parent to outlive: this server
         os.environ.clear()
         os.environ.update(env)
-        _redirect(str(request["log"]))
+        redirect_output(str(request["log"]))
         os.chdir(request["cwd"])
-        _apply_env_to_preloaded()
+        apply_env_to_preloaded()
         from kerneltracer.worker.main import main
 
         sys.argv = ["kerneltracer.worker", str(request["job_file"])]
@@ -227,7 +227,7 @@ def _run_child(request: dict[str, Any], server: _Server) -> None:
         os._exit(code)
 
 
-def _redirect(log: str) -> None:
+def redirect_output(log: str) -> None:
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
@@ -237,7 +237,7 @@ def _redirect(log: str) -> None:
     os.close(fd)
 
 
-def _apply_env_to_preloaded() -> None:
+def apply_env_to_preloaded() -> None:
     """What imported modules read from the environment once, set again from the job's."""
     import tempfile
 

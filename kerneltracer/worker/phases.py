@@ -7,6 +7,7 @@ appended and flushed as they happen, so a killed worker's log still shows the op
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -44,6 +45,24 @@ class PhaseLog:
             self.current, self.since = previous, previous_since
 
 
+# Held while the heartbeat speaks, and by every fork of this process (os.register_at_fork):
+# a child forked from the worker (a rank) never inherits a lock the heartbeat's thread held
+# mid-write (a stream's, psutil's), since that thread does not exist in the child to free it.
+_speaking = threading.Lock()
+
+
+def _reset_in_child() -> None:
+    global _speaking
+    _speaking = threading.Lock()
+
+
+os.register_at_fork(
+    before=lambda: _speaking.acquire(),
+    after_in_parent=lambda: _speaking.release(),
+    after_in_child=_reset_in_child,
+)
+
+
 class Heartbeat:
     """While a phase runs long, say so in the worker log every ``interval_s``, with the
     worker's RSS: a model that builds for minutes (``num_hidden_layers: 100000``) shows
@@ -70,7 +89,7 @@ class Heartbeat:
             current, since = self.phases.current, self.phases.since
             if current is None:
                 continue
-            with contextlib.suppress(psutil.Error):
+            with _speaking, contextlib.suppress(psutil.Error):
                 rss = me.memory_info().rss / 1024**3
                 took = time.monotonic() - since
                 self.say(f"phase {current} still running after {took:.0f} s (RSS {rss:.2f} GiB)")

@@ -139,3 +139,41 @@ def test_a_ranks_own_status_becomes_the_jobs(tmp_path: Path) -> None:
     err = launch._failure([other, first], [other, first])
     assert err.status.value == "oom"
     assert "rank 0: killed by the launcher after the failure (in phase load)" in str(err)
+
+
+def test_ranks_fork_unless_their_tracer_reads_its_settings_at_import() -> None:
+    """Forked from the launcher by default; a fresh interpreter per rank for torch_compile
+    (TORCH_TRACE and inductor's cache are read when torch is imported, each rank its own),
+    for any TORCH_TRACE, and when KT_RANK_START=spawn asks for it."""
+    from kerneltracer.worker.parallel import start
+
+    assert start.how_to_start(_job(), {})[0] == start.FORK
+    how, why = start.how_to_start(_job("torch_compile"), {})
+    assert how == start.SPAWN and "fresh_interpreter" in why
+    assert start.how_to_start(_job(), {"TORCH_TRACE": "/t"})[0] == start.SPAWN
+    how, why = start.how_to_start(_job(), {"KT_RANK_START": "spawn"})
+    assert how == start.SPAWN and why == "KT_RANK_START=spawn"
+
+
+def test_a_rank_process_is_named_for_its_rank() -> None:
+    """Forked ranks share their launcher's command line: the process name tells them apart,
+    and the memory ceiling's message names the rank from it."""
+    import subprocess
+    import sys
+
+    import psutil
+
+    from kerneltracer.process.supervisor import describe_process, rank_process_name
+
+    code = (
+        "import sys, time; from kerneltracer.process import lifeline; "
+        f"lifeline.set_name({rank_process_name(3)!r}); print('named', flush=True); time.sleep(30)"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == b"named\n"
+        assert describe_process(psutil.Process(proc.pid)) == f"rank 3 (pid {proc.pid})"
+    finally:
+        proc.kill()
+        proc.wait()
+    assert not describe_process(psutil.Process()).startswith("rank ")

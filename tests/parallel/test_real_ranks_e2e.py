@@ -104,6 +104,7 @@ def test_every_rank_traced_and_one_status(ranks_run: Path) -> None:
             assert f"rank_{rank}/collectives.jsonl" in paths
             assert any(p.startswith(f"rank_{rank}/") and "collectives" not in p for p in paths)
         assert st["summary"]["world_size"] == 2 and set(st["summary"]["ranks"]) == {"0", "1"}
+        assert st["summary"]["rank_start"] == "fork"  # from the preloaded launcher
         roles = json.loads((ranks_run / f"jobs/real/{tracer}.tp2/roles.json").read_text())
         assert [r["ranks"] for r in roles["roles"]] == [[0], [1]]
 
@@ -214,6 +215,24 @@ def test_a_rerun_bypasses_ok_rank_jobs_and_reruns_a_damaged_one(ranks_run: Path)
     assert status_of(ranks_run, "real/torch_dispatch.tp2")["status"] == "ok"
 
 
+def test_ranks_started_as_fresh_interpreters_trace_what_forked_ones_do(
+    ranks_run: Path, tmp_path: Path
+) -> None:
+    """KT_RANK_START=spawn: the same job, each rank a new interpreter, the same signatures."""
+    from tests.conftest import clean_env
+
+    env = clean_env(tmp_path)
+    env["KT_RANK_START"] = "spawn"
+    models = [{"path": str(ranks_run.parent / "tiny-moe"), "name": "m", "parallel": {"tp": 2}}]
+    run_dir = _run(tmp_path, models, env, tracers=["torch_dispatch"])
+    st = status_of(run_dir, "m/torch_dispatch.tp2")
+    assert st["status"] == "ok" and st["summary"]["rank_start"] == "spawn", st
+    forked = ranks_run / "jobs/moe-real/torch_dispatch.tp2"
+    for rank in (0, 1):
+        spawned = run_dir / f"jobs/m/torch_dispatch.tp2/rank_{rank}"
+        assert _signatures(spawned) == _signatures(forked / f"rank_{rank}")
+
+
 # --- faults ---------------------------------------------------------------------------------
 
 
@@ -296,7 +315,7 @@ def test_sigkill_of_the_orchestrator_leaves_no_rank(
     phases = run_dir / "jobs/m/torch_dispatch.tp2/rank_1/phases.log"
     try:
         assert wait_until(lambda: "[load] Start" in _text(phases), timeout=120), "no rank loads"
-        ranks = [p for p in processes_under(run_dir) if "parallel.rank" in " ".join(p.cmdline())]
+        ranks = [p for p in processes_under(run_dir) if p.name().startswith("kt-rank-")]
         assert len(ranks) == 2, ranks
         orchestrator.send_signal(signal.SIGKILL)
         orchestrator.wait(timeout=60)
@@ -325,6 +344,7 @@ def test_torch_compile_per_rank_writes_its_own_torch_trace(
     run_dir = _run(tmp_path, models, clean_env(tmp_path), tracers=["torch_compile"], timeout_s=400)
     st = status_of(run_dir, "m/torch_compile.tp2")
     assert st["status"] == "ok", st.get("reason")
+    assert st["summary"]["rank_start"] == "spawn"  # TORCH_TRACE is read at torch's import
     job = run_dir / "jobs/m/torch_compile.tp2"
     for rank in (0, 1):
         logs = list((job / f"rank_{rank}/torch_trace").glob("*.log"))

@@ -174,3 +174,28 @@ def test_task_at_its_time_limit_leaves_jobs_interrupted(
     assert shards[1]["state"] in ("TIMEOUT", "FAILED", "CANCELLED", "COMPLETED"), shards[1]
     log = next((run_dir / "slurm" / "logs").glob("shard-1-of-1.*.out")).read_text()
     assert "interrupted" in log, log[-2000:]
+
+
+def test_a_multi_rank_job_runs_in_one_task_on_one_node(
+    tmp_path: Path,
+    tiny_models: dict[str, Path],
+    kt_env: dict[str, str],
+    slurm_cluster: list[str],
+) -> None:
+    """TP 2 on CPU: the task asks for one node and a core per rank (cpus_per_task unset: the
+    ranks set it), and both ranks run in it, forked from their launcher."""
+    config = write_config(
+        tmp_path / "c.yaml",
+        [{"path": str(tiny_models["tiny-llama"]), "name": "m", "parallel": {"tp": 2}}],
+        defaults={"tracers": ["torch_dispatch"], "device": "cpu", "seq_len": 16},
+    )
+    _submit(config, kt_env, slurm_cluster)
+    run_dir = tmp_path / "run"
+    script = (run_dir / "slurm" / "array.sbatch").read_text()
+    assert "#SBATCH --nodes=1\n" in script and "#SBATCH --cpus-per-task=2\n" in script, script
+    _wait_done(run_dir)
+    st = status_of(run_dir, "m/torch_dispatch.tp2")
+    assert st["status"] == "ok", st.get("reason")
+    assert st["summary"]["world_size"] == 2 and st["summary"]["rank_start"] == "fork"
+    rc, shards = _shards(run_dir, kt_env)
+    assert rc == 0 and shards[1]["state"] == "COMPLETED", shards

@@ -151,3 +151,69 @@ def test_run_dir_sbatch_cannot_represent_is_refused(tmp_path: Path, fixed_kt: No
     config = _config(tmp_path / "c.yaml", [{"id": "a/b"}], output_dir='runs/a"b')
     with pytest.raises(UsageError, match="double quotes are not allowed"):
         sub.prepare(config)
+
+
+def _directives(script: str) -> list[str]:
+    return [
+        line.removeprefix("#SBATCH ") for line in script.splitlines() if line.startswith("#SBATCH")
+    ]
+
+
+def test_a_multi_rank_job_asks_for_its_ranks_on_one_node(tmp_path: Path, fixed_kt: None) -> None:
+    """CPU ranks: a core per rank; GPU ranks: a GPU per rank; all on the task's one node.
+    Unset values are raised (with a note); a single-rank config asks as before."""
+    cpu = _config(
+        tmp_path / "cpu.yaml",
+        [{"id": "org/m", "parallel": {"tp": 4, "dp": 2}, "device": "cpu"}, {"id": "org/n"}],
+        defaults={"tracers": ["torch_dispatch"], "timeout_s": 600},
+        slurm={"jobs": 2},
+    )
+    prepared = sub.prepare(cpu, array_size=1)
+    lines = _directives(prepared.array_script)
+    assert "--nodes=1" in lines and "--cpus-per-task=8" in lines, lines
+    assert not any(line.startswith("--gres") for line in lines)
+    assert prepared.notes == ["slurm.cpus_per_task not set: asking 8 (one per rank of tp4.dp2)"]
+    # The TP 4 x DP 2 job holds both -j slots for its 600 s, the other job one.
+    assert prepared.spec.task_time == format_time((600 * 2 + 600) / 2 + 120 + 300)
+
+    gpu = _config(
+        tmp_path / "gpu.yaml",
+        [{"id": "org/m", "parallel": {"tp": 2}, "device": "cuda"}],
+        defaults={"tracers": ["torch_dispatch"]},
+    )
+    lines = _directives(sub.prepare(gpu).array_script)
+    assert {"--nodes=1", "--gres=gpu:2", "--cpus-per-task=4"} <= set(lines), lines
+
+    single = _config(tmp_path / "one.yaml", [{"id": "org/m"}])
+    lines = _directives(sub.prepare(single).array_script)
+    assert "--nodes=1" not in lines and "--cpus-per-task=4" in lines
+
+
+@pytest.mark.parametrize(
+    ("slurm", "device", "message"),
+    [
+        (
+            {"gpus": 1},
+            "auto",
+            "slurm.gpus 1: parallel tp4 needs 4 GPUs on one node (one per rank); set "
+            "slurm.gpus to at least that, or device: cpu",
+        ),
+        (
+            {"cpus_per_task": 2},
+            "cpu",
+            "slurm.cpus_per_task 2: parallel tp4 needs 4 CPUs on one node (one per rank)",
+        ),
+    ],
+)
+def test_a_task_too_small_for_its_ranks_is_refused_before_submitting(
+    tmp_path: Path, fixed_kt: None, slurm: dict[str, int], device: str, message: str
+) -> None:
+    config = _config(
+        tmp_path / "c.yaml",
+        [{"id": "org/m", "parallel": {"tp": 4}, "device": device}],
+        defaults={"tracers": ["torch_dispatch"]},
+        slurm=slurm,
+    )
+    with pytest.raises(UsageError) as err:
+        sub.prepare(config)
+    assert str(err.value) == message

@@ -168,7 +168,7 @@ def test_exception_classification() -> None:
 
 
 def test_gpu_slots(jobs: list[JobSpec]) -> None:
-    from kerneltracer.orchestrator.environment import needs_gpu, pick_gpu
+    from kerneltracer.orchestrator.environment import needs_gpu, pick_gpus
 
     gpus = ["0", "1"]
     auto, pinned, beyond = (
@@ -177,6 +177,6 @@ def test_gpu_slots(jobs: list[JobSpec]) -> None:
     cpu = jobs[0].model_copy(update={"device": "cpu"})
     assert needs_gpu(auto, gpus) and needs_gpu(pinned, gpus)
     assert not needs_gpu(cpu, gpus) and not needs_gpu(auto, []) and not needs_gpu(beyond, gpus)
-    assert pick_gpu(auto, gpus, ["1"]) == "1"
-    assert pick_gpu(pinned, gpus, ["0", "1"]) == "1"
-    assert pick_gpu(pinned, gpus, ["0"]) is None  # its GPU is busy: it waits, never shares
+    assert pick_gpus(auto, gpus, ["1"]) == ["1"]
+    assert pick_gpus(pinned, gpus, ["0", "1"]) == ["1"]
+    assert pick_gpus(pinned, gpus, ["0"]) is None  # its GPU is busy: it waits, never shares

@@ -4,10 +4,12 @@ their ends into the job's one status.
 The job's worker process stays what the supervisor knows (one process group, one timeout,
 the memory ceiling sampled over its whole tree, one ``_TRACE_STATUS.json``) and becomes the
 ranks' launcher: it starts ``world_size`` rank processes
-(:mod:`kerneltracer.worker.parallel.rank`) in its own process group, with the usual
-torch.distributed variables and a free loopback port for the rendezvous. So the supervisor's
-group kill, tree sampling and the worker's lifeline (parent-death signal, subreaper) cover
-the ranks with no change; a rank also dies with the launcher (its own parent-death signal).
+(:mod:`kerneltracer.worker.parallel.rank`; forked from it, or fresh interpreters where a
+tracer needs one: :mod:`kerneltracer.worker.parallel.start`) in its own process group, with
+the usual torch.distributed variables and a free loopback port for the rendezvous. So the
+supervisor's group kill, tree sampling and the worker's lifeline (parent-death signal,
+subreaper) cover the ranks with no change; a rank also dies with the launcher (its own
+parent-death signal).
 
 The launcher watches the ranks. The first that ends badly is the job's failure; the others
 are asked (SIGUSR1) for their Python stacks, which say what they were doing (waiting in
@@ -18,12 +20,11 @@ the first failing rank, how it ended, and what every other rank was doing.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import signal
 import socket
-import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +40,7 @@ from kerneltracer.jsonio import atomic_write_json
 from kerneltracer.process.supervisor import describe_exit
 from kerneltracer.tracers.registry import TRACERS
 from kerneltracer.worker.frameworks.registry import loader_class
+from kerneltracer.worker.parallel import start
 from kerneltracer.worker.parallel.rank import RANK_LOG, RANK_PHASES, RANK_STATUS, STACKS
 from kerneltracer.worker.parallel.simulate import ROLES_FILE
 
@@ -46,6 +48,8 @@ if TYPE_CHECKING:
     from kerneltracer.core.jobspec import JobSpec
     from kerneltracer.tracers.base import Tracer, TraceResult
     from kerneltracer.worker.phases import PhaseLog
+
+log = logging.getLogger("kerneltracer.worker.launch")
 
 POLL_S = 0.05
 # The launcher ends a job this long before the supervisor's timeout would: time to take the
@@ -76,7 +80,7 @@ class RanksFailed(Exception):
 @dataclass
 class _Rank:
     rank: int
-    proc: subprocess.Popen[bytes]
+    proc: start.RankProcess
     dir: Path
     ended_at: float | None = None
     status: dict[str, Any] | None = None
@@ -140,8 +144,12 @@ def run(
     port = free_port()
     paths = JobPaths(job_dir)
     ranks: list[_Rank] = []
+    how, why = start.how_to_start(job, dict(os.environ))
+    log.info("ranks start by %s: %s", how, why)
     with phases.phase("ranks"):
         try:
+            if how == start.FORK:
+                start.preload(job)
             for r in range(world):
                 rank_dir = paths.rank(r)
                 rank_dir.mkdir(parents=True, exist_ok=True)
@@ -151,25 +159,8 @@ def run(
                     # Per rank, under the same name (the tracer finds it in its rank dir):
                     # the multi-rank logs tlparse reads.
                     env["TORCH_TRACE"] = str(rank_dir / Path(trace).name)
-                with open(rank_dir / RANK_LOG, "ab", buffering=0) as out:
-                    proc = subprocess.Popen(
-                        [
-                            sys.executable,
-                            "-m",
-                            "kerneltracer.worker.parallel.rank",
-                            str(job_dir / JOB.job_file),
-                            # Read by nobody but ps and the supervisor's memory check: which
-                            # rank a process is (RANK is in its environment).
-                            "--rank",
-                            str(r),
-                        ],
-                        cwd=job_dir,
-                        env=env,
-                        stdin=subprocess.DEVNULL,
-                        stdout=out,
-                        stderr=subprocess.STDOUT,
-                        close_fds=True,
-                    )
+                begin = start.fork_rank if how == start.FORK else start.spawn_rank
+                proc = begin(job_dir / JOB.job_file, r, env, rank_dir / RANK_LOG)
                 ranks.append(_Rank(r, proc, rank_dir))
             # The launcher's own deadline, before the supervisor's: a job that hangs (the
             # classic distributed hang: a rank never joins a collective) ends saying what
@@ -197,6 +188,7 @@ def run(
         "layout": spec.label(),
         "world_size": world,
         "real_ranks": True,
+        "rank_start": how,
         "ranks": {str(r.rank): (r.status or {}).get("summary", {}) for r in ranks},
     }
     _write_roles(job_dir, spec, ranks)

@@ -1,4 +1,5 @@
-"""One rank of a multi-rank job: ``python -m kerneltracer.worker.parallel.rank JOB.json``.
+"""One rank of a multi-rank job: forked by its launcher (:mod:`kerneltracer.worker.parallel.start`)
+or ``python -m kerneltracer.worker.parallel.rank JOB.json``.
 
 Started by :mod:`kerneltracer.worker.parallel.launch` with the usual torch.distributed
 variables (``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``). The rank
@@ -8,7 +9,8 @@ fake simulation does (:func:`kerneltracer.worker.parallel.simulate._shard`), rec
 collectives in the warmup step, traces one step and writes into ``rank_<r>/``; last, its
 ``RANK_STATUS.json``, which the launcher folds into the job's one status.
 
-A rank dies with its launcher (parent-death SIGKILL). SIGUSR1 dumps every thread's Python
+A rank dies with its launcher (parent-death SIGKILL) and names itself ``kt-rank-<r>`` (what
+``ps -o comm`` and the supervisor's memory check show). SIGUSR1 dumps every thread's Python
 stack into ``rank_<r>/stacks.txt``: the launcher asks for it when a peer fails, to say what
 this rank was doing (waiting in which collective).
 """
@@ -34,6 +36,7 @@ from kerneltracer.environ import KtEnv
 from kerneltracer.errors import UnsupportedError
 from kerneltracer.jsonio import atomic_write_bytes, atomic_write_json
 from kerneltracer.process import lifeline
+from kerneltracer.process.supervisor import rank_process_name
 from kerneltracer.worker.failure import classify_exception
 from kerneltracer.worker.phases import PhaseLog
 
@@ -45,18 +48,25 @@ RANK_LOG = "rank.log"
 RANK_PHASES = JobPaths(Path()).phase_log.name  # the job's own name, in the rank dir
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], launcher: int | None = None) -> int:
+    """``launcher``: the pid of the launcher that forked this rank (a spawned rank: None)."""
     job_file = Path(argv[0]).resolve()
     job = JobFile.read(job_file).job
     job_dir = job_file.parent
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     rank_dir = JobPaths(job_dir).rank(rank)
     rank_dir.mkdir(parents=True, exist_ok=True)
-    lifeline.arm_parent_death(signal.SIGKILL, None)
+    # A forked rank's launcher may have died between the fork and here: nobody would signal.
+    if not lifeline.arm_parent_death(signal.SIGKILL, launcher):
+        os._exit(1)
+    lifeline.set_name(rank_process_name(rank))
     stacks = open(rank_dir / STACKS, "w")  # noqa: SIM115 - open for the process's life
     faulthandler.register(signal.SIGUSR1, file=stacks, all_threads=True)
     faulthandler.enable()
-    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s rank {rank} %(message)s")
+    # force: a forked rank inherits the launcher's handlers (on its log, its stream objects)
+    logging.basicConfig(
+        level=logging.INFO, format=f"%(asctime)s rank {rank} %(message)s", force=True
+    )
     phases = PhaseLog(rank_dir / RANK_PHASES, node=f"rank {rank}")
     t0 = time.monotonic()
     fields: dict[str, Any] = {"rank": rank, "pid": os.getpid()}
@@ -120,8 +130,8 @@ def run_rank(
     if cuda and local >= torch.cuda.device_count():
         raise UnsupportedError(
             f"parallel {spec.label()} needs {world} GPUs on the node, {torch.cuda.device_count()} "
-            "visible (the orchestrator gives a job one GPU slot: multi-GPU slots are not built "
-            "yet); device cpu runs the ranks on gloo"
+            "visible to the job (the orchestrator gives a multi-rank job one GPU per rank); "
+            "device cpu runs the ranks on gloo"
         )
     device = f"cuda:{local}" if cuda else "cpu"
     with phases.phase("init"):
