@@ -194,9 +194,24 @@ def test_the_rank_reader_treats_real_ranks_as_simulated_ones(ranks_run: Path) ->
 
     job = read_rank_job(ranks_run / "jobs/real/torch_dispatch.tp2")
     assert job is not None
-    assert job.layout.tp == 2 and job.layout_source in (FROM_SPEC, "from the rank roles")
+    assert job.layout.tp == 2 and job.layout_source == FROM_SPEC
     assert sorted(job.ranks) == [0, 1] and job.missing_ranks == []
     assert all(not data.bad and not data.missing for data in job.ranks.values())
+
+
+def test_the_ranks_page_shows_real_tp_peers_as_the_simulations_one_role(ranks_run: Path) -> None:
+    """The simulation's rank 0 stands for both TP peers; the real peers run that program (the
+    values they read differ): one role each, layouts from the job spec, nothing said missing
+    for the profiler's ranks (they write collectives, no dispatch signatures)."""
+    from kerneltracer.core.ranks import FROM_SPEC
+    from kerneltracer.report.ranks_view import build_ranks_view
+
+    view = build_ranks_view(ranks_run)
+    jobs = {j.key: j for j in view.jobs}
+    for key in ("real/torch_dispatch.tp2", "fake/torch_dispatch.tp2", "real/torch_profiler.tp2"):
+        job = jobs[key]
+        assert [r.role.ranks for r in job.roles] == [(0, 1)], (key, job.roles)
+        assert job.layout_source == FROM_SPEC and job.missing_files == [], key
 
 
 def test_a_rerun_bypasses_ok_rank_jobs_and_reruns_a_damaged_one(ranks_run: Path) -> None:
