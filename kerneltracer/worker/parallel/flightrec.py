@@ -74,7 +74,10 @@ class Recorder:
     def dump(self) -> bool:
         """Write the recorder's entries now; False when torch has no recorder to dump."""
         try:
-            from torch._C._distributed_c10d import _dump_fr_trace, _dump_fr_trace_json
+            from torch._C._distributed_c10d import (  # type: ignore[attr-defined]
+                _dump_fr_trace,
+                _dump_fr_trace_json,
+            )
         except ImportError:
             return False
         with self._lock:

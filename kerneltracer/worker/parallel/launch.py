@@ -417,8 +417,12 @@ def _timeout(ranks: list[_Rank], timeout_s: float) -> RanksFailed:
         for r in ranks
     )
     error = ErrorInfo(type="RankTimeout", message=line, root_cause=line)
-    error.ranks = {str(r.rank): r.doing if r.killed_by_us else _how(r) for r in ranks}  # type: ignore[attr-defined]
-    error.flight_recorder = _flights(ranks)  # type: ignore[attr-defined]
+    extra = {
+        "ranks": {str(r.rank): r.doing if r.killed_by_us else _how(r) for r in ranks},
+        "flight_recorder": _flights(ranks),
+    }
+    for key, value in extra.items():
+        setattr(error, key, value)
     return RanksFailed(JobStatus.TIMEOUT, error)
 
 

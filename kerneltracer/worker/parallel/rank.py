@@ -58,14 +58,14 @@ def main(argv: list[str]) -> int:
     stacks = open(rank_dir / STACKS, "w")  # noqa: SIM115 - open for the process's life
     faulthandler.register(signal.SIGUSR1, file=stacks, all_threads=True)
     faulthandler.enable()
-    recorder = flightrec.Recorder(rank, rank_dir)
-    recorder.arm()  # before torch starts a thread
+    flight = flightrec.Recorder(rank, rank_dir)
+    flight.arm()  # before torch starts a thread
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s rank {rank} %(message)s")
     phases = PhaseLog(rank_dir / RANK_PHASES, node=f"rank {rank}")
     t0 = time.monotonic()
     fields: dict[str, Any] = {"rank": rank, "pid": os.getpid()}
     try:
-        outputs, summary, notes = run_rank(job, job_dir, rank, world, phases, recorder)
+        outputs, summary, notes = run_rank(job, job_dir, rank, world, phases, flight)
         fields.update(
             status=JobStatus.OK.value,
             outputs=[describe_output(job_dir, rel, None).model_dump() for rel in outputs],
@@ -79,7 +79,7 @@ def main(argv: list[str]) -> int:
         fields.update(status=status.value, error=error.model_dump(), phase=phase)
         fields["collective"] = distributed_call(exc)
         try:  # what its peers' recorders are asked for, this rank's own at its failure
-            recorder.dump()
+            flight.dump()
         except Exception:
             log.exception("rank %d: dumping the flight recorder failed", rank)
     fields["phases"] = phases.durations
@@ -115,7 +115,7 @@ def run_rank(
     rank: int,
     world: int,
     phases: PhaseLog,
-    recorder: flightrec.Recorder,
+    flight: flightrec.Recorder,
 ) -> tuple[list[str], dict[str, Any], list[str]]:
     import torch
     import torch.distributed as dist
@@ -151,10 +151,10 @@ def run_rank(
         for axis in sorted(AXES, key=lambda a: getattr(spec.layout, a) > 1):
             axis_of[mesh[axis].get_group().group_name] = axis
         world_name = dist.group.WORLD.group_name  # type: ignore[union-attr]
-        recorder.groups[world_name] = {"axis": axis_of[world_name], "ranks": list(range(world))}
+        flight.groups[world_name] = {"axis": axis_of[world_name], "ranks": list(range(world))}
         for axis in AXES:  # the flight recorder names groups; its dumps say their axes
             group = mesh[axis].get_group()
-            recorder.groups[group.group_name] = {
+            flight.groups[group.group_name] = {
                 "axis": axis_of[group.group_name],
                 "ranks": dist.get_process_group_ranks(group),
             }
