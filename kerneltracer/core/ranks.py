@@ -191,6 +191,9 @@ def _spec_layout(job_dir: Path) -> Layout | None:
     spec = _read_json(JobPaths(job_dir).job_file, "job spec")
     if not isinstance(spec, dict):
         return None
+    # JOB.json as the orchestrator writes it holds the spec under "job" (JobFile).
+    inner = spec.get("job")
+    spec = inner if isinstance(inner, dict) else spec
     options = spec.get("options")
     for where in (spec, options if isinstance(options, dict) else {}):
         found = where.get("parallel")

@@ -10,15 +10,18 @@ roofline from shapes, the alpha-beta model for collectives), never measured.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
 from markupsafe import Markup
 
-from kerneltracer.core.layout import RunPaths
+from kerneltracer.core.artefacts import DISPATCH_OPS_FILE
+from kerneltracer.core.layout import JobPaths, RunPaths
 from kerneltracer.core.parallel import CollectiveRecord
 from kerneltracer.core.ranks import RankData, RankJob, rank_jobs, read_rank_job
+from kerneltracer.core.signature import strip_ranges
 from kerneltracer.costmodel import DEFAULT_DEVICE, Device, load_devices
 from kerneltracer.costmodel.comm import CommCost, collective_cost
 from kerneltracer.costmodel.layers import LayerCost, RankCost, is_compute_op, rank_cost
@@ -92,13 +95,20 @@ def _ranges(ranks: tuple[int, ...]) -> str:
     return ", ".join(parts)
 
 
+# The per-rank record files (kerneltracer.core.ranks reads them).
+_RECORDS = (DISPATCH_OPS_FILE, JobPaths(Path()).collectives(0).name)
+
+
 def _program(data: RankData) -> bytes:
     """What makes two ranks the same role: their ops with shapes and counts, and their
-    collectives (not the module paths: EP ranks holding different experts run the same)."""
-    rows = sorted(
-        orjson.dumps([r.op, r.phase, r.count, r.inputs, r.outputs], option=orjson.OPT_SORT_KEYS)
-        for r in data.rows
-    )
+    collectives (not the module paths: EP ranks holding different experts run the same; not
+    the values a real rank read, e.g. how many of its tokens fall in its vocabulary shard,
+    which a simulated rank never reads)."""
+    counts: Counter[bytes] = Counter()
+    for r in data.rows:
+        key = [r.op, r.phase, strip_ranges(r.inputs), strip_ranges(r.outputs)]
+        counts[orjson.dumps(key, option=orjson.OPT_SORT_KEYS)] += r.count
+    rows = sorted(key + b" x" + str(n).encode() for key, n in counts.items())
     comms = [
         orjson.dumps([c.kind, c.group, c.group_size, c.dtype, list(c.shape), c.bytes_per_rank])
         for c in data.collectives
@@ -136,10 +146,13 @@ def _job_view(key: str, job: RankJob, device: Device) -> JobRanks:
     ops = sorted(calls.items(), key=lambda kv: (-sum(kv[1]), kv[0]))
     bad: dict[str, int] = {}
     missing: list[str] = []
+    # A file no rank wrote is one the job's tracer does not write (torch_profiler's ranks
+    # record collectives, no dispatch signatures): only one some rank lacks is said.
+    written = set(_RECORDS) - _unwritten(job)
     for rank, data in job.ranks.items():
         for what, n in data.bad.items():
             bad[f"rank {rank} {what}"] = n
-        missing += [f"rank {rank}: {name}" for name in data.missing]
+        missing += [f"rank {rank}: {name}" for name in data.missing if name in written]
     return JobRanks(
         key,
         job.layout.label(),
@@ -176,6 +189,16 @@ def build_ranks_view(run_dir: Path, device: Device | None = None) -> RanksView:
         except OSError as exc:
             view.problems.append(f"{key}: {exc}")
             continue
-        if job is not None:
+        if job is not None and _unwritten(job) >= set(_RECORDS):
+            # Ranks with traces of their own but no per-rank records (vLLM's own ranks).
+            view.problems.append(
+                f"{key}: its rank dirs hold no dispatch signatures or collectives to show"
+            )
+        elif job is not None:
             view.jobs.append(_job_view(key, job, device))
     return view
+
+
+def _unwritten(job: RankJob) -> set[str]:
+    """The per-rank record files no rank of the job wrote."""
+    return set.intersection(*(set(data.missing) for data in job.ranks.values()))

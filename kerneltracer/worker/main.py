@@ -103,13 +103,24 @@ def _run_job(job: JobSpec, attempt: str, job_dir: Path, phases: PhaseLog) -> Tra
         _check_tracer(cls, job)
         loader = get_loader(job.framework)
         kind_of = cls.kind_of
-        if job.parallel and not job.model.fake_weights:
+        if job.parallel and not job.model.fake_weights and not loader.own_ranks:
             # One process per rank, launched and watched from here (see launch).
             result, fields["notes"], kind_of = _launch_ranks(job, job_dir, tracer, phases)
-        elif job.parallel:
+        elif job.parallel and job.model.fake_weights:
             # Every rank role, each loaded, warmed up, traced and written in turn.
             result, fields["notes"], kind_of = _simulate_ranks(job, job_dir, tracer, phases)
         else:
+            if job.parallel and cls.real_ranks_refusal is not None:
+                # The framework's own ranks (vLLM's tensor_parallel_size).
+                raise UnsupportedError(
+                    f"{job.tracer} on real ranks is not built yet: {cls.real_ranks_refusal}"
+                )
+            if job.parallel:
+                from functools import partial
+
+                from kerneltracer.worker.parallel import simulate
+
+                kind_of = partial(simulate.kind_of, cls)  # its ranks' files in rank_<r>/
             with phases.phase("load"):
                 ctx = loader.load(job, job_dir, tracer)
             log.info("loaded %s on %s (%s)", job.model.display, ctx.device, ctx.dtype)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import gzip
 import json
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -193,9 +195,24 @@ def test_the_rank_reader_treats_real_ranks_as_simulated_ones(ranks_run: Path) ->
 
     job = read_rank_job(ranks_run / "jobs/real/torch_dispatch.tp2")
     assert job is not None
-    assert job.layout.tp == 2 and job.layout_source in (FROM_SPEC, "from the rank roles")
+    assert job.layout.tp == 2 and job.layout_source == FROM_SPEC
     assert sorted(job.ranks) == [0, 1] and job.missing_ranks == []
     assert all(not data.bad and not data.missing for data in job.ranks.values())
+
+
+def test_the_ranks_page_shows_real_tp_peers_as_the_simulations_one_role(ranks_run: Path) -> None:
+    """The simulation's rank 0 stands for both TP peers; the real peers run that program (the
+    values they read differ): one role each, layouts from the job spec, nothing said missing
+    for the profiler's ranks (they write collectives, no dispatch signatures)."""
+    from kerneltracer.core.ranks import FROM_SPEC
+    from kerneltracer.report.ranks_view import build_ranks_view
+
+    view = build_ranks_view(ranks_run)
+    jobs = {j.key: j for j in view.jobs}
+    for key in ("real/torch_dispatch.tp2", "fake/torch_dispatch.tp2", "real/torch_profiler.tp2"):
+        job = jobs[key]
+        assert [r.role.ranks for r in job.roles] == [(0, 1)], (key, job.roles)
+        assert job.layout_source == FROM_SPEC and job.missing_files == [], key
 
 
 def test_a_rerun_bypasses_ok_rank_jobs_and_reruns_a_damaged_one(ranks_run: Path) -> None:
@@ -266,7 +283,7 @@ def test_a_rank_that_raises_at_load_fails_the_job_naming_it(
 def test_a_rank_killed_mid_forward_while_its_peer_waits_in_all_reduce(
     tmp_path: Path, tiny_models: dict[str, Path]
 ) -> None:
-    _, st, took = _fault_run(tmp_path, tiny_models, "1:forward")
+    run_dir, st, took = _fault_run(tmp_path, tiny_models, "1:forward")
     assert st["status"] == "failed", st
     assert st["error"]["rank"] == 1
     assert "rank 1 failed first: killed by SIGKILL" in st["reason"], st["reason"]
@@ -275,6 +292,34 @@ def test_a_rank_killed_mid_forward_while_its_peer_waits_in_all_reduce(
     # launcher asked first, else its own error (gloo's, the peer's connection closed) does.
     assert "all_reduce" in st["error"]["ranks"]["0"], st["error"]
     assert "rank 0:" in st["reason"] and "all_reduce" in st["reason"], st["reason"]
+    # Its flight recorder (torch 2.13 records gloo's collectives) names the collective: the
+    # tp group's all-reduce of the dead rank's layer, its sequence id and sizes.
+    recorded = st["error"]["flight_recorder"]
+    assert set(recorded) == {"0"}, recorded  # rank 1 was SIGKILLed: no dump of its own
+    fr = recorded["0"]
+    assert fr["name"] == "gloo:all_reduce" and fr["axis"] == "tp", fr
+    assert fr["group_ranks"] == [0, 1] and fr["seq"] > 1 and fr["input_sizes"], fr
+    assert f"gloo:all_reduce #{fr['seq']} on tp" in st["reason"], st["reason"]
+    rank_0 = run_dir / "jobs/m/torch_dispatch.tp2/rank_0"
+    assert (rank_0 / "flight_recorder.json").is_file() and (rank_0 / "fr_trace_0").is_file()
+    # torch's own analyser reads the rank dirs' dumps (the job dir as its trace dir) and
+    # blames the rank with no dump: rank 1.
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.flight_recorder.fr_trace",
+            str(rank_0.parent),
+            "-p",
+            "fr_trace_",
+            "--allow-incomplete-ranks",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "missed FR dumps from ranks ({1})" in done.stdout + done.stderr, done.stderr[-2000:]
     assert took < TIMEOUT_S + 30
 
 
@@ -285,6 +330,12 @@ def test_a_hung_rank_ends_at_the_jobs_timeout(tmp_path: Path, tiny_models: dict[
     assert st["status"] == "timeout", st
     assert st["reason"].startswith("no result after 20 s: rank 0: in phase warmup, waiting in")
     assert "rank 1: in phase load" in st["reason"], st["reason"]
+    # Rank 0's flight recorder, dumped when the launcher asked: blocked in its warmup's first
+    # all-reduce on the tp group; rank 1 never issued one.
+    fr = st["error"]["flight_recorder"]["0"]
+    assert fr["state"] == "waiting in" and fr["name"] == "gloo:all_reduce", fr
+    assert "rank 0: in phase warmup, waiting in" in st["reason"]
+    assert "waiting in gloo:all_reduce #" in st["reason"], st["reason"]
     assert took < 20 + 40  # the timeout, the run's start and a kill grace
 
 

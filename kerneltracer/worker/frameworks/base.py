@@ -68,6 +68,9 @@ class FrameworkLoader(ABC):
     # Why a job of this framework with `parallel:` and real weights cannot be launched as one
     # process per rank (worker/parallel/launch.py); None: it can.
     ranks_refusal: ClassVar[str | None] = "no rank launcher has been written for this framework"
+    # The framework starts its own rank processes from ``load`` (vLLM's executor): such a job
+    # is one worker like any other, never launched per rank.
+    own_ranks: ClassVar[bool] = False
 
     @classmethod
     def preload(cls, hints: list[str]) -> list[str]:

@@ -40,7 +40,7 @@ from kerneltracer.jsonio import atomic_write_json
 from kerneltracer.process.supervisor import describe_exit
 from kerneltracer.tracers.registry import TRACERS
 from kerneltracer.worker.frameworks.registry import loader_class
-from kerneltracer.worker.parallel import start
+from kerneltracer.worker.parallel import flightrec, start
 from kerneltracer.worker.parallel.rank import RANK_LOG, RANK_PHASES, RANK_STATUS, STACKS
 from kerneltracer.worker.parallel.simulate import ROLES_FILE
 
@@ -56,6 +56,7 @@ POLL_S = 0.05
 # ranks' stacks, kill them and write the status.
 DEADLINE_MARGIN_S = 3.0
 STACK_WAIT_S = 0.5  # for faulthandler to write the survivors' stacks
+FR_WAIT_S = 2.0  # at most, for the survivors' flight recorder dumps
 SURVIVOR_GRACE_S = 3.0  # for survivors of a failed peer to end on their own before the kill
 CAUSE_CHARS = 200  # of a rank's own error in the job's one line (its status has it whole)
 # A rank that lost its peer mid-collective fails too, often in the same poll round as the
@@ -154,6 +155,7 @@ def run(
                 rank_dir = paths.rank(r)
                 rank_dir.mkdir(parents=True, exist_ok=True)
                 env = rank_env(dict(os.environ), r, world, port)
+                env.update(flightrec.env(rank_dir, env))
                 trace = os.environ.get("TORCH_TRACE")
                 if trace:
                     # Per rank, under the same name (the tracer finds it in its rank dir):
@@ -268,20 +270,47 @@ def _watch(ranks: list[_Rank], job_deadline: float) -> bool:
 
 
 def _ask_stacks(running: list[_Rank]) -> None:
+    """Each live rank's Python stacks (SIGUSR1, faulthandler) and flight recorder dump
+    (SIGUSR2, its recorder thread), each given a moment to be written."""
+    asked = {}
     for rank in running:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(rank.proc.pid, signal.SIGUSR1)
+        asked[rank.rank] = _mtime(rank.dir / flightrec.FR_JSON)
+        for sig in (signal.SIGUSR1, flightrec.DUMP_SIGNAL):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(rank.proc.pid, sig)
     time.sleep(STACK_WAIT_S)
+    deadline = time.monotonic() + FR_WAIT_S
+    while time.monotonic() < deadline and any(
+        _mtime(r.dir / flightrec.FR_JSON) == asked[r.rank] and r.proc.poll() is None
+        for r in running
+    ):
+        time.sleep(POLL_S)
+
+
+def _mtime(path: Path) -> int | None:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return None
 
 
 def _doing(rank_dir: Path) -> str | None:
-    """What a live rank was doing: its phase and the torch.distributed call it was in."""
+    """What a live rank was doing: its phase and the torch.distributed call it was in (its
+    stack), and the collective its flight recorder shows it blocked in."""
     phase = current_phase(rank_dir / RANK_PHASES)
     where = collective_in(rank_dir / STACKS)
     parts = [f"in phase {phase}"] if phase else []
     if where:
         parts.append(f"waiting in {where}")
+    found = _recorded(rank_dir, failed=False)
+    if found is not None:
+        parts.append(flightrec.describe(found))
     return ", ".join(parts) or None
+
+
+def _recorded(rank_dir: Path, failed: bool) -> dict[str, Any] | None:
+    doc = flightrec.read(rank_dir)
+    return flightrec.in_flight(doc, failed) if doc is not None else None
 
 
 def current_phase(path: Path) -> str | None:
@@ -350,9 +379,25 @@ def _how(rank: _Rank) -> str:
         cause = str(error.get("root_cause", "no reason"))
         if len(cause) > CAUSE_CHARS:
             cause = cause[:CAUSE_CHARS].rstrip() + "..."
-        return f"{status.get('status')}: {cause}{where}"
+        found = _flight(rank)
+        recorded = f", {flightrec.describe(found)}" if found is not None else ""
+        return f"{status.get('status')}: {cause}{where}{recorded}"
     phase = current_phase(rank.dir / RANK_PHASES)
     return describe_exit(rank.proc.returncode) + (f" during {phase}" if phase else "")
+
+
+def _flight(rank: _Rank) -> dict[str, Any] | None:
+    """The collective the rank's flight recorder shows it in (blocked, or failed in when its
+    own error came from a collective), read once."""
+    if "flight" not in rank.extra:
+        failed = bool((rank.status or {}).get("collective"))
+        rank.extra["flight"] = _recorded(rank.dir, failed)
+    found: dict[str, Any] | None = rank.extra["flight"]
+    return found
+
+
+def _flights(ranks: list[_Rank]) -> dict[str, dict[str, Any]]:
+    return {str(r.rank): f for r in ranks if (f := _flight(r)) is not None}
 
 
 def _timeout(ranks: list[_Rank], timeout_s: float) -> RanksFailed:
@@ -363,7 +408,12 @@ def _timeout(ranks: list[_Rank], timeout_s: float) -> RanksFailed:
         for r in ranks
     )
     error = ErrorInfo(type="RankTimeout", message=line, root_cause=line)
-    error.ranks = {str(r.rank): r.doing if r.killed_by_us else _how(r) for r in ranks}  # type: ignore[attr-defined]
+    extra = {
+        "ranks": {str(r.rank): r.doing if r.killed_by_us else _how(r) for r in ranks},
+        "flight_recorder": _flights(ranks),
+    }
+    for key, value in extra.items():
+        setattr(error, key, value)
     return RanksFailed(JobStatus.TIMEOUT, error)
 
 
@@ -409,6 +459,8 @@ def _failure(ranks: list[_Rank], bad: list[_Rank]) -> RanksFailed:
         "rank_phase": (first.status or {}).get("phase") or current_phase(first.dir / RANK_PHASES),
         "ranks": {str(r.rank): _end_and_doing(r) for r in ranks},
         "doing": {str(r.rank): r.doing for r in ranks if r.doing},
+        # Per rank, the collective its flight recorder shows it in: name, seq, group, sizes.
+        "flight_recorder": _flights(ranks),
     }
     for key, value in error_extra.items():
         setattr(error, key, value)

@@ -11,8 +11,9 @@ collectives in the warmup step, traces one step and writes into ``rank_<r>/``; l
 
 A rank dies with its launcher (parent-death SIGKILL) and names itself ``kt-rank-<r>`` (what
 ``ps -o comm`` and the supervisor's memory check show). SIGUSR1 dumps every thread's Python
-stack into ``rank_<r>/stacks.txt``: the launcher asks for it when a peer fails, to say what
-this rank was doing (waiting in which collective).
+stack into ``rank_<r>/stacks.txt`` and SIGUSR2 torch's flight recorder
+(:mod:`kerneltracer.worker.parallel.flightrec`): the launcher asks for both when a peer fails
+or the job's time is up, to say what this rank was doing (waiting in which collective).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from kerneltracer.jsonio import atomic_write_bytes, atomic_write_json
 from kerneltracer.process import lifeline
 from kerneltracer.process.supervisor import rank_process_name
 from kerneltracer.worker.failure import classify_exception
+from kerneltracer.worker.parallel import flightrec
 from kerneltracer.worker.phases import PhaseLog
 
 log = logging.getLogger("kerneltracer.worker.rank")
@@ -63,6 +65,8 @@ def main(argv: list[str], launcher: int | None = None) -> int:
     stacks = open(rank_dir / STACKS, "w")  # noqa: SIM115 - open for the process's life
     faulthandler.register(signal.SIGUSR1, file=stacks, all_threads=True)
     faulthandler.enable()
+    flight = flightrec.Recorder(rank, rank_dir)
+    flight.arm()  # before torch starts a thread
     # force: a forked rank inherits the launcher's handlers (on its log, its stream objects)
     logging.basicConfig(
         level=logging.INFO, format=f"%(asctime)s rank {rank} %(message)s", force=True
@@ -71,7 +75,7 @@ def main(argv: list[str], launcher: int | None = None) -> int:
     t0 = time.monotonic()
     fields: dict[str, Any] = {"rank": rank, "pid": os.getpid()}
     try:
-        outputs, summary, notes = run_rank(job, job_dir, rank, world, phases)
+        outputs, summary, notes = run_rank(job, job_dir, rank, world, phases, flight)
         fields.update(
             status=JobStatus.OK.value,
             outputs=[describe_output(job_dir, rel, None).model_dump() for rel in outputs],
@@ -84,6 +88,10 @@ def main(argv: list[str], launcher: int | None = None) -> int:
         status, error = classify_exception(exc, phase, rank_dir)
         fields.update(status=status.value, error=error.model_dump(), phase=phase)
         fields["collective"] = distributed_call(exc)
+        try:  # what its peers' recorders are asked for, this rank's own at its failure
+            flight.dump()
+        except Exception:
+            log.exception("rank %d: dumping the flight recorder failed", rank)
     fields["phases"] = phases.durations
     fields["duration_s"] = round(time.monotonic() - t0, 3)
     atomic_write_json(rank_dir / RANK_STATUS, fields)
@@ -112,7 +120,12 @@ def _fault(rank: int, where: str) -> bool:
 
 
 def run_rank(
-    job: JobSpec, job_dir: Path, rank: int, world: int, phases: PhaseLog
+    job: JobSpec,
+    job_dir: Path,
+    rank: int,
+    world: int,
+    phases: PhaseLog,
+    flight: flightrec.Recorder,
 ) -> tuple[list[str], dict[str, Any], list[str]]:
     import torch
     import torch.distributed as dist
@@ -147,6 +160,14 @@ def run_rank(
         axis_of: dict[str, str] = {dist.group.WORLD.group_name: "world"}  # type: ignore[union-attr]
         for axis in sorted(AXES, key=lambda a: getattr(spec.layout, a) > 1):
             axis_of[mesh[axis].get_group().group_name] = axis
+        world_name = dist.group.WORLD.group_name  # type: ignore[union-attr]
+        flight.groups[world_name] = {"axis": axis_of[world_name], "ranks": list(range(world))}
+        for axis in AXES:  # the flight recorder names groups; its dumps say their axes
+            group = mesh[axis].get_group()
+            flight.groups[group.group_name] = {
+                "axis": axis_of[group.group_name],
+                "ranks": dist.get_process_group_ranks(group),
+            }
         with phases.phase("load"):
             if _fault(rank, "load"):
                 raise RuntimeError(f"rank {rank}: fault injected at load (KT_RANK_FAULT)")

