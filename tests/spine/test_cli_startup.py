@@ -62,15 +62,22 @@ print(json.dumps(out))
 
 
 def _heavy(modules: list[str]) -> list[str]:
-    return sorted(m for m in modules if m.startswith(HEAVY) and (
-        m in HEAVY or m.startswith(tuple(h + "." for h in HEAVY))))
+    return sorted(
+        m
+        for m in modules
+        if m.startswith(HEAVY) and (m in HEAVY or m.startswith(tuple(h + "." for h in HEAVY)))
+    )
 
 
 def test_no_help_imports_a_heavy_module() -> None:
     paths = [[], *([*name.split()] for name, _ in _commands(root, click.Context(root)))]
     proc = subprocess.run(
         [sys.executable, "-c", _RUNNER, json.dumps(paths)],
-        capture_output=True, text=True, cwd=REPO_ROOT, timeout=300, check=True,
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=300,
+        check=True,
     )
     seen = json.loads(proc.stdout)
     assert len(seen) == len(paths) > 20
