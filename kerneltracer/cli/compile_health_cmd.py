@@ -16,9 +16,11 @@ TOP_SHOWN = 5
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True))
 @out_option(f"Output directory (default: RUN_DIR/{RUN.report.compile_health}/; required for logs).")
 def compile_health(inputs: tuple[Path, ...], out_dir: Path | None) -> None:
-    """Compile health per job and for the fleet: pass/fail (fail type, reason), graphs,
-    graph breaks by registry id and user frame, recompiles and their reasons, guards,
-    dynamic shapes, cache hits/misses, compile time per phase, generated kernels.
+    """Compile health per job and for the fleet.
+
+    Pass/fail (fail type, reason), graphs, graph breaks by registry id and user frame,
+    recompiles and their reasons, guards, dynamic shapes, cache hits/misses, compile time
+    per phase, generated kernels.
 
     INPUTS is one run dir (every job with a TORCH_TRACE log), or TORCH_TRACE logs /
     directories of logs / `kerneltracer logs` outputs (one row each). Writes

@@ -21,6 +21,15 @@ class _Root(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *_COMMANDS})
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list as click writes it, but from each command's summary in the
+        table: listing the commands imports none of them."""
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = [(name, _summary(name).get_short_help_str(limit)) for name in names]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in _COMMANDS:
             return super().get_command(ctx, cmd_name)
@@ -48,6 +57,11 @@ class _Root(click.Group):
         except Exception as exc:
             _report(ctx, exc, f"internal error: {type(exc).__name__}: {one_line(str(exc))}")
             sys.exit(1)
+
+
+def _summary(name: str) -> click.Command:
+    """A stand-in for the command ``name`` that only knows the first sentence of its help."""
+    return click.Command(name, help=_TABLE[name][1])
 
 
 def _report(ctx: click.Context, exc: BaseException, line: str) -> None:
@@ -78,34 +92,83 @@ def root(ctx: click.Context, debug: bool) -> None:
     ctx.obj = {"debug": debug}
 
 
-# Sub-commands, each imported only when it runs (or help lists it): importing them all
-# cost every command ~0.1 s of start-up (rich for status, the replay machinery…), so each
-# names itself here too (a click command's name; loading checks they agree).
+# Sub-commands, each imported only when it runs: importing them all cost every command
+# ~0.1 s of start-up (rich for status, the replay machinery…) and `--help` 0.5 s under load.
+# So each is named here with the first sentence of its help, which the command list shows
+# (loading checks the names agree; tests/spine/test_cli_startup.py that the list is the one
+# the loaded commands give).
+_TABLE: dict[str, tuple[str, str]] = {
+    "run": (
+        ".run_cmd:run",
+        "Trace every (model, tracer) of CONFIG, one isolated worker process per job.",
+    ),
+    "status": (
+        ".status_cmd:status",
+        "Show every job of RUN_DIR: models × tracers with status, and why any is not ok.",
+    ),
+    "tracers": (".tracers_cmd:tracers", "List the registered tracers."),
+    "config": (
+        ".config_cmd:config",
+        "Inspect run configs: JSON Schema, validation and the jobs a config plans.",
+    ),
+    "models": (".models_cmd:models", "Model helpers."),
+    "analyze": (
+        ".analyze_cmd:analyze",
+        "Run every applicable analysis on every finished job of RUN_DIR.",
+    ),
+    "download": (
+        ".download_cmd:download",
+        "Download and check every model of CONFIG, as `run` does before tracing.",
+    ),
+    "slurm": (
+        ".slurm_cmd:slurm",
+        "Run a config on a Slurm cluster: one array task per shard, resumable.",
+    ),
+    "report": (
+        ".report_cmd:report",
+        "Build the run report of RUN_DIR: a static HTML page set plus JSON and CSV.",
+    ),
+    "logs": (".logs_cmd:logs", "Analyse TORCH_TRACE structured logs (tlparse-compatible reports)."),
+    "records": (
+        ".records_cmd:records",
+        "Turn a GE profiling log or a worker phase log into tracing / summary / op statistics.",
+    ),
+    "fx": (
+        ".fx_cmd:fx",
+        "Optimise FX graphs (redundant-op elimination, recomputation) and find redundancy.",
+    ),
+    "timeline": (
+        ".timeline_cmd:timeline",
+        "Analyse chrome traces (torch.profiler / Kineto / vLLM, .json or .json.gz).",
+    ),
+    "coverage": (
+        ".coverage_cmd:coverage",
+        "Which ops each model runs: coverage of every ok torch_dispatch / profiler job.",
+    ),
+    "diff": (
+        ".diff_cmd:diff",
+        "Compare two runs (e.g. before/after a torch upgrade), model by model.",
+    ),
+    "corpus": (
+        ".corpus_cmd:corpus",
+        "The replayable op-input corpus of a run: every unique aten op signature.",
+    ),
+    "replay": (
+        ".replay_cmd:replay",
+        "Replay a corpus: build inputs, run each op, check output shapes, time it.",
+    ),
+    "readiness": (
+        ".readiness_cmd:readiness",
+        "Backend readiness: every unsupported op per model, and ops ranked by models unblocked.",
+    ),
+    "compile-health": (
+        ".compile_health_cmd:compile_health",
+        "Compile health per job and for the fleet.",
+    ),
+    "export": (".export_cmd:export", "Export a run's records to other tools' formats."),
+}
 _COMMANDS: Registry[click.Command] = Registry(
-    "command",
-    [
-        Entry("run", ".run_cmd:run"),
-        Entry("status", ".status_cmd:status"),
-        Entry("tracers", ".tracers_cmd:tracers"),
-        Entry("config", ".config_cmd:config"),
-        Entry("models", ".models_cmd:models"),
-        Entry("analyze", ".analyze_cmd:analyze"),
-        Entry("download", ".download_cmd:download"),
-        Entry("slurm", ".slurm_cmd:slurm"),
-        Entry("report", ".report_cmd:report"),
-        Entry("logs", ".logs_cmd:logs"),
-        Entry("records", ".records_cmd:records"),
-        Entry("fx", ".fx_cmd:fx"),
-        Entry("timeline", ".timeline_cmd:timeline"),
-        Entry("coverage", ".coverage_cmd:coverage"),
-        Entry("diff", ".diff_cmd:diff"),
-        Entry("corpus", ".corpus_cmd:corpus"),
-        Entry("replay", ".replay_cmd:replay"),
-        Entry("readiness", ".readiness_cmd:readiness"),
-        Entry("compile-health", ".compile_health_cmd:compile_health"),
-        Entry("export", ".export_cmd:export"),
-    ],
-    package=__package__,
+    "command", [Entry(name, target) for name, (target, _) in _TABLE.items()], package=__package__
 )
 
 

@@ -7,8 +7,10 @@ import click
 
 @click.command()
 def tracers() -> None:
-    """List the registered tracers: frameworks, exclusive group, version, outputs and the
-    artefact kinds they write (what analyses and coverage select on)."""
+    """List the registered tracers.
+
+    Each with its frameworks, exclusive group, version, outputs and the artefact kinds it
+    writes (what analyses and coverage select on)."""
     from rich.table import Table
 
     from kerneltracer.cli.tables import console

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import click
+import pytest
 
 from kerneltracer.cli.main import root
 from tests.conftest import REPO_ROOT
@@ -61,20 +62,39 @@ print(json.dumps(out))
 
 
 def _heavy(modules: list[str]) -> list[str]:
-    return sorted(m for m in modules if m.startswith(HEAVY) and (
-        m in HEAVY or m.startswith(tuple(h + "." for h in HEAVY))))
+    return sorted(
+        m
+        for m in modules
+        if m.startswith(HEAVY) and (m in HEAVY or m.startswith(tuple(h + "." for h in HEAVY)))
+    )
 
 
 def test_no_help_imports_a_heavy_module() -> None:
     paths = [[], *([*name.split()] for name, _ in _commands(root, click.Context(root)))]
     proc = subprocess.run(
         [sys.executable, "-c", _RUNNER, json.dumps(paths)],
-        capture_output=True, text=True, cwd=REPO_ROOT, timeout=300, check=True,
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=300,
+        check=True,
     )
     seen = json.loads(proc.stdout)
     assert len(seen) == len(paths) > 20
     heavy = {path or "(root)": _heavy(mods) for path, mods in seen.items() if _heavy(mods)}
     assert heavy == {}
+    # Listing the commands loads none of them: their summaries are spelt in main.
+    assert [m for m in seen[""] if m.startswith("kerneltracer.cli.")] == ["kerneltracer.cli.main"]
+
+
+@pytest.mark.parametrize("width", [50, 80, 120])
+def test_the_command_list_is_the_one_the_loaded_commands_give(width: int) -> None:
+    ctx = click.Context(root, terminal_width=width)
+    lazy, loaded = ctx.make_formatter(), ctx.make_formatter()
+    root.format_commands(ctx, lazy)
+    click.Group.format_commands(root, ctx, loaded)
+    assert lazy.getvalue() == loaded.getvalue()
+    assert "compile-health" in lazy.getvalue()
 
 
 def test_what_the_help_spells_out_equals_its_source() -> None:
