@@ -75,6 +75,7 @@ _.basis
 _.fail_payload_md5  # analysis/structured_logs: the parse stats tlparse also counts
 _.fail_key_conflict
 _.fail_str
+_.fail_too_large
 _.other_rank
 _.compile_key
 _.call_stack  # analysis/timeline: the InferScope model and its results

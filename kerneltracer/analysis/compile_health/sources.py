@@ -118,7 +118,7 @@ def _read_log(
             parse(log, inter, write_events=False)
         except NoRecordsError as exc:
             # Only string-table lines (a process that compiled nothing): a log, no compile.
-            garbage = exc.stats.fail_glog + exc.stats.fail_json > 0
+            garbage = exc.stats.fail_glog + exc.stats.fail_json + exc.stats.fail_too_large > 0
             return [], [SourceProblem(str(log), one_line(str(exc)), unusable=garbage)]
         except (KernelTracerError, OSError) as exc:
             return [], [SourceProblem(str(log), one_line(str(exc)), unusable=True)]

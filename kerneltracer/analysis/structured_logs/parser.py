@@ -88,6 +88,9 @@ class LogParser:
     # -- the per-record path ------------------------------------------------------------
     def feed(self, rec: Record) -> None:
         stats = self.stats
+        if rec.oversized:
+            stats.fail_too_large += 1
+            return
         pre = parse_prefix(rec.head, self.year)
         if pre is None:
             # tlparse sees the orphaned payload lines as non-glog lines too.
