@@ -399,17 +399,15 @@ def _add_autotune(inter: Path, records: dict[str, CompileRecord]) -> None:
 def _chromium_events(path: Path) -> Iterator[dict[str, Any]]:
     """The events of stage 1's ``chromium_events.json``, one per line (the array is
     written one event a line), so a long trace is never held whole."""
-    try:
-        fh = open(path, "rb")
-    except OSError:
+    if not path.is_file():
         return
-    with fh:
+    with open(path, "rb") as fh:
         for line in fh:
-            if b"autotun" not in line.lower() and b"benchmark" not in line.lower():
+            low = line.lower()
+            if b"autotun" not in low and b"benchmark" not in low:
                 continue  # the only spans read here; most events are skipped unparsed
-            line = line.strip().rstrip(b",")
             try:
-                ev = orjson.loads(line)
+                ev = orjson.loads(line.strip().rstrip(b","))
             except orjson.JSONDecodeError:
                 continue
             if isinstance(ev, dict):

@@ -31,7 +31,7 @@ from kerneltracer.analysis.structured_logs.records import Record, iter_records
 from kerneltracer.analysis.structured_logs.stats import ParseStats
 from kerneltracer.analysis.structured_logs.summary import CompileSummary
 from kerneltracer.analysis.structured_logs.writer import BufferedFiles
-from kerneltracer.inputguard import InputLimits
+from kerneltracer.inputguard import InputLimits, note_read
 
 FORMAT_VERSION = "2.0"
 _RAW_KEYS = ("timestamp", "thread", "pathname", "lineno")
@@ -315,8 +315,10 @@ def parse_log(
     def on_block(block: bytes) -> None:
         nonlocal last
         digest.update(block)
-        parser.stats.lines += block.count(b"\n")
+        lines = block.count(b"\n")
+        parser.stats.lines += lines
         last = block[-1:]
+        note_read(len(block), lines)
 
     limits = InputLimits.from_env()
     tail = Tail()
