@@ -207,3 +207,19 @@ def test_an_oversized_record_keeps_its_line_number_and_the_next_ones(tmp_path: P
     ]
     assert got[1].head == head.rstrip() and got[1].payload is None
     assert got[2].payload == b"p"
+
+
+def test_one_payload_line_over_the_line_limit_is_a_skipped_record(
+    log_lines: list[bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A JSON artifact logged on one huge payload line costs that record, not the log."""
+    from kerneltracer.analysis.structured_logs import records
+
+    monkeypatch.setattr(records, "MAX_LINE_BYTES", 25_000)
+    monkeypatch.setattr(records, "MAX_RECORD_BYTES", 20_000)  # over every record of the log
+    head = b'V1206 15:18:15.925000 1 x.py:1] {"artifact": {"name": "j"}, "has_payload": "0"}\n'
+    got = _parse(b"".join([head, b"\t" + b"[1," * 10_000 + b"1]\n", *log_lines]), 1024)
+    assert got.fail_too_large == 1
+    assert got.ok == _baseline(log_lines).ok
+    with pytest.raises(InputFileError, match="longer than"):
+        _parse(b"".join([b"V" * 30_000 + b"\n", *log_lines]), 1024)

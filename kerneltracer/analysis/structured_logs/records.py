@@ -145,17 +145,22 @@ class _LineGuard:
     """Refuses a line longer than :data:`MAX_LINE_BYTES`, however the blocks cut it.
 
     Lines inside one block are shorter than a block (far below the limit): only the line
-    that runs across blocks is counted."""
+    that runs across blocks is counted. A payload line (tab first) is exempt: a long one
+    is a record over :data:`MAX_RECORD_BYTES`, skipped and counted, not a sign that the
+    file is no log (a binary dump, a JSON document on one line)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.lines = 0  # newlines before the current line
         self.open = 0  # bytes of the current line seen so far
+        self.payload = False  # the current line is a payload line
 
     def see(self, block: bytes) -> None:
+        if self.open == 0:
+            self.payload = block[:1] == b"\t"
         first = block.find(b"\n")
         length = self.open + (len(block) if first < 0 else first)
-        if length > MAX_LINE_BYTES:
+        if length > MAX_LINE_BYTES and not self.payload:
             raise InputFileError(
                 f"{self.path}: line {self.lines + 1} is longer than {MAX_LINE_BYTES >> 20} MiB: "
                 "not a TORCH_TRACE log"
@@ -164,7 +169,9 @@ class _LineGuard:
             self.open = length
         else:
             self.lines += block.count(b"\n")
-            self.open = len(block) - block.rfind(b"\n") - 1
+            last = block.rfind(b"\n")
+            self.open = len(block) - last - 1
+            self.payload = block[last + 1 : last + 2] == b"\t"
 
 
 def _last_boundary(block: bytes, *, after_newline: bool) -> int:
