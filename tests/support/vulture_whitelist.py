@@ -230,3 +230,4 @@ _.ep_size
 _.enable_expert_parallel
 _.fsdp_size
 _.distributed_config
+_.auto_reload  # analysis/structured_logs/rendering/html.py: read by jinja2
