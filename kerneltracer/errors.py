@@ -111,6 +111,7 @@ class _ParseCounts(Protocol):
     lines: int
     fail_glog: int
     fail_json: int
+    fail_too_large: int
 
 
 class NoRecordsError(KernelTracerError):
@@ -118,10 +119,12 @@ class NoRecordsError(KernelTracerError):
 
     def __init__(self, source: Path, stats: _ParseCounts) -> None:
         self.stats = stats
+        large = stats.fail_too_large
+        skipped = f", {large} record(s) over the size limit skipped" if large else ""
         super().__init__(
             f"{source}: no TORCH_TRACE records ({stats.lines} lines read, "
-            f"{stats.fail_glog} glog failures, {stats.fail_json} JSON envelope failures); "
-            "is this a TORCH_TRACE log (TORCH_TRACE=dir or TORCH_LOGS=+structured)?"
+            f"{stats.fail_glog} glog failures, {stats.fail_json} JSON envelope failures"
+            f"{skipped}); is this a TORCH_TRACE log (TORCH_TRACE=dir or TORCH_LOGS=+structured)?"
         )
 
 

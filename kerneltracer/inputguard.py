@@ -32,8 +32,9 @@ import os
 import re
 import stat
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TypedDict, Unpack, cast
@@ -55,6 +56,30 @@ _SIZE = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*([KMGT]?)(?:I?B)?", re.IGNORECASE)
 # JSON may start with whitespace and a UTF-8 byte-order mark; documents are objects or arrays.
 _JSON_WS = b" \t\r\n"
 _BOM = b"\xef\xbb\xbf"
+
+
+# What a long read tells whoever watches it (a progress bar): bytes and lines read since
+# the last call. Set by a command around its work, never by library code, which only
+# reports; scoped to the block and the thread like jsonio's output sets.
+ReadObserver = Callable[[int, int], None]
+_READS: ContextVar[ReadObserver | None] = ContextVar("kerneltracer_reads", default=None)
+
+
+@contextmanager
+def observing_reads(observer: ReadObserver) -> Iterator[None]:
+    """Inside the block, every reader that reports (:func:`note_read`) calls ``observer``."""
+    token = _READS.set(observer)
+    try:
+        yield
+    finally:
+        _READS.reset(token)
+
+
+def note_read(nbytes: int, nlines: int = 0) -> None:
+    """A reader of user files has read ``nbytes`` (``nlines`` lines) more."""
+    observer = _READS.get()
+    if observer is not None:
+        observer(nbytes, nlines)
 
 
 def parse_size(text: str) -> int | None:

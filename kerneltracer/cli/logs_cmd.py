@@ -79,8 +79,10 @@ def logs() -> None:
 def parse_cmd(source: Path, out: Path, strict: bool, overwrite: bool) -> None:
     """Stage 1: stream SOURCE (a log or a dir of rank logs) into intermediate files."""
     from kerneltracer.analysis.structured_logs import parse
+    from kerneltracer.cli.readprogress import input_bytes, read_progress
 
-    result = parse(source, out, overwrite=overwrite)
+    with read_progress("reading log", input_bytes([source])):
+        result = parse(source, out, overwrite=overwrite)
     _report_stats(result.stats, strict)
     click.echo(str(out))
 
@@ -145,17 +147,19 @@ def run_cmd(
 ) -> None:
     """Parse SOURCE and render it into OUT in one step."""
     from kerneltracer.analysis.structured_logs import run
+    from kerneltracer.cli.readprogress import input_bytes, read_progress
 
-    parsed, rendered = run(
-        source,
-        out,
-        keep_intermediate=keep_intermediate,
-        only_intermediate=only_intermediate,
-        modules=split_values(modules) or None,
-        skip_modules=split_values(skip_modules),
-        export=export,
-        overwrite=overwrite,
-    )
+    with read_progress("reading log", input_bytes([source])):
+        parsed, rendered = run(
+            source,
+            out,
+            keep_intermediate=keep_intermediate,
+            only_intermediate=only_intermediate,
+            modules=split_values(modules) or None,
+            skip_modules=split_values(skip_modules),
+            export=export,
+            overwrite=overwrite,
+        )
     _report_stats(parsed.stats, strict)
     click.echo(str(out if rendered is None else out / "index.html"))
 

@@ -93,3 +93,44 @@ def test_a_forked_writer_hands_its_files_to_the_parents_set(tmp_path: Path) -> N
         ForkedCall(lambda: atomic_write_text(again / "child.txt", "x")).result()
         raise RuntimeError
     assert not again.exists()  # the child's temp file went with the parent's failure
+
+
+def test_a_tree_replaces_the_old_one_whole_with_one_flush(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Thousands of small files (compile health's texts) cost one flush, not an fsync
+    each; the old folder's files go with it, and nothing shows before the block ends."""
+    import os
+
+    from kerneltracer import jsonio
+
+    out = tmp_path / "out"
+    (out / "texts" / "gone").mkdir(parents=True)
+    (out / "texts" / "gone" / "old.txt").write_text("old")
+    fsyncs: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: fsyncs.append(fd) or real_fsync(fd))
+    flushes: list[int] = []
+    monkeypatch.setattr(jsonio, "_syncfs", lambda fd: flushes.append(fd) or True)
+    with outputs_all_or_none(out), jsonio.atomic_tree(out / "texts") as stage:
+        for i in range(50):
+            (stage / f"d{i % 5}").mkdir(exist_ok=True)
+            (stage / f"d{i % 5}" / f"{i}.txt").write_text(str(i))
+        assert (out / "texts" / "gone" / "old.txt").exists()
+    files = _files(out)
+    assert len(files) == 50 and files["texts/d3/8.txt"] == "8"
+    assert len(flushes) == 1
+    assert len(fsyncs) <= 3  # the folders' entries, never one per file
+    assert [p.name for p in out.iterdir()] == ["texts"]  # no staging folder left
+
+
+def test_a_failed_tree_leaves_the_old_one(tmp_path: Path) -> None:
+    from kerneltracer.jsonio import atomic_tree
+
+    out = tmp_path / "out"
+    (out / "texts").mkdir(parents=True)
+    (out / "texts" / "a.txt").write_text("old")
+    with pytest.raises(RuntimeError), outputs_all_or_none(out), atomic_tree(out / "texts") as st:
+        (st / "a.txt").write_text("new")
+        raise RuntimeError("disk gone")
+    assert _files(out) == {"texts/a.txt": "old"}

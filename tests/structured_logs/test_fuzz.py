@@ -163,3 +163,63 @@ def test_cli_on_a_non_log_says_so_in_one_line(tmp_path: Path) -> None:
         "(TORCH_TRACE=dir or TORCH_LOGS=+structured)?"
     ]
     assert not (tmp_path / "X").exists()
+
+
+@pytest.mark.parametrize("chunk", [7, 64, 4096])  # blocks under the limit, as in use
+def test_a_record_over_the_size_limit_is_read_through_and_counted(
+    log_lines: list[bytes], chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A huge payload is never held: that one record is a counted failure and every
+    record after it parses as if it were not there."""
+    from kerneltracer.analysis.structured_logs import records
+
+    base = _baseline(log_lines)
+    heads = [i for i, line in enumerate(log_lines) if not line.startswith(b"\t")]
+    at = heads[len(heads) // 2]
+    huge = [
+        b'V1206 15:18:15.925000 1500233 x.py:1] {"artifact": {"name": "big"}, '
+        b'"frame_id": 0, "frame_compile_id": 0, "has_payload": "0"}\n',
+        *[b"\t" + b"x" * 50 + b"\n"] * 400,
+    ]
+    # Over the limit, which every record of the log is under.
+    limit = sum(map(len, huge)) - 100
+    assert limit > sum(map(len, log_lines))
+    monkeypatch.setattr(records, "MAX_RECORD_BYTES", limit)
+    got = _parse(b"".join([*log_lines[:at], *huge, *log_lines[at:]]), chunk)
+    assert got.fail_too_large == 1
+    assert (got.ok, got.fail_glog, got.fail_json, got.fail_payload_md5) == (
+        base.ok,
+        base.fail_glog,
+        base.fail_json,
+        base.fail_payload_md5,
+    )
+
+
+def test_an_oversized_record_keeps_its_line_number_and_the_next_ones(tmp_path: Path) -> None:
+    head = b'V1206 15:18:15.925000 1 x.py:1] {"a": 1}\n'
+    src = tmp_path / "log"
+    src.write_bytes(head + head + b"\tpay\n" * 30 + head + b"\tp\n")
+    got = list(iter_records(src, chunk_size=16, max_record=60))
+    assert [(r.lineno, r.oversized, r.payload_lines) for r in got] == [
+        (1, False, 0),
+        (2, True, 30),
+        (33, False, 1),
+    ]
+    assert got[1].head == head.rstrip() and got[1].payload is None
+    assert got[2].payload == b"p"
+
+
+def test_one_payload_line_over_the_line_limit_is_a_skipped_record(
+    log_lines: list[bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A JSON artifact logged on one huge payload line costs that record, not the log."""
+    from kerneltracer.analysis.structured_logs import records
+
+    monkeypatch.setattr(records, "MAX_LINE_BYTES", 25_000)
+    monkeypatch.setattr(records, "MAX_RECORD_BYTES", 20_000)  # over every record of the log
+    head = b'V1206 15:18:15.925000 1 x.py:1] {"artifact": {"name": "j"}, "has_payload": "0"}\n'
+    got = _parse(b"".join([head, b"\t" + b"[1," * 10_000 + b"1]\n", *log_lines]), 1024)
+    assert got.fail_too_large == 1
+    assert got.ok == _baseline(log_lines).ok
+    with pytest.raises(InputFileError, match="longer than"):
+        _parse(b"".join([b"V" * 30_000 + b"\n", *log_lines]), 1024)

@@ -75,6 +75,7 @@ _.basis
 _.fail_payload_md5  # analysis/structured_logs: the parse stats tlparse also counts
 _.fail_key_conflict
 _.fail_str
+_.fail_too_large
 _.other_rank
 _.compile_key
 _.call_stack  # analysis/timeline: the InferScope model and its results
@@ -229,3 +230,4 @@ _.ep_size
 _.enable_expert_parallel
 _.fsdp_size
 _.distributed_config
+_.auto_reload  # analysis/structured_logs/rendering/html.py: read by jinja2

@@ -11,7 +11,7 @@ from typing import Any
 from kerneltracer.analysis.compile_health.fleet import FleetHealth
 from kerneltracer.analysis.compile_health.health import COUNT_COLUMNS, TEXTS_DIR, JobHealth
 from kerneltracer.analysis.compile_health.records import PHASES
-from kerneltracer.jsonio import atomic_write_json, atomic_write_text, atomic_writer, remove_output
+from kerneltracer.jsonio import atomic_tree, atomic_write_json, atomic_write_text, atomic_writer
 
 _TABLE_PARQUET = "compile_health.parquet"
 _TABLE_CSV = "compile_health.csv"
@@ -52,20 +52,33 @@ def write_fleet(fleet: FleetHealth, out: Path) -> list[Path]:
         _write_csv(out / _RECOMPILES_CSV, RECOMPILE_COLUMNS, recompile_rows(fleet.jobs)),
         _write_csv(out / _COMPILE_IDS_CSV, COMPILE_ID_COLUMNS, compile_id_rows(fleet.jobs)),
     ]
-    texts = {out / rel: text for j in fleet.jobs for rel, text in j.texts.items()}
-    for path, text in texts.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, text)
-        written.append(path)
-    # Texts of an earlier compile health in this folder would pass for this one's.
-    for stale in (out / TEXTS_DIR).rglob("*.txt") if (out / TEXTS_DIR).is_dir() else ():
-        if stale not in texts and stale.is_file():
-            remove_output(stale)
+    written += _write_texts(fleet, out)
     atomic_write_json(out / SUMMARY_JSON, document(fleet))
     written.append(out / SUMMARY_JSON)
     atomic_write_text(out / _PAGE, render_page(fleet))
     written.append(out / _PAGE)
     return written
+
+
+def _write_texts(fleet: FleetHealth, out: Path) -> list[Path]:
+    """The compile ids' texts, as one folder that replaces the last one whole (so texts
+    of an earlier compile health here never pass for this one's)."""
+    texts = {rel: text for j in fleet.jobs for rel, text in j.texts.items()}
+    if not texts:
+        if (out / TEXTS_DIR).is_dir():
+            with atomic_tree(out / TEXTS_DIR):
+                pass
+        return []
+    prefix = f"{TEXTS_DIR}/"
+    with atomic_tree(out / TEXTS_DIR) as stage:
+        made: set[Path] = set()
+        for rel, text in texts.items():
+            path = stage / rel.removeprefix(prefix)
+            if path.parent not in made:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                made.add(path.parent)
+            path.write_bytes(text.encode("utf-8"))
+    return [out / rel for rel in texts]
 
 
 def document(fleet: FleetHealth) -> dict[str, Any]:

@@ -367,15 +367,10 @@ def _add_texts(inter: Path, records: dict[str, CompileRecord], budget: TextBudge
 
 def _add_autotune(inter: Path, records: dict[str, CompileRecord]) -> None:
     """Seconds of the outermost autotuning/benchmark spans, per compile id."""
-    path = inter / "by_type" / "chromium_events.json"
-    try:
-        events = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return
     open_spans: dict[tuple[Any, Any, str], list[float]] = {}
     depth: dict[tuple[Any, Any], int] = {}
-    for ev in events if isinstance(events, list) else []:
-        if not isinstance(ev, dict) or not _AUTOTUNE.search(str(ev.get("name", ""))):
+    for ev in _chromium_events(inter / "by_type" / "chromium_events.json"):
+        if not _AUTOTUNE.search(str(ev.get("name", ""))):
             continue
         ts = ev.get("ts")
         if not isinstance(ts, int | float):
@@ -399,3 +394,21 @@ def _add_autotune(inter: Path, records: dict[str, CompileRecord]) -> None:
             dur = ev.get("dur")
             if r is not None and isinstance(dur, int | float):
                 r.autotune_span_s += float(dur) / 1e6
+
+
+def _chromium_events(path: Path) -> Iterator[dict[str, Any]]:
+    """The events of stage 1's ``chromium_events.json``, one per line (the array is
+    written one event a line), so a long trace is never held whole."""
+    if not path.is_file():
+        return
+    with open(path, "rb") as fh:
+        for line in fh:
+            low = line.lower()
+            if b"autotun" not in low and b"benchmark" not in low:
+                continue  # the only spans read here; most events are skipped unparsed
+            try:
+                ev = orjson.loads(line.strip().rstrip(b","))
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(ev, dict):
+                yield ev

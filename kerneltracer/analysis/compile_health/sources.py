@@ -8,7 +8,6 @@ problem with its reason, not an exception: one bad log must not cost a fleet its
 
 from __future__ import annotations
 
-import os
 import re
 import tempfile
 from dataclasses import dataclass, field
@@ -107,30 +106,23 @@ def _intermediate_of(path: Path) -> Path | None:
     return None
 
 
-def _read_log(
-    log: Path, budget: TextBudget | None
-) -> tuple[list[LogHealth], list[SourceProblem]]:
+def _read_log(log: Path, budget: TextBudget | None) -> tuple[list[LogHealth], list[SourceProblem]]:
     from kerneltracer.analysis.structured_logs.api import parse
+    from kerneltracer.analysis.structured_logs.staging import scratch_root
 
-    with tempfile.TemporaryDirectory(prefix="kt-compile-health-", dir=_scratch_root()) as tmp:
+    size = log.stat().st_size if log.is_file() else 0
+    with tempfile.TemporaryDirectory(prefix="kt-compile-health-", dir=scratch_root(size)) as tmp:
         inter = Path(tmp) / "inter"
         try:
             parse(log, inter, write_events=False)
         except NoRecordsError as exc:
             # Only string-table lines (a process that compiled nothing): a log, no compile.
-            garbage = exc.stats.fail_glog + exc.stats.fail_json > 0
+            garbage = exc.stats.fail_glog + exc.stats.fail_json + exc.stats.fail_too_large > 0
             return [], [SourceProblem(str(log), one_line(str(exc)), unusable=garbage)]
         except (KernelTracerError, OSError) as exc:
             return [], [SourceProblem(str(log), one_line(str(exc)), unusable=True)]
         rank = _rank_of(log.name)
         return _read_intermediate_tree(inter, str(log), rank, budget), []
-
-
-def _scratch_root() -> str | None:
-    """Memory-backed scratch when there is one: an intermediate holds a directory per
-    compile id, and creating and removing those on a slow disk cost more than parsing."""
-    shm = Path("/dev/shm")
-    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK | os.X_OK) else None
 
 
 def _read_intermediate_tree(

@@ -23,7 +23,7 @@ from kerneltracer.analysis.structured_logs.rendering.multi_rank import (
 )
 from kerneltracer.analysis.structured_logs.rendering.registry import MULTI_RANK, select_modules
 from kerneltracer.analysis.structured_logs.rendering.runner import render_one
-from kerneltracer.analysis.structured_logs.staging import staged_dir
+from kerneltracer.analysis.structured_logs.staging import scratch_root, staged_dir
 from kerneltracer.analysis.structured_logs.stats import ParseStats
 from kerneltracer.errors import InputFileError, NoRecordsError, UsageError
 from kerneltracer.inputguard import check_input_file
@@ -200,7 +200,9 @@ def run(
     selected = select_modules(export, modules, skip_modules)
     config = RenderConfig(export=export)
     with staged_dir(out, overwrite) as stage:
-        inter = Path(tempfile.mkdtemp(prefix=".intermediate.", dir=stage.parent))
+        # A kept intermediate is renamed into OUT: it must be on OUT's filesystem.
+        scratch = None if keep_intermediate else scratch_root(_source_bytes(source))
+        inter = Path(tempfile.mkdtemp(prefix=".intermediate.", dir=scratch or stage.parent))
         try:
             # events.jsonl repeats every payload; skip it when nothing will read it.
             needs_events = keep_intermediate or any(
@@ -213,3 +215,9 @@ def run(
         finally:
             shutil.rmtree(inter, ignore_errors=True)
     return parsed, rendered
+
+
+def _source_bytes(source: Path) -> int:
+    if source.is_file():
+        return source.stat().st_size
+    return sum(p.stat().st_size for p in source.iterdir() if p.is_file())

@@ -31,7 +31,7 @@ from kerneltracer.analysis.structured_logs.records import Record, iter_records
 from kerneltracer.analysis.structured_logs.stats import ParseStats
 from kerneltracer.analysis.structured_logs.summary import CompileSummary
 from kerneltracer.analysis.structured_logs.writer import BufferedFiles
-from kerneltracer.inputguard import InputLimits
+from kerneltracer.inputguard import InputLimits, note_read
 
 FORMAT_VERSION = "2.0"
 _RAW_KEYS = ("timestamp", "thread", "pathname", "lineno")
@@ -88,6 +88,9 @@ class LogParser:
     # -- the per-record path ------------------------------------------------------------
     def feed(self, rec: Record) -> None:
         stats = self.stats
+        if rec.oversized:
+            stats.fail_too_large += 1
+            return
         pre = parse_prefix(rec.head, self.year)
         if pre is None:
             # tlparse sees the orphaned payload lines as non-glog lines too.
@@ -312,8 +315,10 @@ def parse_log(
     def on_block(block: bytes) -> None:
         nonlocal last
         digest.update(block)
-        parser.stats.lines += block.count(b"\n")
+        lines = block.count(b"\n")
+        parser.stats.lines += lines
         last = block[-1:]
+        note_read(len(block), lines)
 
     limits = InputLimits.from_env()
     tail = Tail()

@@ -52,3 +52,18 @@ def staged_dir(out: Path, overwrite: bool) -> Iterator[Path]:
     stage.rename(out)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+
+
+def scratch_root(need: int = 0) -> str | None:
+    """Memory-backed scratch for a throw-away intermediate when there is one with room
+    for ``need`` bytes twice over: an intermediate is a directory per compile id plus a
+    copy of every payload, and writing it to a busy disk, only to read it back once and
+    delete it, costs more than the parse. None: the caller's own folder."""
+    shm = Path("/dev/shm")
+    if not (shm.is_dir() and os.access(shm, os.W_OK | os.X_OK)):
+        return None
+    try:
+        st = os.statvfs(shm)
+    except OSError:
+        return None
+    return str(shm) if st.f_bavail * st.f_frsize > 2 * need + (256 << 20) else None

@@ -15,6 +15,7 @@ class ParseStats:
     fail_payload_md5: int = 0  # payload missing, truncated or altered
     fail_key_conflict: int = 0  # envelope already has a key we add for raw.jsonl
     fail_str: int = 0  # malformed string-table entry
+    fail_too_large: int = 0  # record over records.MAX_RECORD_BYTES, read through unkept
     unknown: int = 0  # envelope type outside the known inventory
     other_rank: int = 0  # envelope of another rank than the log's first
     unknown_types: dict[str, int] = field(default_factory=dict)
@@ -25,6 +26,7 @@ class ParseStats:
         "fail_payload_md5",
         "fail_key_conflict",
         "fail_str",
+        "fail_too_large",
         "unknown",
         "other_rank",
     )
