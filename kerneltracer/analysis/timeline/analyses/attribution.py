@@ -335,8 +335,9 @@ def _by_external_id(links: _Links, op_rows: np.ndarray, op_row: np.ndarray) -> N
     if not todo.size or not trace.op_args:
         return
     by_id: dict[int, int] = {}
+    ids = trace.op_args.ids()  # all ops' ids in one decode, their shapes left undecoded
     for r in op_rows.tolist():
-        a = trace.op_args.get(r)
+        a = ids.get(r)
         if a is not None and type(a.external_id) is int:
             by_id.setdefault(a.external_id, r)  # the first (outermost) op with the id
     for q in todo.tolist():
@@ -457,7 +458,7 @@ class _Instances:
         backward thread runs outside every module), marked ``(backward)``."""
         if parent >= 0:  # the enclosing op already looked (and its children share it)
             return self.items[parent].module
-        a = self.trace.op_args.get(row)
+        a = self.trace.op_args.ids().get(row)
         seq = a.sequence_number if a is not None else None
         if type(seq) is not int:
             return ""
@@ -472,8 +473,9 @@ class _Instances:
         if self._forward is None:
             t = self.trace
             first: dict[int, int] = {}
-            for row in sorted(t.op_args, key=lambda r: float(t.ts[r])):
-                seq = t.op_args[row].sequence_number
+            ids = t.op_args.ids()
+            for row in sorted(ids, key=lambda r: float(t.ts[r])):
+                seq = ids[row].sequence_number
                 if type(seq) is int and seq >= 0:
                     first.setdefault(seq, row)
             self._forward = first

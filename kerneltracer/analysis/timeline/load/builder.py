@@ -65,7 +65,7 @@ class Builder:
         """``op_args``: also keep host ops' shape args (:class:`OpArgs`), ac2g flows and
         the kernel names runtime launch calls carry."""
         self.path = path
-        self.op_args: dict[int, ev.OpArgs] | None = {} if op_args else None
+        self.op_args: ev.OpArgsStore | None = ev.OpArgsStore() if op_args else None
         self.launch_kernels: dict[int, str] = {}
         self.flows: Flows | None = Flows() if op_args else None
         self.chunks: list[dict[str, np.ndarray]] = []
@@ -221,15 +221,8 @@ class Builder:
                     self.args[base + i] = args
         if self.op_args is None:
             return
-        ops = _with_args(rows, keep == _KEEP_OP)
-        if ops:
-            try:
-                op_args = ev.OP_ARGS_LIST.decode(ev.json_list([rows[i].args for i in ops]))
-            except msgspec.ValidationError:  # one of odd types: each on its own
-                for i in ops:
-                    self._keep_op_args(base + i, rows[i].args)
-            else:
-                self.op_args.update(zip([base + i for i in ops], op_args, strict=True))
+        for i in _with_args(rows, keep == _KEEP_OP):
+            self.op_args.add(base + i, bytes(rows[i].args))
         # Most launch calls (all of CUDA's) carry no kernel name: none looked at then.
         if kernels:
             for i in _with_args(rows, keep == _KEEP_LAUNCH):
@@ -396,11 +389,8 @@ class Builder:
                 self.launch_kernels[row] = name
 
     def _keep_op_args(self, row: int, raw: bytes | msgspec.Raw) -> None:
-        if self.op_args is None:  # only called for _KEEP_OP categories
-            return
-        # args that are not an object, or of odd types, are left out
-        with contextlib.suppress(msgspec.ValidationError):
-            self.op_args[row] = ev.OP_ARGS.decode(raw)
+        if self.op_args is not None:  # only called for _KEEP_OP categories
+            self.op_args.add(row, bytes(raw))  # args that are not an object are left out
 
     def _add_flow(self, e: ev.Event) -> None:
         if self.flows is None:
@@ -493,7 +483,7 @@ class Builder:
             "process_names": self.process_names,
             "thread_names": self.thread_names,
             "float_timestamps": self.float_ts,
-            "op_args": self.op_args or {},
+            "op_args": ev.OpArgsStore() if self.op_args is None else self.op_args,
             "launch_kernels": self.launch_kernels,
             "flows": None if self.flows is None else self.flows.arrays(),
             "bad_events": self.bad,

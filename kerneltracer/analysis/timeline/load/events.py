@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import msgspec
@@ -53,6 +54,62 @@ class OpArgs(
     sequence_number: Any = None
 
 
+class OpIds(
+    msgspec.Struct,
+    gc=False,
+    rename={"external_id": "External id", "sequence_number": "Sequence number"},
+):
+    """The two ids of a host op's args that are read for every op, not only those that
+    launched GPU work (the rest of the args skipped undecoded)."""
+
+    external_id: Any = None
+    sequence_number: Any = None
+
+
+class OpArgsStore(Mapping[int, OpArgs]):
+    """Host ops' args by row, kept as their JSON text and decoded on first access.
+
+    Decoding every op's shapes, types and call stack into Python lists took most of the
+    loader's time after the parse itself, yet attribution reads them only for the ops that
+    launched GPU work and the ops around those; the text is also smaller than the lists.
+    Only args that are JSON objects are added, so every key decodes.
+    """
+
+    def __init__(self) -> None:
+        self._raw: dict[int, bytes] = {}
+        self._decoded: dict[int, OpArgs] = {}
+        self._ids: dict[int, OpIds] | None = None
+
+    def add(self, row: int, raw: bytes) -> None:
+        """``raw``: the args' JSON text; anything but an object is left out (as before)."""
+        if raw[:1] == b"{":
+            self._raw[row] = raw
+            self._ids = None
+
+    def __getitem__(self, row: int) -> OpArgs:
+        found = self._decoded.get(row)
+        if found is None:
+            found = self._decoded[row] = OP_ARGS.decode(self._raw[row])
+        return found
+
+    def __contains__(self, row: object) -> bool:
+        return row in self._raw
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def ids(self) -> dict[int, OpIds]:
+        """Every op's External id and Sequence number, decoded in one call on first need."""
+        if self._ids is None:
+            rows = list(self._raw)
+            decoded = OP_IDS_LIST.decode(json_list([self._raw[r] for r in rows]))
+            self._ids = dict(zip(rows, decoded, strict=True))
+        return self._ids
+
+
 class LaunchArgs(msgspec.Struct, gc=False):
     kernel: Any = None  # the launched kernel's name (ROCm writes it on its launch calls)
 
@@ -71,7 +128,7 @@ BATCH = msgspec.json.Decoder(list[Event])
 IDS = msgspec.json.Decoder(Ids)
 IDS_LIST = msgspec.json.Decoder(list[Ids])
 OP_ARGS = msgspec.json.Decoder(OpArgs)
-OP_ARGS_LIST = msgspec.json.Decoder(list[OpArgs])
+OP_IDS_LIST = msgspec.json.Decoder(list[OpIds])
 LAUNCH_ARGS = msgspec.json.Decoder(LaunchArgs)
 
 

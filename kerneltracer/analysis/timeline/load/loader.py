@@ -24,7 +24,7 @@ from typing import IO, Any
 import numpy as np
 
 from kerneltracer.analysis.timeline.load.builder import PH_COMPLETE, PH_INSTANT, Builder
-from kerneltracer.analysis.timeline.load.events import OpArgs, loads_lenient
+from kerneltracer.analysis.timeline.load.events import OpArgsStore, loads_lenient
 from kerneltracer.errors import TraceLoadError
 from kerneltracer.inputguard import InputLimits, open_input
 
@@ -62,7 +62,7 @@ class ChromeTrace:
     float_timestamps: bool = False
     # Only with ``load_chrome_trace(op_args=True)``: host ops' shape args by row, and the
     # ac2g flow events as columns (id, start, pid, tid, ts; pid/tid index thread_labels).
-    op_args: dict[int, OpArgs] = field(default_factory=dict)
+    op_args: OpArgsStore = field(default_factory=OpArgsStore)
     flows: dict[str, np.ndarray] | None = None
     # Also only then: runtime launch call row -> the kernel name its args carry (ROCm's do).
     launch_kernels: dict[int, str] = field(default_factory=dict)
