@@ -179,6 +179,13 @@ def open_input(
     return stream
 
 
+def input_position(stream: IO[bytes]) -> int:
+    """How far into the file on disk a stream from :func:`open_input` has read (compressed
+    bytes for a gzip, read ahead by a buffer): progress against the file's size."""
+    counted = getattr(stream, "raw", None)
+    return counted.position() if isinstance(counted, _Counted) else 0
+
+
 class _OpenOptions(TypedDict, total=False):
     """:func:`open_input`'s keywords (its defaults apply), for the functions that pass them on."""
 
@@ -321,6 +328,9 @@ class _Counted(io.RawIOBase):
 
     def readable(self) -> bool:
         return True
+
+    def position(self) -> int:
+        return self._raw.tell()
 
     def readinto(self, buf: memoryview) -> int:  # type: ignore[override]
         with _gzip_errors(self._path):
