@@ -259,7 +259,10 @@ def _stream(
     declared = 0
     if gzip and head == _GZIP_MAGIC:
         declared = _gzip_isize(raw, size)
-        source: IO[bytes] = cast(IO[bytes], gzip_module.GzipFile(fileobj=raw, mode="rb"))
+        # ISA-L's reader: the same format, decompressed in a third of zlib's time.
+        from isal import igzip
+
+        source: IO[bytes] = cast(IO[bytes], igzip.IGzipFile(fileobj=raw, mode="rb"))
     else:
         limits.check_bytes(path, size, what)
         source = raw
@@ -305,8 +308,14 @@ def _gzip_errors(path: Path) -> Iterator[None]:
             f"{path}: truncated gzip file (it ends before its compressed stream does: "
             "an interrupted copy or download?)"
         ) from None
-    except (zlib.error, gzip_module.BadGzipFile) as exc:
+    except (zlib.error, gzip_module.BadGzipFile, _isal_error()) as exc:
         raise InputFileError(f"{path}: corrupt gzip data ({exc})") from None
+
+
+def _isal_error() -> type[Exception]:
+    from isal.igzip_lib import IsalError
+
+    return cast("type[Exception]", IsalError)  # the stub declares an instance, not a class
 
 
 class _Counted(io.RawIOBase):

@@ -35,6 +35,7 @@ import numpy as np
 
 from kerneltracer.analysis.timeline.load import events as ev
 from kerneltracer.analysis.timeline.load.columns import Columns, Flows, as_int, concat, int_column
+from kerneltracer.analysis.timeline.load.packed import PackedMapping, decode_object, is_object_text
 from kerneltracer.analysis.timeline.model.categories import (
     CUDA_API,
     GPU_ACTIVITY,
@@ -73,7 +74,7 @@ class Builder:
         self.cats: dict[str, int] = {}
         self.threads: dict[Any, int] = {}
         self.keep_args: list[int] = []
-        self.args: dict[int, dict[str, Any]] = {}
+        self.args: PackedMapping[dict[str, Any]] = PackedMapping(decode_object)
         self.process_names: dict[str, str] = {}
         self.thread_names: dict[tuple[str, str], str] = {}
         self.bad: dict[str, int] = {}
@@ -114,6 +115,8 @@ class Builder:
                 continue
             self._add_dict(cols, e)
         self._flush(cols)
+        if self.flows is not None:
+            self.flows.pack()
 
     def add_structs(self, events: list[ev.Event]) -> None:
         rows: list[ev.Event] = []
@@ -213,16 +216,13 @@ class Builder:
         """The args kept for a batch's rows, each kind decoded in one call."""
         keep = np.asarray(self.keep_args, dtype=np.int8)[cat_ids]
         base = self.rows
-        whole = _with_args(rows, keep == _KEEP_WHOLE)
-        if whole:
-            decoded = msgspec.json.decode(ev.json_list([rows[i].args for i in whole]))
-            for i, args in zip(whole, decoded, strict=True):
-                if type(args) is dict and args:
-                    self.args[base + i] = args
+        whole = [(base + i, bytes(rows[i].args)) for i in _with_args(rows, keep == _KEEP_WHOLE)]
+        kept = [(r, text) for r, text in whole if is_object_text(text)]
+        self.args.texts.add([r for r, _ in kept], [text for _, text in kept])
         if self.op_args is None:
             return
-        for i in _with_args(rows, keep == _KEEP_OP):
-            self.op_args.add(base + i, bytes(rows[i].args))
+        ops = _with_args(rows, keep == _KEEP_OP)
+        self.op_args.add([base + i for i in ops], [bytes(rows[i].args) for i in ops])
         # Most launch calls (all of CUDA's) carry no kernel name: none looked at then.
         if kernels:
             for i in _with_args(rows, keep == _KEEP_LAUNCH):
@@ -250,6 +250,7 @@ class Builder:
         f.pid.extend([threads[p] for p in pids])
         f.tid.extend([threads[t] for t in tids])
         f.ts.extend(ts)
+        f.pack()
 
     # -- per event -----------------------------------------------------------------------
     def _add_dict(self, cols: Columns, e: dict[str, Any]) -> None:
@@ -315,7 +316,7 @@ class Builder:
         cols.corr.append(_as_id(corr))
         cols.device.append(_as_id(device))
         if kept:
-            self.args[self.rows] = kept
+            self.args.direct[self.rows] = kept
         self.rows += 1
 
     def _checked_name(self, ts: Any, dur: Any, name: Any, pid: Any, tid: Any) -> str | None:
@@ -390,7 +391,7 @@ class Builder:
 
     def _keep_op_args(self, row: int, raw: bytes | msgspec.Raw) -> None:
         if self.op_args is not None:  # only called for _KEEP_OP categories
-            self.op_args.add(row, bytes(raw))  # args that are not an object are left out
+            self.op_args.add([row], [bytes(raw)])  # args that are not an object are left out
 
     def _add_flow(self, e: ev.Event) -> None:
         if self.flows is None:

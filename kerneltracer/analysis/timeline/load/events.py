@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
 from typing import Any
 
 import msgspec
+import numpy as np
 import orjson
+
+from kerneltracer.analysis.timeline.load.packed import PackedMapping
 
 
 class Event(msgspec.Struct, gc=False):
@@ -66,48 +68,35 @@ class OpIds(
     sequence_number: Any = None
 
 
-class OpArgsStore(Mapping[int, OpArgs]):
-    """Host ops' args by row, kept as their JSON text and decoded on first access.
+class OpArgsStore(PackedMapping[OpArgs]):
+    """Host ops' args by row, kept as their packed JSON text and decoded when looked up.
 
     Decoding every op's shapes, types and call stack into Python lists took most of the
     loader's time after the parse itself, yet attribution reads them only for the ops that
-    launched GPU work and the ops around those; the text is also smaller than the lists.
-    Only args that are JSON objects are added, so every key decodes.
+    launched GPU work and the ops around those. Only args that are JSON objects are kept.
     """
 
     def __init__(self) -> None:
-        self._raw: dict[int, bytes] = {}
-        self._decoded: dict[int, OpArgs] = {}
-        self._ids: dict[int, OpIds] | None = None
+        super().__init__(OP_ARGS.decode)
 
-    def add(self, row: int, raw: bytes) -> None:
-        """``raw``: the args' JSON text; anything but an object is left out (as before)."""
-        if raw[:1] == b"{":
-            self._raw[row] = raw
-            self._ids = None
+    def add(self, rows: list[int], texts: list[bytes]) -> None:
+        kept = [(r, t) for r, t in zip(rows, texts, strict=True) if t[:1] == b"{"]
+        self.texts.add([r for r, _ in kept], [t for _, t in kept])
 
-    def __getitem__(self, row: int) -> OpArgs:
-        found = self._decoded.get(row)
-        if found is None:
-            found = self._decoded[row] = OP_ARGS.decode(self._raw[row])
-        return found
+    def int_ids(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(rows, External ids) and (rows, Sequence numbers) of the ops where that id is an
+        integer, rows in increasing order; all ops' ids in one decode, shapes skipped."""
+        rows = self.texts.rows()
+        decoded = OP_IDS_LIST.decode(json_list(self.texts.texts())) if rows else []
+        ext = [(r, d.external_id) for r, d in zip(rows, decoded, strict=True)]
+        seq = [(r, d.sequence_number) for r, d in zip(rows, decoded, strict=True)]
+        return (*_int_pairs(ext), *_int_pairs(seq))
 
-    def __contains__(self, row: object) -> bool:
-        return row in self._raw
 
-    def __iter__(self) -> Iterator[int]:
-        return iter(self._raw)
-
-    def __len__(self) -> int:
-        return len(self._raw)
-
-    def ids(self) -> dict[int, OpIds]:
-        """Every op's External id and Sequence number, decoded in one call on first need."""
-        if self._ids is None:
-            rows = list(self._raw)
-            decoded = OP_IDS_LIST.decode(json_list([self._raw[r] for r in rows]))
-            self._ids = dict(zip(rows, decoded, strict=True))
-        return self._ids
+def _int_pairs(pairs: list[tuple[int, Any]]) -> tuple[np.ndarray, np.ndarray]:
+    ok = [(r, v) for r, v in pairs if type(v) is int and -(2**63) <= v < 2**63]
+    rows = np.array([r for r, _ in ok], dtype=np.int64)
+    return rows, np.array([v for _, v in ok], dtype=np.int64)
 
 
 class LaunchArgs(msgspec.Struct, gc=False):

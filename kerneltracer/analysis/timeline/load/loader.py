@@ -16,7 +16,7 @@ is refused once it passes ``_MAX_PENDING`` instead of growing the buffer without
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -68,7 +68,7 @@ class ChromeTrace:
     stream: np.ndarray  # int64, -1 when absent or not an integer
     correlation: np.ndarray  # int64, -1 when absent
     device: np.ndarray  # int64, -1 when absent
-    args: dict[int, dict[str, Any]]  # row -> args, only for rows in _KEEP_ARGS categories
+    args: Mapping[int, dict[str, Any]]  # row -> args, only for rows in _KEEP_ARGS categories
     thread_labels: list[str]
     process_names: dict[str, str] = field(default_factory=dict)
     thread_names: dict[tuple[str, str], str] = field(default_factory=dict)
