@@ -32,7 +32,7 @@ from typing import Any
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_timeline import LARGEST, REPO, _run  # noqa: E402
+from bench_timeline import LARGEST, REPO, _run
 
 _LOAD = (
     "import json, sys; from kerneltracer.analysis.timeline.load.loader import load_chrome_trace; "

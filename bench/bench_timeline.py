@@ -48,7 +48,9 @@ LARGEST = TESTDATA / "hta" / "negative_queue_length_values_check" / "rank0.json.
 README = REPO / "README.md"
 # The README's row for the default CLI on LARGEST repeated to 218k events (``--events
 # 216000``): its CPU seconds over traceinsight's, and its peak RSS (process tree).
-_README_ROW = re.compile(r"^\| `kerneltracer timeline` .*\| CPU ([0-9.]+)× .*\| ([0-9]+) MiB ", re.M)
+_README_ROW = re.compile(
+    r"^\| `kerneltracer timeline` .*\| CPU ([0-9.]+)× .*\| ([0-9]+) MiB ", re.M
+)
 TOLERANCE = 1.15
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import sys
 import time
-from types import TracebackType
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -99,10 +98,5 @@ class ReadProgress:
     def __enter__(self) -> ReadProgress:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self._close_bar()

@@ -66,8 +66,7 @@ class PackedTexts:
         _, blob, starts, ends = self._joined()
         b = self._blobs
         return [
-            b[i][s:e]
-            for i, s, e in zip(blob.tolist(), starts.tolist(), ends.tolist(), strict=True)
+            b[i][s:e] for i, s, e in zip(blob.tolist(), starts.tolist(), ends.tolist(), strict=True)
         ]
 
     def __len__(self) -> int:
