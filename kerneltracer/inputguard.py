@@ -204,6 +204,13 @@ def open_input(
     return stream
 
 
+def input_position(stream: IO[bytes]) -> int:
+    """How far into the file on disk a stream from :func:`open_input` has read (compressed
+    bytes for a gzip, read ahead by a buffer): progress against the file's size."""
+    counted = getattr(stream, "raw", None)
+    return counted.position() if isinstance(counted, _Counted) else 0
+
+
 class _OpenOptions(TypedDict, total=False):
     """:func:`open_input`'s keywords (its defaults apply), for the functions that pass them on."""
 
@@ -277,7 +284,10 @@ def _stream(
     declared = 0
     if gzip and head == _GZIP_MAGIC:
         declared = _gzip_isize(raw, size)
-        source: IO[bytes] = cast(IO[bytes], gzip_module.GzipFile(fileobj=raw, mode="rb"))
+        # ISA-L's reader: the same format, decompressed in a third of zlib's time.
+        from isal import igzip
+
+        source: IO[bytes] = cast(IO[bytes], igzip.IGzipFile(fileobj=raw, mode="rb"))
     else:
         limits.check_bytes(path, size, what)
         source = raw
@@ -323,8 +333,14 @@ def _gzip_errors(path: Path) -> Iterator[None]:
             f"{path}: truncated gzip file (it ends before its compressed stream does: "
             "an interrupted copy or download?)"
         ) from None
-    except (zlib.error, gzip_module.BadGzipFile) as exc:
+    except (zlib.error, gzip_module.BadGzipFile, _isal_error()) as exc:
         raise InputFileError(f"{path}: corrupt gzip data ({exc})") from None
+
+
+def _isal_error() -> type[Exception]:
+    from isal.igzip_lib import IsalError
+
+    return cast("type[Exception]", IsalError)  # the stub declares an instance, not a class
 
 
 class _Counted(io.RawIOBase):
@@ -346,6 +362,9 @@ class _Counted(io.RawIOBase):
 
     def readable(self) -> bool:
         return True
+
+    def position(self) -> int:
+        return self._raw.tell()
 
     def readinto(self, buf: memoryview) -> int:  # type: ignore[override]
         with _gzip_errors(self._path):

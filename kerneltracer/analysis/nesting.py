@@ -112,6 +112,7 @@ class Nesting:
         parents = stack_pass(self.ts.tolist(), self.end.tolist(), self.thread.tolist()).parent
         self.parent_pos = np.frombuffer(parents, dtype=np.int64) if len(parents) else _NONE
         self._pos = {int(r): i for i, r in enumerate(self.rows.tolist())}
+        self._keys: np.ndarray | None = None  # (thread, ts) keys, made on the first query
 
     def __len__(self) -> int:
         return int(self.rows.size)
@@ -137,7 +138,11 @@ class Nesting:
         if not self.rows.size or not ts.size:
             return out
         # Sort key (thread, ts): a query's candidates are those of its thread starting <= ts.
-        keys = _combined(self.thread, self.ts)
+        # Made once: callers query one op at a time, and remaking the keys of every
+        # interval per query made attribution quadratic in the Python events of a trace.
+        if self._keys is None:
+            self._keys = _combined(self.thread, self.ts)
+        keys = self._keys
         qkeys = _combined(thread, ts)
         first = np.searchsorted(self.thread, thread, side="left")
         cand = np.searchsorted(keys, qkeys, side="right") - 1

@@ -71,6 +71,7 @@ def timeline(
     from kerneltracer.analysis.timeline.load.loader import count_text
     from kerneltracer.analysis.timeline.pipeline import OpsOptions, TraceAnalysis
     from kerneltracer.analysis.timeline.writer import expand_traces, run_timeline
+    from kerneltracer.cli.read_progress import ReadProgress
     from kerneltracer.jsonio import outputs_all_or_none
 
     traces = tuple(expand_traces(traces))
@@ -89,8 +90,11 @@ def timeline(
     if out_dir.exists() and not out_dir.is_dir():
         raise UsageError(f"output path {out_dir} exists and is not a directory")
 
+    reading = ReadProgress()
+
     def progress(path: Path) -> None:
         click.echo(f"analysing {path}", err=True)
+        reading.start(path.name)
 
     def counts(a: TraceAnalysis) -> None:
         t = a.trace
@@ -101,7 +105,7 @@ def timeline(
         if a.ops is not None and a.ops.attribution.rows.size:
             click.echo(f"  {a.ops.share_text()}", err=True)
 
-    with outputs_all_or_none(out_dir):
+    with outputs_all_or_none(out_dir), reading:
         written = run_timeline(
             list(traces),
             out_dir,
@@ -111,6 +115,7 @@ def timeline(
             on_trace=progress,
             on_analysed=counts,
             ops=ops,
+            load_progress=reading,
         )
     summary = out_dir / "summary.md"
     click.echo(f"wrote {len(written)} files to {out_dir} (start with {summary})")

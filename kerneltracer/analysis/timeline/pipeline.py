@@ -9,7 +9,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kerneltracer.analysis.timeline.analyses.ranks import RankRow
-from kerneltracer.analysis.timeline.load.loader import ChromeTrace, count_text, load_chrome_trace
+from kerneltracer.analysis.timeline.load.loader import (
+    ChromeTrace,
+    LoadProgress,
+    count_text,
+    load_chrome_trace,
+)
 from kerneltracer.analysis.timeline.model.validate import ValidationReport
 from kerneltracer.analysis.timeline.render.forked import ForkedCall
 from kerneltracer.analysis.timeline.render.inferscope_file import write_inferscope
@@ -62,6 +67,7 @@ def analyze_file(
     strict: bool = False,
     while_writing: Callable[[], object] | None = None,
     ops: OpsOptions | None = None,
+    progress: Callable[[LoadProgress], object] | None = None,
 ) -> TraceAnalysis:
     """Everything the reports need for one trace; ``rank`` defaults to the trace's own.
 
@@ -69,9 +75,10 @@ def analyze_file(
     ``strict`` any malformed event is an error instead of a counted, dropped event.
     ``while_writing`` runs once the analyses are done, before waiting for the file: the
     writing takes longer, so work the caller needs next (loading templates) is free there.
-    With ``ops`` the kernels are attributed to ops (``analysis.ops``).
+    With ``ops`` the kernels are attributed to ops (``analysis.ops``). ``progress`` is
+    called as the trace is read (see :func:`load_chrome_trace`).
     """
-    trace = load_chrome_trace(path, strict=strict, op_args=ops is not None)
+    trace = load_chrome_trace(path, strict=strict, op_args=ops is not None, progress=progress)
     writer: ForkedCall[ValidationReport] | None = None
     if inferscope_file is not None:
         target = inferscope_file

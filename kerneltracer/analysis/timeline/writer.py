@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kerneltracer.analysis.timeline.analyses.ranks import rank_table
+from kerneltracer.analysis.timeline.load.loader import LoadProgress
 from kerneltracer.analysis.timeline.pipeline import (
     OpsOptions,
     TraceAnalysis,
@@ -100,15 +101,16 @@ def expand_traces(paths: Sequence[Path]) -> list[Path]:
     """Each path as given, a directory replaced by the chrome traces under it (a job's
     ``rank_<r>/`` traces, a folder of Kineto files), in natural order: ``rank_2`` before
     ``rank_10``. Our own InferScope files are not inputs and are left out."""
-    from kerneltracer.core.artefacts import ArtefactKind, kind_from_name
-    from kerneltracer.core.status import read_status
-    from kerneltracer.errors import UsageError
-
     out: list[Path] = []
     for path in paths:
         if not path.is_dir():
             out.append(path)
             continue
+        # Only here: reading a job's status imports pydantic (~0.1 s) a file never needs.
+        from kerneltracer.core.artefacts import ArtefactKind, kind_from_name
+        from kerneltracer.core.status import read_status
+        from kerneltracer.errors import UsageError
+
         # A job dir says which of its files are traces; its bookkeeping (_TRACE_STATUS.json)
         # and temp exports (tmp/trace.json) only look like them by name.
         status = read_status(path)
@@ -144,9 +146,11 @@ def run_timeline(
     on_trace: Callable[[Path], None] | None = None,
     on_analysed: Callable[[TraceAnalysis], None] | None = None,
     ops: OpsOptions | None = None,
+    load_progress: Callable[[LoadProgress], object] | None = None,
 ) -> list[Path]:
     """Analyse every trace (file order gives the rank when a trace names none); with
-    ``ops``, attribute kernels to ops (ops.csv, kernels_by_op.csv, ops.html per trace)."""
+    ``ops``, attribute kernels to ops (ops.csv, kernels_by_op.csv, ops.html per trace).
+    ``load_progress`` is called as each trace is read."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     rows = []
@@ -167,6 +171,7 @@ def run_timeline(
             strict=strict,
             while_writing=template.get,
             ops=ops,
+            progress=load_progress,
         )
         if on_analysed:
             on_analysed(a)

@@ -335,10 +335,11 @@ def _by_external_id(links: _Links, op_rows: np.ndarray, op_row: np.ndarray) -> N
     if not todo.size or not trace.op_args:
         return
     by_id: dict[int, int] = {}
-    for r in op_rows.tolist():
-        a = trace.op_args.get(r)
-        if a is not None and type(a.external_id) is int:
-            by_id.setdefault(a.external_id, r)  # the first (outermost) op with the id
+    id_rows, ids, _, _ = trace.op_args.int_ids()  # one decode, the ops' shapes skipped
+    pos = np.minimum(np.searchsorted(id_rows, op_rows), max(id_rows.size - 1, 0))
+    has = id_rows[pos] == op_rows if id_rows.size else np.zeros(op_rows.size, dtype=bool)
+    for r, ext in zip(op_rows[has].tolist(), ids[pos[has]].tolist(), strict=True):
+        by_id.setdefault(ext, r)  # the first (outermost) op with the id
     for q in todo.tolist():
         ext = trace.args.get(int(links.rows[q]), {}).get("External id")
         r = by_id.get(ext) if type(ext) is int else None
@@ -472,9 +473,10 @@ class _Instances:
         if self._forward is None:
             t = self.trace
             first: dict[int, int] = {}
-            for row in sorted(t.op_args, key=lambda r: float(t.ts[r])):
-                seq = t.op_args[row].sequence_number
-                if type(seq) is int and seq >= 0:
+            _, _, rows, seqs = t.op_args.int_ids()
+            order = np.argsort(t.ts[rows], kind="stable")
+            for row, seq in zip(rows[order].tolist(), seqs[order].tolist(), strict=True):
+                if seq >= 0:
                     first.setdefault(seq, row)
             self._forward = first
         return self._forward

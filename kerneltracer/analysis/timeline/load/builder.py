@@ -35,6 +35,7 @@ import numpy as np
 
 from kerneltracer.analysis.timeline.load import events as ev
 from kerneltracer.analysis.timeline.load.columns import Columns, Flows, as_int, concat, int_column
+from kerneltracer.analysis.timeline.load.packed import PackedMapping, decode_object, is_object_text
 from kerneltracer.analysis.timeline.model.categories import (
     CUDA_API,
     GPU_ACTIVITY,
@@ -65,7 +66,7 @@ class Builder:
         """``op_args``: also keep host ops' shape args (:class:`OpArgs`), ac2g flows and
         the kernel names runtime launch calls carry."""
         self.path = path
-        self.op_args: dict[int, ev.OpArgs] | None = {} if op_args else None
+        self.op_args: ev.OpArgsStore | None = ev.OpArgsStore() if op_args else None
         self.launch_kernels: dict[int, str] = {}
         self.flows: Flows | None = Flows() if op_args else None
         self.chunks: list[dict[str, np.ndarray]] = []
@@ -73,7 +74,7 @@ class Builder:
         self.cats: dict[str, int] = {}
         self.threads: dict[Any, int] = {}
         self.keep_args: list[int] = []
-        self.args: dict[int, dict[str, Any]] = {}
+        self.args: PackedMapping[dict[str, Any]] = PackedMapping(decode_object)
         self.process_names: dict[str, str] = {}
         self.thread_names: dict[tuple[str, str], str] = {}
         self.bad: dict[str, int] = {}
@@ -114,6 +115,8 @@ class Builder:
                 continue
             self._add_dict(cols, e)
         self._flush(cols)
+        if self.flows is not None:
+            self.flows.pack()
 
     def add_structs(self, events: list[ev.Event]) -> None:
         rows: list[ev.Event] = []
@@ -213,23 +216,13 @@ class Builder:
         """The args kept for a batch's rows, each kind decoded in one call."""
         keep = np.asarray(self.keep_args, dtype=np.int8)[cat_ids]
         base = self.rows
-        whole = _with_args(rows, keep == _KEEP_WHOLE)
-        if whole:
-            decoded = msgspec.json.decode(ev.json_list([rows[i].args for i in whole]))
-            for i, args in zip(whole, decoded, strict=True):
-                if type(args) is dict and args:
-                    self.args[base + i] = args
+        whole = [(base + i, bytes(rows[i].args)) for i in _with_args(rows, keep == _KEEP_WHOLE)]
+        kept = [(r, text) for r, text in whole if is_object_text(text)]
+        self.args.texts.add([r for r, _ in kept], [text for _, text in kept])
         if self.op_args is None:
             return
         ops = _with_args(rows, keep == _KEEP_OP)
-        if ops:
-            try:
-                op_args = ev.OP_ARGS_LIST.decode(ev.json_list([rows[i].args for i in ops]))
-            except msgspec.ValidationError:  # one of odd types: each on its own
-                for i in ops:
-                    self._keep_op_args(base + i, rows[i].args)
-            else:
-                self.op_args.update(zip([base + i for i in ops], op_args, strict=True))
+        self.op_args.add([base + i for i in ops], [bytes(rows[i].args) for i in ops])
         # Most launch calls (all of CUDA's) carry no kernel name: none looked at then.
         if kernels:
             for i in _with_args(rows, keep == _KEEP_LAUNCH):
@@ -257,6 +250,7 @@ class Builder:
         f.pid.extend([threads[p] for p in pids])
         f.tid.extend([threads[t] for t in tids])
         f.ts.extend(ts)
+        f.pack()
 
     # -- per event -----------------------------------------------------------------------
     def _add_dict(self, cols: Columns, e: dict[str, Any]) -> None:
@@ -322,7 +316,7 @@ class Builder:
         cols.corr.append(_as_id(corr))
         cols.device.append(_as_id(device))
         if kept:
-            self.args[self.rows] = kept
+            self.args.direct[self.rows] = kept
         self.rows += 1
 
     def _checked_name(self, ts: Any, dur: Any, name: Any, pid: Any, tid: Any) -> str | None:
@@ -396,11 +390,8 @@ class Builder:
                 self.launch_kernels[row] = name
 
     def _keep_op_args(self, row: int, raw: bytes | msgspec.Raw) -> None:
-        if self.op_args is None:  # only called for _KEEP_OP categories
-            return
-        # args that are not an object, or of odd types, are left out
-        with contextlib.suppress(msgspec.ValidationError):
-            self.op_args[row] = ev.OP_ARGS.decode(raw)
+        if self.op_args is not None:  # only called for _KEEP_OP categories
+            self.op_args.add([row], [bytes(raw)])  # args that are not an object are left out
 
     def _add_flow(self, e: ev.Event) -> None:
         if self.flows is None:
@@ -493,7 +484,7 @@ class Builder:
             "process_names": self.process_names,
             "thread_names": self.thread_names,
             "float_timestamps": self.float_ts,
-            "op_args": self.op_args or {},
+            "op_args": ev.OpArgsStore() if self.op_args is None else self.op_args,
             "launch_kernels": self.launch_kernels,
             "flows": None if self.flows is None else self.flows.arrays(),
             "bad_events": self.bad,

@@ -14,7 +14,10 @@ import re
 from typing import Any
 
 import msgspec
+import numpy as np
 import orjson
+
+from kerneltracer.analysis.timeline.load.packed import PackedMapping
 
 
 class Event(msgspec.Struct, gc=False):
@@ -53,6 +56,49 @@ class OpArgs(
     sequence_number: Any = None
 
 
+class OpIds(
+    msgspec.Struct,
+    gc=False,
+    rename={"external_id": "External id", "sequence_number": "Sequence number"},
+):
+    """The two ids of a host op's args that are read for every op, not only those that
+    launched GPU work (the rest of the args skipped undecoded)."""
+
+    external_id: Any = None
+    sequence_number: Any = None
+
+
+class OpArgsStore(PackedMapping[OpArgs]):
+    """Host ops' args by row, kept as their packed JSON text and decoded when looked up.
+
+    Decoding every op's shapes, types and call stack into Python lists took most of the
+    loader's time after the parse itself, yet attribution reads them only for the ops that
+    launched GPU work and the ops around those. Only args that are JSON objects are kept.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(OP_ARGS.decode)
+
+    def add(self, rows: list[int], texts: list[bytes]) -> None:
+        kept = [(r, t) for r, t in zip(rows, texts, strict=True) if t[:1] == b"{"]
+        self.texts.add([r for r, _ in kept], [t for _, t in kept])
+
+    def int_ids(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(rows, External ids) and (rows, Sequence numbers) of the ops where that id is an
+        integer, rows in increasing order; all ops' ids in one decode, shapes skipped."""
+        rows = self.texts.rows()
+        decoded = OP_IDS_LIST.decode(json_list(self.texts.texts())) if rows else []
+        ext = [(r, d.external_id) for r, d in zip(rows, decoded, strict=True)]
+        seq = [(r, d.sequence_number) for r, d in zip(rows, decoded, strict=True)]
+        return (*_int_pairs(ext), *_int_pairs(seq))
+
+
+def _int_pairs(pairs: list[tuple[int, Any]]) -> tuple[np.ndarray, np.ndarray]:
+    ok = [(r, v) for r, v in pairs if type(v) is int and -(2**63) <= v < 2**63]
+    rows = np.array([r for r, _ in ok], dtype=np.int64)
+    return rows, np.array([v for _, v in ok], dtype=np.int64)
+
+
 class LaunchArgs(msgspec.Struct, gc=False):
     kernel: Any = None  # the launched kernel's name (ROCm writes it on its launch calls)
 
@@ -71,7 +117,7 @@ BATCH = msgspec.json.Decoder(list[Event])
 IDS = msgspec.json.Decoder(Ids)
 IDS_LIST = msgspec.json.Decoder(list[Ids])
 OP_ARGS = msgspec.json.Decoder(OpArgs)
-OP_ARGS_LIST = msgspec.json.Decoder(list[OpArgs])
+OP_IDS_LIST = msgspec.json.Decoder(list[OpIds])
 LAUNCH_ARGS = msgspec.json.Decoder(LaunchArgs)
 
 

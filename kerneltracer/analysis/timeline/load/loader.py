@@ -16,6 +16,7 @@ is refused once it passes ``_MAX_PENDING`` instead of growing the buffer without
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -24,16 +25,28 @@ from typing import IO, Any
 import numpy as np
 
 from kerneltracer.analysis.timeline.load.builder import PH_COMPLETE, PH_INSTANT, Builder
-from kerneltracer.analysis.timeline.load.events import OpArgs, loads_lenient
+from kerneltracer.analysis.timeline.load.events import OpArgsStore, loads_lenient
 from kerneltracer.errors import TraceLoadError
-from kerneltracer.inputguard import InputLimits, open_input
+from kerneltracer.inputguard import InputLimits, input_position, open_input
 
 _BLOCK = 4 << 20
 _MAX_BATCH_RETRIES = 8
 # No chrome-trace event comes near this; more text without a cut is not a trace.
 _MAX_PENDING = 32 << 20
 
-__all__ = ["PH_COMPLETE", "PH_INSTANT", "ChromeTrace", "load_chrome_trace"]
+__all__ = ["PH_COMPLETE", "PH_INSTANT", "ChromeTrace", "LoadProgress", "load_chrome_trace"]
+
+
+@dataclass(frozen=True)
+class LoadProgress:
+    """How far a load has come: events read so far (used or not), and the bytes of the file
+    on disk read (compressed bytes for a gzip) out of its size; ``done`` on the last call."""
+
+    path: Path
+    events: int
+    done_bytes: int
+    total_bytes: int
+    done: bool = False
 
 
 @dataclass
@@ -55,14 +68,14 @@ class ChromeTrace:
     stream: np.ndarray  # int64, -1 when absent or not an integer
     correlation: np.ndarray  # int64, -1 when absent
     device: np.ndarray  # int64, -1 when absent
-    args: dict[int, dict[str, Any]]  # row -> args, only for rows in _KEEP_ARGS categories
+    args: Mapping[int, dict[str, Any]]  # row -> args, only for rows in _KEEP_ARGS categories
     thread_labels: list[str]
     process_names: dict[str, str] = field(default_factory=dict)
     thread_names: dict[tuple[str, str], str] = field(default_factory=dict)
     float_timestamps: bool = False
     # Only with ``load_chrome_trace(op_args=True)``: host ops' shape args by row, and the
     # ac2g flow events as columns (id, start, pid, tid, ts; pid/tid index thread_labels).
-    op_args: dict[int, OpArgs] = field(default_factory=dict)
+    op_args: OpArgsStore = field(default_factory=OpArgsStore)
     flows: dict[str, np.ndarray] | None = None
     # Also only then: runtime launch call row -> the kernel name its args carry (ROCm's do).
     launch_kernels: dict[int, str] = field(default_factory=dict)
@@ -112,6 +125,7 @@ def load_chrome_trace(
     strict: bool = False,
     limits: InputLimits | None = None,
     op_args: bool = False,
+    progress: Callable[[LoadProgress], object] | None = None,
 ) -> ChromeTrace:
     """Load ``path``; raise TraceLoadError if it has no usable timed event, or with
     ``strict`` if any event is malformed (the error carries the counts by kind).
@@ -119,13 +133,16 @@ def load_chrome_trace(
     ``limits`` bound the decompressed size and the event count (default: the environment's,
     see kerneltracer.inputguard); InputTooLargeError says which was passed. ``op_args``
     keeps what op attribution needs: host ops' shapes and ids, and the ac2g flow events.
+    ``progress`` is called after each batch of events (a few MiB of text) and once at the end.
     """
     path = Path(path)
     limits = InputLimits.from_env() if limits is None else limits
     builder = Builder(path, op_args=op_args)
     try:
         with open_input(path, limits, what="trace file", json=True) as fh:
-            metadata = _parse_stream(fh, builder, limits)
+            report = _reporter(path, fh, builder, progress)
+            metadata = _parse_stream(fh, builder, limits, report)
+            report(done=True)
     except (OSError, ValueError, RecursionError) as exc:
         raise TraceLoadError(f"{path}: not a readable chrome trace ({exc})") from exc
     cols = builder.finish()
@@ -141,7 +158,24 @@ def load_chrome_trace(
     return trace
 
 
-def _parse_stream(fh: IO[bytes], builder: Builder, limits: InputLimits) -> dict[str, Any]:
+def _reporter(
+    path: Path, fh: IO[bytes], builder: Builder, progress: Callable[[LoadProgress], object] | None
+) -> Callable[..., None]:
+    """``report()`` after a batch, ``report(done=True)`` at the end: calls ``progress``."""
+    if progress is None:
+        return lambda done=False: None
+    total = path.stat().st_size
+
+    def report(done: bool = False) -> None:
+        read = total if done else min(input_position(fh), total)
+        progress(LoadProgress(path, builder.events_seen, read, total, done))
+
+    return report
+
+
+def _parse_stream(
+    fh: IO[bytes], builder: Builder, limits: InputLimits, report: Callable[[], None]
+) -> dict[str, Any]:
     """Feed batches of events to ``builder``; return the document's non-event keys."""
     buf = b""
     prefix: bytes | None = None  # document text before the events array's "["
@@ -170,6 +204,7 @@ def _parse_stream(fh: IO[bytes], builder: Builder, limits: InputLimits) -> dict[
             rest = _consume_batches(b"".join(pending), builder)
             pending, size = [rest], len(rest)
             limits.check_events(builder.path, builder.events_seen)
+            report()
         if size > _MAX_PENDING:
             raise TraceLoadError(
                 f"{builder.path}: over {_MAX_PENDING >> 20} MiB of text without the end "
