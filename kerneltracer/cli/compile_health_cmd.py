@@ -31,19 +31,19 @@ def compile_health(inputs: tuple[Path, ...], out_dir: Path | None) -> None:
     """
     from kerneltracer.analysis.compile_health.export import write_fleet
     from kerneltracer.analysis.compile_health.fleet import logs_health, run_health
-    from kerneltracer.cli.readprogress import input_bytes, read_progress
+    from kerneltracer.cli.read_progress import input_bytes, read_progress
     from kerneltracer.errors import InputFileError, UsageError
     from kerneltracer.jsonio import outputs_all_or_none
 
     run_dir = inputs[0] if len(inputs) == 1 and _is_run_dir(inputs[0]) else None
     if run_dir is not None:
-        with read_progress("reading logs"):
+        with read_progress("logs"):
             fleet = run_health(run_dir)
         out = out_dir if out_dir is not None else RunPaths(run_dir).report.compile_health
     else:
         if out_dir is None:
             raise UsageError("compile-health on logs needs --out DIR (a run dir has a default)")
-        with read_progress("reading logs", input_bytes(inputs)):
+        with read_progress("logs", input_bytes(inputs)):
             fleet = logs_health(inputs)
         out = out_dir
     with outputs_all_or_none(out):

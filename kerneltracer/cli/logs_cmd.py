@@ -79,9 +79,9 @@ def logs() -> None:
 def parse_cmd(source: Path, out: Path, strict: bool, overwrite: bool) -> None:
     """Stage 1: stream SOURCE (a log or a dir of rank logs) into intermediate files."""
     from kerneltracer.analysis.structured_logs import parse
-    from kerneltracer.cli.readprogress import input_bytes, read_progress
+    from kerneltracer.cli.read_progress import input_bytes, read_progress
 
-    with read_progress("reading log", input_bytes([source])):
+    with read_progress(source.name, input_bytes([source])):
         result = parse(source, out, overwrite=overwrite)
     _report_stats(result.stats, strict)
     click.echo(str(out))
@@ -147,9 +147,9 @@ def run_cmd(
 ) -> None:
     """Parse SOURCE and render it into OUT in one step."""
     from kerneltracer.analysis.structured_logs import run
-    from kerneltracer.cli.readprogress import input_bytes, read_progress
+    from kerneltracer.cli.read_progress import input_bytes, read_progress
 
-    with read_progress("reading log", input_bytes([source])):
+    with read_progress(source.name, input_bytes([source])):
         parsed, rendered = run(
             source,
             out,
