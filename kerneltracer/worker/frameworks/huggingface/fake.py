@@ -225,9 +225,21 @@ def _to_fake(model: Any, mode: Any, device: str) -> None:
             if buf is None:
                 continue
             if id(buf) not in memo:
-                memo[id(buf)] = mode.from_tensor(buf).to(target)
+                memo[id(buf)] = _fake_buffer(mode, buf).to(target)
             module._buffers[name] = memo[id(buf)]
     _forget(mode, memo)
+
+
+def _fake_buffer(mode: Any, buf: Any) -> Any:
+    """A buffer as a fake tensor; a one-value buffer keeps its value. Buffers exist before
+    any input does, so their values come from the config: a conv's stride and kernel size
+    kept as tensors (EnCodec's padding arithmetic reads them with Python ints). Kept as a
+    fake tensor's constant, ops on them still dispatch (and are traced) and fold to values
+    the model can read; torch's fake mode folds constants of one value only."""
+    from torch._subclasses.fake_tensor import CONSTANT_NUMEL_LIMIT
+
+    constant = buf.numel() <= CONSTANT_NUMEL_LIMIT and buf.device.type != "meta"
+    return mode.fake_tensor_converter.from_real_tensor(mode, buf, make_constant=constant)
 
 
 def _forget(mode: Any, ours: dict[int, Any]) -> None:
