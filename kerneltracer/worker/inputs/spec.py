@@ -97,9 +97,25 @@ class InputSpec:
         note = "" if param is None else str(param.annotation)
         return note.startswith(("Sequence[", "list[", "typing.Sequence", "collections.abc.Seq"))
 
+    def config_names(self) -> list[str]:
+        """The configs :meth:`find` searches, by class name (for reasons that say where)."""
+        return [type(c).__name__ for c in self._configs()]
+
     def _configs(self) -> list[Any]:
+        """The config, the well-known sub-configs, then every other sub-config nested in
+        them, breadth first (a speech model's mel bins in ``encoder_config``, a codec's in
+        ``audio_encoder``): a size is found wherever the config keeps it."""
         subs = [getattr(self.config, s, None) for s in _SUB_CONFIGS]
-        return [self.config, *[s for s in subs if s is not None]]
+        out = [self.config, *[s for s in subs if s is not None]]
+        seen = {id(c) for c in out}
+        queue = list(out)
+        while queue:
+            for value in vars(queue.pop(0)).values():
+                if _is_config(value) and id(value) not in seen:
+                    seen.add(id(value))
+                    out.append(value)
+                    queue.append(value)
+        return out
 
     def vocab(self) -> int:
         return int(self.find_in("text_config", "vocab_size", default=0) or 32000)
@@ -130,3 +146,8 @@ class InputSpec:
         import torch
 
         return torch.randn(shape, generator=self.generator(salt)).to(self.float_dtype)
+
+
+def _is_config(value: Any) -> bool:
+    # Any transformers config (PreTrainedConfig in 5.x), without importing transformers here.
+    return any(c.__name__.lower() == "pretrainedconfig" for c in type(value).__mro__)

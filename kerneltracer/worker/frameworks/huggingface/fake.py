@@ -64,10 +64,12 @@ def values_unsupported() -> Iterator[None]:
         cause = _data_dependent(exc)
         if cause is None:
             raise
-        where = _model_frame(cause) or "the model"
+        where, line = _model_frame(cause) or ("the model", "")
+        # The line names the value read (LayerDrop's random draw, a count of placeholders).
+        read = f": `{line}`" if line else ""
         raise UnsupportedError(
             f"weights fake: {where} reads a tensor's value in Python (.item(), .tolist() or a "
-            "branch on a tensor), and fake tensors have no values"
+            f"branch on a tensor){read}, and fake tensors have no values"
         ) from None  # the reason names the model's line; torch's frames below say nothing more
 
 
@@ -89,15 +91,17 @@ def _data_dependent(exc: BaseException) -> BaseException | None:
     return None
 
 
-def _model_frame(exc: BaseException) -> str | None:
-    """``file:line in function`` of the innermost frame outside torch: the code that asked."""
+def _model_frame(exc: BaseException) -> tuple[str, str] | None:
+    """``file:line in function`` of the innermost frame outside torch (the code that asked),
+    and its source line."""
     import traceback
 
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if "/torch/" not in f.filename]
     if not frames:
         return None
     f = frames[-1]
-    return f"{'/'.join(f.filename.split('/')[-3:])}:{f.lineno} in {f.name}"
+    where = f"{'/'.join(f.filename.split('/')[-3:])}:{f.lineno} in {f.name}"
+    return where, (f.line or "").strip()[:120]
 
 
 def _widen_grouped_mm() -> None:
