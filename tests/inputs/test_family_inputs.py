@@ -106,6 +106,16 @@ def test_missing_packages_are_named_with_their_install_command(
     found = missing_dependency(ImportError(text))
     assert found is not None and found.package == "scipy"
     assert found.install.endswith("-m pip install scipy")
+    # several backends missing at once are named at once (pillow and timm for a timm model)
+    text = ("\nTimmWrapperModel requires the PIL library but it was not found in your "
+            "environment. You can install it with pip:\n`pip install pillow`. Please note.\n"
+            "\nTimmWrapperModel requires the timm library but it was not found in your "
+            "environment. You can install it with pip:\n`pip install timm`. Please note.\n")
+    found = missing_dependency(ImportError(text))
+    assert found is not None and (found.package, found.module) == ("pillow timm", "PIL, timm")
+    assert found.install.endswith("-m pip install pillow timm")
+    assert found.reason("TimmWrapperModel").startswith(
+        "missing dependency: PIL, timm are not installed (TimmWrapperModel)")
     # a tokenizer raising its own ImportError while importing sacremoses failed
     try:
         try:
