@@ -155,10 +155,15 @@ def input_values(spec: InputSpec, built: dict[str, Any]) -> Any:
 
 
 def _codec_hop(spec: InputSpec) -> int:
-    """Samples per codec frame: the config's hop, else the product of its conv strides."""
+    """Samples per codec frame: the config's hop, else its sampling rate over its frame rate
+    (Mimi downsamples its conv frames again, to frame_rate), else the product of its conv
+    strides."""
     hop = spec.find("hop_length")
     if isinstance(hop, int) and hop > 0:
         return hop
+    rate, frames = spec.find("sampling_rate"), spec.find("frame_rate")
+    if isinstance(rate, int | float) and isinstance(frames, int | float) and frames > 0:
+        return max(1, round(rate / frames))
     ratios = spec.find("downsampling_ratios", "upsampling_ratios")
     product = 1
     for r in ratios or [_DEFAULT_HOP]:
