@@ -32,18 +32,24 @@ GENERATE_REFUSAL = (
 def fake_session() -> Iterator[Any]:
     """A FakeTensorMode that turns real constants a forward makes into fake ones, with the
     meta functions that are stricter than the CPU kernels widened (see _widen_grouped_mm),
-    and transformers' input-consistency checks off: they compare counts of our own inputs
+    torch.distributions' argument checks and transformers' input-consistency checks off: they compare counts of our own inputs
     (image tokens against image features) with ``torch._check``, which reads the values of
     tensors; the inputs are built consistent, and a fake run has no values to check."""
     from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.distributions import Distribution
 
     _widen_grouped_mm()
     before = os.environ.get(_NO_CHECKS)
     os.environ[_NO_CHECKS] = "1"
+    # Forecasters return a distribution, whose constructor checks its parameters' values
+    # (a scale > 0): a check of values the fake run has none of, not a computation.
+    validating = Distribution._validate_args
+    Distribution.set_default_validate_args(False)
     try:
         with FakeTensorMode(allow_non_fake_inputs=True) as mode:
             yield mode
     finally:
+        Distribution.set_default_validate_args(validating)
         if before is None:
             os.environ.pop(_NO_CHECKS, None)
         else:

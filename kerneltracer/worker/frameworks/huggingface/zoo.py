@@ -325,6 +325,9 @@ ZOO: tuple[ZooEntry, ...] = (
                                         "num_attention_heads": 2, "intermediate_size": 64,
                                         "num_mel_bins": 16, "subsampling_conv_channels": 8,
                                         "conv_kernel_size": 9}),
+    # label_length (the decoder's look-back) must fit in context_length.
+    _e("autoformer", "time-series", "AutoformerForPrediction", "AutoformerConfig", **_SERIES,
+       input_size=1, label_length=4, sibling="time-series-transformer"),
     _e("patchtsmixer", "time-series", "PatchTSMixerForPrediction", "PatchTSMixerConfig",
        context_length=16, patch_length=4, patch_stride=4, num_input_channels=3, d_model=16,
        num_layers=2, prediction_length=4, sibling="patchtst"),
