@@ -306,9 +306,7 @@ def _audio_tower(spec: InputSpec) -> Any:
         return None
     # The tower holds its own copy of the sub-config: matched by class.
     for module in spec.model.modules():
-        if module is not spec.model and type(getattr(module, "config", None)) is type(
-            audio_config
-        ):
+        if module is not spec.model and type(getattr(module, "config", None)) is type(audio_config):
             return module
     return None
 

@@ -32,9 +32,10 @@ GENERATE_REFUSAL = (
 def fake_session() -> Iterator[Any]:
     """A FakeTensorMode that turns real constants a forward makes into fake ones, with the
     meta functions that are stricter than the CPU kernels widened (see _widen_grouped_mm),
-    torch.distributions' argument checks and transformers' input-consistency checks off: they compare counts of our own inputs
-    (image tokens against image features) with ``torch._check``, which reads the values of
-    tensors; the inputs are built consistent, and a fake run has no values to check."""
+    and value checks off: torch.distributions' argument checks, and transformers'
+    input-consistency checks, which compare counts of our own inputs (image tokens against
+    image features) with ``torch._check`` and so read the values of tensors; the inputs are
+    built consistent, and a fake run has no values to check."""
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.distributions import Distribution
 
