@@ -98,23 +98,28 @@ class InputSpec:
         return note.startswith(("Sequence[", "list[", "typing.Sequence", "collections.abc.Seq"))
 
     def config_names(self) -> list[str]:
-        """The configs :meth:`find` searches, by class name (for reasons that say where)."""
-        return [type(c).__name__ for c in self._configs()]
+        """Where :meth:`find` searches (``config``, ``encoder_config``, ...), for reasons."""
+        return [path for path, _ in self._walk()]
 
     def _configs(self) -> list[Any]:
+        return [cfg for _, cfg in self._walk()]
+
+    def _walk(self) -> list[tuple[str, Any]]:
         """The config, the well-known sub-configs, then every other sub-config nested in
         them, breadth first (a speech model's mel bins in ``encoder_config``, a codec's in
         ``audio_encoder``): a size is found wherever the config keeps it."""
-        subs = [getattr(self.config, s, None) for s in _SUB_CONFIGS]
-        out = [self.config, *[s for s in subs if s is not None]]
-        seen = {id(c) for c in out}
+        out = [("config", self.config)]
+        out += [(s, c) for s in _SUB_CONFIGS if (c := getattr(self.config, s, None)) is not None]
+        seen = {id(c) for _, c in out}
         queue = list(out)
         while queue:
-            for value in vars(queue.pop(0)).values():
+            path, cfg = queue.pop(0)
+            for name, value in vars(cfg).items():
                 if _is_config(value) and id(value) not in seen:
                     seen.add(id(value))
-                    out.append(value)
-                    queue.append(value)
+                    inner = name if path == "config" else f"{path}.{name}"
+                    out.append((inner, value))
+                    queue.append((inner, value))
         return out
 
     def vocab(self) -> int:
