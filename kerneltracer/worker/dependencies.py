@@ -35,8 +35,8 @@ _DISTRIBUTIONS = {
 
 @dataclass(frozen=True)
 class MissingDependency:
-    package: str  # what pip installs
-    module: str  # what the code imported
+    package: str  # what pip installs (several space-separated, when several are missing)
+    module: str  # what the code imported (several comma-separated)
 
     @property
     def install(self) -> str:
@@ -45,7 +45,8 @@ class MissingDependency:
 
     def reason(self, context: str) -> str:
         where = f" ({context})" if context else ""
-        return (f"missing dependency: {self.module} is not installed{where}; "
+        verb = "are" if ", " in self.module else "is"
+        return (f"missing dependency: {self.module} {verb} not installed{where}; "
                 f"install it with: {self.install}")
 
 
@@ -62,12 +63,19 @@ def _of(exc: BaseException) -> MissingDependency | None:
             return None
         return MissingDependency(_DISTRIBUTIONS.get(top, top), top)
     if isinstance(exc, ImportError):
+        # requires_backends names every backend that is missing, one sentence each (a timm
+        # model without pillow and timm): all are named, so one install fixes the job.
         text = str(exc)
-        match = _REQUIRES.search(text)
-        if match is None:
+        matches = list(_REQUIRES.finditer(text))
+        modules, packages = [], []
+        for match, after in zip(matches, [*matches[1:], None][: len(matches)], strict=True):
+            module = match.group("pkg") or match.group("need")
+            pip = _PIP.search(text, match.end(), after.start() if after else len(text))
+            package = pip.group("pkg") if pip else _DISTRIBUTIONS.get(module, module)
+            if module not in modules:
+                modules.append(module)
+                packages.append(package)
+        if not modules:
             return None
-        module = match.group("pkg") or match.group("need")
-        pip = _PIP.search(text)
-        package = pip.group("pkg") if pip else _DISTRIBUTIONS.get(module, module)
-        return MissingDependency(package, module)
+        return MissingDependency(" ".join(packages), ", ".join(modules))
     return None

@@ -225,3 +225,63 @@ def test_module_to_on_fake_parameters_swaps() -> None:
         moved = model.to(torch.float32)
         assert moved.weight is weight  # swapped in place, as with real parameters
         assert model(torch.ones(3, 4)).shape == (3, 2)
+
+
+def _fake_model(module: Any) -> Any:
+    class Built:
+        @staticmethod
+        def _from_config(config: Any, dtype: Any) -> Any:
+            return module()  # built where the loader builds: parameters on meta
+
+    return Built
+
+
+def test_one_value_buffers_keep_their_config_value() -> None:
+    """EnCodec keeps its convs' stride and kernel size as buffers and pads with Python ints
+    computed from them: built from the config, they are not data, so a fake run folds them."""
+    import torch
+
+    from kerneltracer.worker.frameworks.huggingface import fake
+
+    class Padded(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = torch.nn.Conv1d(1, 2, 3)
+            self.register_buffer("stride", torch.tensor(2), persistent=False)
+
+        def forward(self, x: Any) -> Any:
+            frames = torch.ceil((x.shape[-1] - 3) / self.stride).to(torch.int64)
+            extra = int(frames * self.stride + 3 - x.shape[-1])  # a value read in Python
+            return self.conv(torch.nn.functional.pad(x, (0, extra)))
+
+    with fake.fake_session() as mode:
+        model = fake.build_fake_model(_fake_model(Padded), None, torch.float32, "cpu", mode,
+                                      False)
+        with fake.values_unsupported():
+            assert model(torch.ones(2, 1, 8)).shape == (2, 2, 7)
+
+
+def test_a_value_read_on_fake_tensors_is_unsupported_naming_the_line() -> None:
+    """LayerDrop draws a random number and compares it in Python: no fake run can do that."""
+    import torch
+
+    from kerneltracer.worker.frameworks.huggingface import fake
+
+    class LayerDrop(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layer = torch.nn.Linear(4, 4)
+
+        def forward(self, x: Any) -> Any:
+            if torch.rand([]) < 0.5:  # skip the layer
+                return x
+            return self.layer(x)
+
+    with fake.fake_session() as mode:
+        model = fake.build_fake_model(_fake_model(LayerDrop), None, torch.float32, "cpu", mode,
+                                      False)
+        with pytest.raises(UnsupportedError) as info, fake.values_unsupported():
+            model(torch.ones(2, 4))
+    message = str(info.value)
+    assert "test_fake_weights.py" in message and "in forward" in message
+    assert "`if torch.rand([]) < 0.5:  # skip the layer`" in message

@@ -106,6 +106,16 @@ def test_missing_packages_are_named_with_their_install_command(
     found = missing_dependency(ImportError(text))
     assert found is not None and found.package == "scipy"
     assert found.install.endswith("-m pip install scipy")
+    # several backends missing at once are named at once (pillow and timm for a timm model)
+    text = ("\nTimmWrapperModel requires the PIL library but it was not found in your "
+            "environment. You can install it with pip:\n`pip install pillow`. Please note.\n"
+            "\nTimmWrapperModel requires the timm library but it was not found in your "
+            "environment. You can install it with pip:\n`pip install timm`. Please note.\n")
+    found = missing_dependency(ImportError(text))
+    assert found is not None and (found.package, found.module) == ("pillow timm", "PIL, timm")
+    assert found.install.endswith("-m pip install pillow timm")
+    assert found.reason("TimmWrapperModel").startswith(
+        "missing dependency: PIL, timm are not installed (TimmWrapperModel)")
     # a tokenizer raising its own ImportError while importing sacremoses failed
     try:
         try:
@@ -126,3 +136,67 @@ def test_missing_packages_are_named_with_their_install_command(
     assert missing_dependency(ImportError("cannot import name 'x' from 'y'")) is None
     assert missing_dependency(ValueError("requires the scipy library but it was not found")) \
         is None
+
+
+def test_conformer_features_take_mel_bins_from_the_encoder_sub_config(zoo_dir: Path) -> None:
+    # Parakeet: num_mel_bins lives in encoder_config; frames first, seq_len after the stem's
+    # subsampling, with the frames' mask its CTC loss reads.
+    spec, config = _spec(zoo_dir, "parakeet", train=True)
+    inputs = build_inputs(spec)
+    encoder = config.encoder_config
+    frames = SEQ * encoder.subsampling_factor
+    assert list(inputs["input_features"].shape) == [2, frames, encoder.num_mel_bins]
+    assert list(inputs["attention_mask"].shape) == [2, frames]
+    assert int(inputs["labels"].max()) < config.vocab_size
+    assert not bool((inputs["labels"] == config.pad_token_id).any())  # never the blank
+
+
+def test_audio_language_prompt_has_one_placeholder_per_audio_feature(zoo_dir: Path) -> None:
+    import torch
+
+    spec, config = _spec(zoo_dir, "qwen2-audio")
+    inputs = build_inputs(spec)
+    audio = config.audio_config
+    assert list(inputs["input_features"].shape) == [2, audio.num_mel_bins,
+                                                     2 * audio.max_source_positions]
+    assert list(inputs["feature_attention_mask"].shape) == [2, 2 * audio.max_source_positions]
+    placeholders = int((inputs["input_ids"][0] == config.audio_token_id).sum())
+    with torch.no_grad():  # the tower's own count: conv stem and pooling each halve
+        tower = spec.model.model.audio_tower(inputs["input_features"])
+    assert placeholders == tower.last_hidden_state.shape[1] > 0
+    assert inputs["input_ids"].shape[1] == placeholders + SEQ
+
+
+def test_speech_features_from_the_feature_projection_and_codec_frames(zoo_dir: Path) -> None:
+    spec, config = _spec(zoo_dir, "seamless-m4t")
+    features = build_inputs(spec)["input_features"]
+    assert list(features.shape) == [2, 4 * SEQ, config.feature_projection_input_dim]
+    spec, config = _spec(zoo_dir, "mimi")
+    values = build_inputs(spec)["input_values"]
+    # a Mimi frame is sampling_rate / frame_rate samples (its conv frames downsampled again)
+    assert list(values.shape) == [2, 1, SEQ * round(config.sampling_rate / config.frame_rate)]
+
+
+def test_a_speech_config_without_feature_sizes_names_where_it_looked() -> None:
+    import inspect
+
+    import torch
+    import transformers
+
+    from kerneltracer.errors import UnsupportedError
+
+    class Odd:
+        def forward(self, input_features: Any) -> None:
+            return None
+
+    config = transformers.PretrainedConfig()
+    config.encoder_config = transformers.PretrainedConfig()
+    spec = InputSpec(model=Odd(), config=config, tokenizer=None, batch=1, seq_len=4,
+                     device="cpu", float_dtype=torch.float32, train=False,
+                     params=dict(inspect.signature(Odd.forward).parameters))
+    with pytest.raises(UnsupportedError) as info:
+        build_inputs(spec)
+    message = str(info.value)
+    assert "Odd.forward argument 'input_features' has no builder" in message
+    assert "feature_projection_input_dim" in message
+    assert message.endswith("is set in config, encoder_config")

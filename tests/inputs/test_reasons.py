@@ -35,6 +35,15 @@ class Codec(Callable):
 class Broken(Callable):
     def forward(self, input_ids):
         return rotary_helper(input_ids)
+
+
+class Quantizer(Callable):
+    def forward(self, input_ids, num_quantizers=None):
+        return _project(input_ids, num_quantizers)
+
+
+def _project(ids, count):
+    raise RuntimeError("X1 and X2 must have the same number of columns. X1: 256 X2: 32")
 '''
 
 
@@ -139,3 +148,14 @@ def test_a_plain_model_error_is_left_to_stand() -> None:
     with pytest.raises(ValueError) as info:
         build_workload(spec, "prefill", 1).run(model)
     assert explain(info.value, spec, {}) is None
+
+
+def test_a_shape_error_on_a_line_passing_an_unbuilt_argument_does_not_blame_it() -> None:
+    # Mimi's encode(embeddings, num_quantizers) raising on its own weights' sizes: the
+    # optional argument left None is not what failed.
+    model = _library_module()["Quantizer"]()
+    spec = _spec(model)
+    with pytest.raises(RuntimeError) as info:
+        build_workload(spec, "prefill", 1).run(model)
+    explained = explain(info.value, spec, build_workload(spec, "prefill", 1).inputs())
+    assert not isinstance(explained, UnsupportedError)

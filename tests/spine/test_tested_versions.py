@@ -108,3 +108,14 @@ def test_report_of_a_run_on_tested_versions_has_no_warning(tmp_path: Path) -> No
     result = build_report(run)
     assert result.warnings == []
     assert 'class="warning"' not in result.index.read_text()
+
+
+def test_packages_whole_families_need_are_in_the_default_install() -> None:
+    # scipy: detection losses (DETR / YOLOS train); pillow: transformers' vision backend. The
+    # runtime lock is what `make demo` and the wheel's users install.
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
+    required = {Requirement(r).name for r in project["dependencies"]}
+    assert {"scipy", "pillow"} <= required
+    assert {"scipy", "pillow"} <= set(_pinned("run.txt"))
+    # timm and natten must be built for the exact torch: never pulled in by default.
+    assert not {"timm", "natten", "torchvision"} & set(_pinned("run.txt"))

@@ -37,8 +37,9 @@ def _token_ids(spec: InputSpec, built: Built) -> Any:
 
     vocab = spec.vocab()
     image_tokens = media.image_token_count(spec, built)
+    audio_tokens = media.audio_token_count(spec, built)
     length = spec.seq_len + image_tokens
-    ids = _tokenized(spec, vocab) if not image_tokens else None
+    ids = _tokenized(spec, vocab) if not (image_tokens or audio_tokens) else None
     if ids is None:
         ids = spec.randint(vocab, (spec.batch, spec.seq_len), salt=1)
         ids = media.avoid_special_ids(spec, ids)
@@ -46,7 +47,11 @@ def _token_ids(spec: InputSpec, built: Built) -> Any:
         marker = spec.image_token_id() or 0  # set: image_token_count found one
         prefix = torch.full((spec.batch, image_tokens), marker, dtype=torch.long)
         ids = torch.cat([*_framed(spec, prefix), ids], dim=1)
-        length = int(ids.shape[1])
+    if audio_tokens:
+        # As the processor writes an audio prompt: the audio's placeholders, then the text.
+        marker = int(spec.find("audio_token_id", "audio_token_index"))
+        ids = torch.cat([torch.full((spec.batch, audio_tokens), marker), ids], dim=1)
+    length = int(ids.shape[1])
     if spec.choices is not None:
         ids = ids.unsqueeze(1).expand(spec.batch, spec.choices, length).contiguous()
     return ids
@@ -81,7 +86,19 @@ def _has_text(spec: InputSpec, built: Built) -> bool:
     return "input_ids" in built
 
 
+def _attention_mask(spec: InputSpec, built: Built) -> Any:
+    import torch
+
+    if "input_ids" in built:
+        return _ones_like_ids(built)
+    return torch.ones((spec.batch, media.audio_frames(spec, built)), dtype=torch.long)
+
+
 def _wants_mask(spec: InputSpec, built: Built) -> bool:
+    if "input_ids" not in built and "input_features" in built:
+        # Speech encoders' feature extractors send the frames' mask, which CTC heads read
+        # for their output lengths (Parakeet); it is not a text mask sdpa could drop.
+        return True
     # The mask built is all ones. Given as a real tensor, transformers sees that (a value
     # check) and drops it for sdpa's is_causal path; as a fake tensor its values are unknown
     # and transformers builds the full mask instead: a different op sequence. No mask at all
@@ -133,6 +150,8 @@ BUILDERS: Mapping[str, Builder] = {
                 media.has_qformer_ids),
         Builder("input_values", "audio", media.input_values),
         Builder("input_features", "audio", media.input_features),
+        Builder("feature_attention_mask", "audio", media.feature_attention_mask,
+                media.has_features),
         Builder("past_values", "series", series.past_values),
         Builder("freq", "series", series.frequency, series.wants_frequency),
         Builder("past_time_features", "series", series.past_time_features,
@@ -145,7 +164,7 @@ BUILDERS: Mapping[str, Builder] = {
         Builder("future_time_features", "series", series.future_time_features,
                 series.wants_future_features),
         Builder("input_ids", "text", _token_ids),
-        Builder("attention_mask", "text", lambda s, b: _ones_like_ids(b), _wants_mask),
+        Builder("attention_mask", "text", _attention_mask, _wants_mask),
         Builder("token_type_ids", "text", lambda s, b: _zeros_like_ids(b), _wants_token_types),
         Builder("mm_token_type_ids", "text", grids.mm_token_type_ids, grids.wants_token_types),
         Builder("bbox", "layout", _bbox, _wants_bbox),

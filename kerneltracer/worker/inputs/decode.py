@@ -74,7 +74,13 @@ def build_decode(spec: InputSpec, inputs: dict[str, Any]) -> Decode:
 
     token_key = "decoder_input_ids" if spec.encoder_decoder else "input_ids"
     ids = inputs.get(token_key)
-    if ids is None or ids.dim() != 2 or ids.shape[1] < 2:
+    if ids is None:
+        # generate() of a CTC head (Parakeet) is a greedy pass over one forward, not steps.
+        raise UnsupportedError(
+            f"phase decode steps token ids against a cache: {spec.class_name}.forward takes "
+            f"no {token_key} (its generate() is not autoregressive); trace phase prefill"
+        )
+    if ids.dim() != 2 or ids.shape[1] < 2:
         raise UnsupportedError(f"phase decode needs {token_key} of at least 2 tokens (seq_len)")
     length = int(ids.shape[1])
     prompt = {k: v for k, v in inputs.items() if k not in NOT_FOR_GENERATE}

@@ -115,6 +115,10 @@ def _unbuilt_argument(
         # "get_image_features() missing 1 required positional argument: 'image_sizes'"
         if isinstance(exc, TypeError) and f"'{name}'" in text:
             return name, frames[0].where
+    if "NoneType" not in text and "None" not in text.split():
+        # Only an error about a None can be an argument left None (a shape error on a line
+        # that also passes an optional argument is not).
+        return None
     for frame in frames:
         for name in unbuilt:
             # The failing line reads the argument, and the model holds None for it.

@@ -67,7 +67,12 @@ def labels(spec: InputSpec, built: dict[str, Any]) -> Any:
         return spec.randint(num_labels, (spec.batch, spec.seq_len), salt=22)
     if head == "ctc":
         frames = max(2, spec.seq_len // 2)  # shorter than the frames, as CTC requires
-        return spec.randint(spec.vocab(), (spec.batch, frames), salt=23, low=1)
+        # Never the blank: CTC heads take pad_token_id as blank (0 for wav2vec2, the last id
+        # for Parakeet).
+        blank = spec.find("pad_token_id", default=0)
+        blank = blank if isinstance(blank, int) and 0 <= blank < spec.vocab() else 0
+        ids = spec.randint(spec.vocab() - 1, (spec.batch, frames), salt=23)
+        return ids + (ids >= blank).long()
     if head == "detection":
         return _boxes(spec, num_labels)
     if head == "segmentation":

@@ -22,6 +22,7 @@ _SPECIAL = (
     "image_token_index",
     "video_token_id",
     "audio_token_id",
+    "audio_token_index",
     "vision_start_token_id",
     "vision_end_token_id",
 )
@@ -154,10 +155,15 @@ def input_values(spec: InputSpec, built: dict[str, Any]) -> Any:
 
 
 def _codec_hop(spec: InputSpec) -> int:
-    """Samples per codec frame: the config's hop, else the product of its conv strides."""
+    """Samples per codec frame: the config's hop, else its sampling rate over its frame rate
+    (Mimi downsamples its conv frames again, to frame_rate), else the product of its conv
+    strides."""
     hop = spec.find("hop_length")
     if isinstance(hop, int) and hop > 0:
         return hop
+    rate, frames = spec.find("sampling_rate"), spec.find("frame_rate")
+    if isinstance(rate, int | float) and isinstance(frames, int | float) and frames > 0:
+        return max(1, round(rate / frames))
     ratios = spec.find("downsampling_ratios", "upsampling_ratios")
     product = 1
     for r in ratios or [_DEFAULT_HOP]:
@@ -176,21 +182,32 @@ def spectrogram(spec: InputSpec) -> bool:
 def input_features(spec: InputSpec, built: dict[str, Any]) -> Any:
     """Log-mel style features in the layout the config implies."""
     mels = spec.find_in("audio_config", "num_mel_bins")
-    if mels is not None:
+    if _mels_first(spec):
         # Whisper-style encoders take (batch, mels, frames) and require exactly
         # 2 * max_source_positions frames (the conv stem halves them).
-        positions = spec.find_in("audio_config", "max_source_positions")
-        frames = 2 * int(positions) if positions else spec.seq_len
-        return spec.randn((spec.batch, int(mels), frames), salt=12)
-    per_channel = spec.find_in("audio_config", "input_feat_per_channel", "feature_size")
+        positions = int(spec.find_in("audio_config", "max_source_positions"))
+        return spec.randn((spec.batch, int(mels), 2 * positions), salt=12)
+    if mels is not None:
+        # Conformer-style encoders (Parakeet, LASR) take (batch, frames, mels): seq_len
+        # encoder frames after their conv stem's subsampling, where the config says one.
+        factor = spec.find_in("audio_config", "subsampling_factor")
+        frames = spec.seq_len * (int(factor) if isinstance(factor, int) else 1)
+        return spec.randn((spec.batch, frames, int(mels)), salt=12)
+    per_channel = spec.find_in("audio_config", *_FEATURE_DIMS)
     if per_channel is not None:
         channels = int(spec.find_in("audio_config", "input_channels", default=1))
-        # Speech2Text-style: (batch, frames, features); its conv stem subsamples by 4.
+        # Speech2Text-style: (batch, frames, features); its conv stem subsamples by 4
+        # (SeamlessM4T's speech encoder takes stacked mel frames, feature_projection_input_dim).
         return spec.randn((spec.batch, spec.seq_len * 4, int(per_channel) * channels), salt=12)
+    searched = ", ".join(spec.config_names())
     raise UnsupportedError(
-        "forward argument 'input_features' has no builder for this config "
-        "(it names neither num_mel_bins nor input_feat_per_channel / feature_size)"
+        f"{spec.class_name}.forward argument 'input_features' has no builder for this config: "
+        f"none of num_mel_bins, {', '.join(_FEATURE_DIMS)} is set in {searched}"
     )
+
+
+# Per-frame feature sizes of speech encoders that take (batch, frames, features).
+_FEATURE_DIMS = ("input_feat_per_channel", "feature_size", "feature_projection_input_dim")
 
 
 def image_token_count(spec: InputSpec, built: dict[str, Any]) -> int:
@@ -223,6 +240,75 @@ def image_token_count(spec: InputSpec, built: dict[str, Any]) -> int:
     if count <= 0:
         raise UnsupportedError(f"{spec.class_name}: could not count image tokens")
     return count
+
+
+def audio_frames(spec: InputSpec, built: dict[str, Any]) -> int:
+    """The time length of the built audio features: Whisper-style features put their mel
+    bins before the frames, Speech2Text-style ones after."""
+    feats = built["input_features"]
+    return int(feats.shape[-1] if _mels_first(spec) else feats.shape[1])
+
+
+def _mels_first(spec: InputSpec) -> bool:
+    """Whisper's layout: mel bins as the conv stem's channels, a position table sized in
+    frames (``max_source_positions``)."""
+    return isinstance(spec.find_in("audio_config", "num_mel_bins"), int) and isinstance(
+        spec.find_in("audio_config", "max_source_positions"), int
+    )
+
+
+def feature_attention_mask(spec: InputSpec, built: dict[str, Any]) -> Any:
+    """All frames valid: (batch, frames), as a speech feature extractor sends it."""
+    import torch
+
+    return torch.ones((spec.batch, audio_frames(spec, built)), dtype=torch.long)
+
+
+def has_features(spec: InputSpec, built: dict[str, Any]) -> bool:
+    return "input_features" in built
+
+
+def audio_token_count(spec: InputSpec, built: dict[str, Any]) -> int:
+    """How many audio placeholder tokens the prompt needs for the built audio (0 if none).
+
+    Asked of the model, untraced, on the built features: its ``get_audio_features`` where it
+    has one, else its audio tower (the submodule built from the config's ``audio_config``,
+    Qwen2-Audio's): as many tokens as rows of features it returns per sample.
+    """
+    value = spec.find("audio_token_id", "audio_token_index")
+    if "input_features" not in built or not isinstance(value, int):
+        return 0
+    import torch
+
+    get = getattr(spec.model, "get_audio_features", None) or _audio_tower(spec)
+    if get is None:
+        raise UnsupportedError(
+            f"{spec.class_name} takes audio placeholder tokens but has no get_audio_features "
+            "and no audio tower to count them"
+        )
+    accepted = inspect.signature(get).parameters
+    extra = {
+        k: v.to(spec.device)
+        for k, v in built.items()
+        if k != "input_features" and k in accepted and hasattr(v, "to")
+    }
+    with torch.no_grad():
+        feats = get(built["input_features"].to(spec.device), **extra)
+    count = _feature_rows(feats) // spec.batch
+    if count <= 0:
+        raise UnsupportedError(f"{spec.class_name}: could not count audio tokens")
+    return count
+
+
+def _audio_tower(spec: InputSpec) -> Any:
+    audio_config = getattr(spec.config, "audio_config", None)
+    if audio_config is None:
+        return None
+    # The tower holds its own copy of the sub-config: matched by class.
+    for module in spec.model.modules():
+        if module is not spec.model and type(getattr(module, "config", None)) is type(audio_config):
+            return module
+    return None
 
 
 def _feature_rows(feats: Any) -> int:

@@ -97,9 +97,30 @@ class InputSpec:
         note = "" if param is None else str(param.annotation)
         return note.startswith(("Sequence[", "list[", "typing.Sequence", "collections.abc.Seq"))
 
+    def config_names(self) -> list[str]:
+        """Where :meth:`find` searches (``config``, ``encoder_config``, ...), for reasons."""
+        return [path for path, _ in self._walk()]
+
     def _configs(self) -> list[Any]:
-        subs = [getattr(self.config, s, None) for s in _SUB_CONFIGS]
-        return [self.config, *[s for s in subs if s is not None]]
+        return [cfg for _, cfg in self._walk()]
+
+    def _walk(self) -> list[tuple[str, Any]]:
+        """The config, the well-known sub-configs, then every other sub-config nested in
+        them, breadth first (a speech model's mel bins in ``encoder_config``, a codec's in
+        ``audio_encoder``): a size is found wherever the config keeps it."""
+        out = [("config", self.config)]
+        out += [(s, c) for s in _SUB_CONFIGS if (c := getattr(self.config, s, None)) is not None]
+        seen = {id(c) for _, c in out}
+        queue = list(out)
+        while queue:
+            path, cfg = queue.pop(0)
+            for name, value in vars(cfg).items():
+                if _is_config(value) and id(value) not in seen:
+                    seen.add(id(value))
+                    inner = name if path == "config" else f"{path}.{name}"
+                    out.append((inner, value))
+                    queue.append((inner, value))
+        return out
 
     def vocab(self) -> int:
         return int(self.find_in("text_config", "vocab_size", default=0) or 32000)
@@ -130,3 +151,8 @@ class InputSpec:
         import torch
 
         return torch.randn(shape, generator=self.generator(salt)).to(self.float_dtype)
+
+
+def _is_config(value: Any) -> bool:
+    # Any transformers config (PreTrainedConfig in 5.x), without importing transformers here.
+    return any(c.__name__.lower() == "pretrainedconfig" for c in type(value).__mro__)

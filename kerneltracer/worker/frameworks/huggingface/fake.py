@@ -32,18 +32,25 @@ GENERATE_REFUSAL = (
 def fake_session() -> Iterator[Any]:
     """A FakeTensorMode that turns real constants a forward makes into fake ones, with the
     meta functions that are stricter than the CPU kernels widened (see _widen_grouped_mm),
-    and transformers' input-consistency checks off: they compare counts of our own inputs
-    (image tokens against image features) with ``torch._check``, which reads the values of
-    tensors; the inputs are built consistent, and a fake run has no values to check."""
+    and value checks off: torch.distributions' argument checks, and transformers'
+    input-consistency checks, which compare counts of our own inputs (image tokens against
+    image features) with ``torch._check`` and so read the values of tensors; the inputs are
+    built consistent, and a fake run has no values to check."""
     from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.distributions import Distribution
 
     _widen_grouped_mm()
     before = os.environ.get(_NO_CHECKS)
     os.environ[_NO_CHECKS] = "1"
+    # Forecasters return a distribution, whose constructor checks its parameters' values
+    # (a scale > 0): a check of values the fake run has none of, not a computation.
+    validating = Distribution._validate_args
+    Distribution.set_default_validate_args(False)
     try:
         with FakeTensorMode(allow_non_fake_inputs=True) as mode:
             yield mode
     finally:
+        Distribution.set_default_validate_args(validating)
         if before is None:
             os.environ.pop(_NO_CHECKS, None)
         else:
@@ -64,10 +71,12 @@ def values_unsupported() -> Iterator[None]:
         cause = _data_dependent(exc)
         if cause is None:
             raise
-        where = _model_frame(cause) or "the model"
+        where, line = _model_frame(cause) or ("the model", "")
+        # The line names the value read (LayerDrop's random draw, a count of placeholders).
+        read = f": `{line}`" if line else ""
         raise UnsupportedError(
             f"weights fake: {where} reads a tensor's value in Python (.item(), .tolist() or a "
-            "branch on a tensor), and fake tensors have no values"
+            f"branch on a tensor){read}, and fake tensors have no values"
         ) from None  # the reason names the model's line; torch's frames below say nothing more
 
 
@@ -89,15 +98,17 @@ def _data_dependent(exc: BaseException) -> BaseException | None:
     return None
 
 
-def _model_frame(exc: BaseException) -> str | None:
-    """``file:line in function`` of the innermost frame outside torch: the code that asked."""
+def _model_frame(exc: BaseException) -> tuple[str, str] | None:
+    """``file:line in function`` of the innermost frame outside torch (the code that asked),
+    and its source line."""
     import traceback
 
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if "/torch/" not in f.filename]
     if not frames:
         return None
     f = frames[-1]
-    return f"{'/'.join(f.filename.split('/')[-3:])}:{f.lineno} in {f.name}"
+    where = f"{'/'.join(f.filename.split('/')[-3:])}:{f.lineno} in {f.name}"
+    return where, (f.line or "").strip()[:120]
 
 
 def _widen_grouped_mm() -> None:
@@ -225,9 +236,21 @@ def _to_fake(model: Any, mode: Any, device: str) -> None:
             if buf is None:
                 continue
             if id(buf) not in memo:
-                memo[id(buf)] = mode.from_tensor(buf).to(target)
+                memo[id(buf)] = _fake_buffer(mode, buf).to(target)
             module._buffers[name] = memo[id(buf)]
     _forget(mode, memo)
+
+
+def _fake_buffer(mode: Any, buf: Any) -> Any:
+    """A buffer as a fake tensor; a one-value buffer keeps its value. Buffers exist before
+    any input does, so their values come from the config: a conv's stride and kernel size
+    kept as tensors (EnCodec's padding arithmetic reads them with Python ints). Kept as a
+    fake tensor's constant, ops on them still dispatch (and are traced) and fold to values
+    the model can read; torch's fake mode folds constants of one value only."""
+    from torch._subclasses.fake_tensor import CONSTANT_NUMEL_LIMIT
+
+    constant = buf.numel() <= CONSTANT_NUMEL_LIMIT and buf.device.type != "meta"
+    return mode.fake_tensor_converter.from_real_tensor(mode, buf, make_constant=constant)
 
 
 def _forget(mode: Any, ours: dict[int, Any]) -> None:

@@ -76,6 +76,22 @@ _WAV: dict[str, Any] = {
     "num_conv_pos_embedding_groups": 2,
 }
 
+# A speech-to-text SeamlessM4T: speech encoder, adaptor and text decoder (the unit and
+# vocoder parts it also builds are sized down, never run by the speech-to-text class).
+_SEAMLESS: dict[str, Any] = {
+    "vocab_size": 256, "hidden_size": 32, "encoder_layers": 1, "decoder_layers": 1,
+    "encoder_attention_heads": 2, "decoder_attention_heads": 2, "encoder_ffn_dim": 64,
+    "decoder_ffn_dim": 64, "speech_encoder_layers": 1, "speech_encoder_attention_heads": 2,
+    "speech_encoder_intermediate_size": 64, "feature_projection_input_dim": 16,
+    "adaptor_kernel_size": 4, "adaptor_stride": 2, "num_adapter_layers": 1,
+    "t2u_encoder_layers": 1, "t2u_decoder_layers": 1, "t2u_encoder_attention_heads": 2,
+    "t2u_decoder_attention_heads": 2, "t2u_encoder_ffn_dim": 64, "t2u_decoder_ffn_dim": 64,
+    "unit_hifi_gan_vocab_size": 32, "t2u_vocab_size": 64, "max_position_embeddings": 64,
+    "t2u_max_position_embeddings": 64, "upsample_initial_channel": 16, "unit_embed_dim": 16,
+    "lang_embed_dim": 8, "spkr_embed_dim": 8, "vocoder_num_langs": 2, "vocoder_num_spkrs": 2,
+    "variance_predictor_kernel_size": 3,
+}
+
 
 @dataclass(frozen=True)
 class ZooEntry:
@@ -288,6 +304,33 @@ ZOO: tuple[ZooEntry, ...] = (
        hidden_size=32, intermediate_size=64, head_dim=16, num_attention_heads=2,
        num_key_value_heads=2, output_quantile_len=16, max_position_embeddings=64,
        sibling="timesfm"),
+    # Speech and audio-language models, a third codec, a second patch forecaster: features
+    # sized from sub-configs, feature masks, audio placeholders counted by the audio tower.
+    _e("mimi", "audio", "MimiModel", "MimiConfig", hidden_size=32, num_filters=8,
+       num_residual_layers=1, upsampling_ratios=[4, 2], codebook_size=64, codebook_dim=32,
+       vector_quantization_hidden_dimension=32, num_hidden_layers=2, num_attention_heads=2,
+       num_key_value_heads=2, head_dim=16, intermediate_size=64, sampling_rate=800,
+       frame_rate=12.5, num_quantizers=4, num_semantic_quantizers=1, sliding_window=16,
+       max_position_embeddings=128, upsample_groups=32),
+    _e("qwen2-audio", "audio", "Qwen2AudioForConditionalGeneration", "Qwen2AudioConfig",
+       audio_config={"num_mel_bins": 16, "encoder_layers": 2, "encoder_attention_heads": 2,
+                     "encoder_ffn_dim": 64, "d_model": 32, "max_source_positions": 32},
+       text_config={"model_type": "qwen2", **_DEC}, audio_token_index=250),
+    _e("seamless-m4t", "audio", "SeamlessM4TForSpeechToText", "SeamlessM4TConfig",
+       **_SEAMLESS),
+    _e("seamless-m4t-v2", "audio", "SeamlessM4Tv2ForSpeechToText", "SeamlessM4Tv2Config",
+       **_SEAMLESS, char_vocab_size=64, sibling="seamless-m4t"),
+    _e("parakeet", "audio", "ParakeetForCTC", "ParakeetCTCConfig", vocab_size=32,
+       pad_token_id=31, encoder_config={"hidden_size": 32, "num_hidden_layers": 2,
+                                        "num_attention_heads": 2, "intermediate_size": 64,
+                                        "num_mel_bins": 16, "subsampling_conv_channels": 8,
+                                        "conv_kernel_size": 9}),
+    # label_length (the decoder's look-back) must fit in context_length.
+    _e("autoformer", "time-series", "AutoformerForPrediction", "AutoformerConfig", **_SERIES,
+       input_size=1, label_length=4, sibling="time-series-transformer"),
+    _e("patchtsmixer", "time-series", "PatchTSMixerForPrediction", "PatchTSMixerConfig",
+       context_length=16, patch_length=4, patch_stride=4, num_input_channels=3, d_model=16,
+       num_layers=2, prediction_length=4, sibling="patchtst"),
     # At 32 pixels the last feature maps are 1x1: train mode needs batch_size 2 or more.
     _e("mobilenet-v2", "vision", "MobileNetV2ForImageClassification", "MobileNetV2Config",
        image_size=32, depth_multiplier=0.25),
