@@ -65,6 +65,28 @@ def test_dynamic_resolution_image_has_its_grid_and_one_token_per_merged_patch(
     assert int(types.sum()) == image and types.shape == ids.shape
 
 
+def test_text_stays_within_the_text_towers_positions(zoo_dir: Path) -> None:
+    import torch
+    import transformers
+
+    entry = by_name()["owlvit"]
+    model = getattr(transformers, entry.arch).from_pretrained(zoo_dir / entry.name)
+    spec = InputSpec.of(model, config=model.config, tokenizer=None, batch=2, seq_len=32,
+                        device="cpu", float_dtype=torch.float32, train=False)
+    inputs = build_inputs(spec)
+    positions = model.config.text_config.max_position_embeddings
+    assert positions < 32 and list(inputs["input_ids"].shape) == [2, positions]
+    with torch.no_grad():
+        model(**inputs)
+
+
+def test_matting_image_has_the_backbones_channels(zoo_dir: Path) -> None:
+    spec, config = _spec(zoo_dir, "vitmatte")
+    pixels = build_inputs(spec)["pixel_values"]
+    assert config.backbone_config.num_channels == 4  # the image and its trimap
+    assert pixels.shape[1] == 4
+
+
 def test_time_series_windows_come_from_the_config(zoo_dir: Path) -> None:
     spec, config = _spec(zoo_dir, "time-series-transformer")
     inputs = build_inputs(spec)

@@ -37,10 +37,11 @@ def _token_ids(spec: InputSpec, built: Built) -> Any:
 
     vocab = spec.vocab()
     image_tokens = media.image_token_count(spec, built)
-    length = spec.seq_len + image_tokens
-    ids = _tokenized(spec, vocab) if not image_tokens else None
+    text = spec.text_length()
+    length = text + image_tokens
+    ids = _tokenized(spec, vocab, text) if not image_tokens else None
     if ids is None:
-        ids = spec.randint(vocab, (spec.batch, spec.seq_len), salt=1)
+        ids = spec.randint(vocab, (spec.batch, text), salt=1)
         ids = media.avoid_special_ids(spec, ids)
     if image_tokens:
         marker = spec.image_token_id() or 0  # set: image_token_count found one
@@ -61,18 +62,18 @@ def _framed(spec: InputSpec, image: Any) -> list[Any]:
     return [image.new_full((spec.batch, 1), start), image, image.new_full((spec.batch, 1), end)]
 
 
-def _tokenized(spec: InputSpec, vocab: int) -> Any:
+def _tokenized(spec: InputSpec, vocab: int, length: int) -> Any:
     import torch
 
     tok = spec.tokenizer
     if tok is None:
         return None
     try:
-        text = _SAMPLE_TEXT * (spec.seq_len // 8 + 1)
-        enc = tok(text, add_special_tokens=False)["input_ids"][: spec.seq_len]
+        text = _SAMPLE_TEXT * (length // 8 + 1)
+        enc = tok(text, add_special_tokens=False)["input_ids"][:length]
     except Exception:  # a tokenizer that cannot encode plain text: fall back to random ids
         return None
-    if len(enc) != spec.seq_len or max(enc) >= vocab:
+    if len(enc) != length or max(enc) >= vocab:
         return None
     return torch.tensor([enc] * spec.batch, dtype=torch.long)
 

@@ -104,6 +104,14 @@ class InputSpec:
     def vocab(self) -> int:
         return int(self.find_in("text_config", "vocab_size", default=0) or 32000)
 
+    def text_length(self) -> int:
+        """The prompt's text tokens: seq_len, within the text tower's position table where
+        the model keeps one in a text sub-config (CLIP-style towers and detectors have 16 to
+        77 positions, whatever seq_len a whole list of models is traced at)."""
+        text = getattr(self.config, "text_config", None)
+        limit = getattr(text, "max_position_embeddings", None)
+        return max(1, min(self.seq_len, limit)) if isinstance(limit, int) else self.seq_len
+
     def decoder_length(self) -> int:
         """The decoder's sequence length: seq_len, within what the decoder can take."""
         limit = self.find_in("decoder", "max_target_positions", "max_position_embeddings")
