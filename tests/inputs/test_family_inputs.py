@@ -57,12 +57,22 @@ def test_dynamic_resolution_image_has_its_grid_and_one_token_per_merged_patch(
     ids = inputs["input_ids"][0]
     image = int((ids == config.image_token_id).sum())
     assert image == t * h * w // vision.spatial_merge_size**2
-    # Framed as the processor frames it: start, the image's tokens, end, then the text.
+    # A clip beside the image, so the video tower runs too: two temporal patches on the
+    # image's grid, one token per merged patch.
+    vt, vh, vw = inputs["video_grid_thw"][0].tolist()
+    assert (vt, vh, vw) == (2, h, w)
+    assert list(inputs["pixel_values_videos"].shape) == [2 * vt * vh * vw, row]
+    video = int((ids == config.video_token_id).sum())
+    assert video == vt * vh * vw // vision.spatial_merge_size**2
+    # Framed as the processor frames them: start, the image's tokens, end, the same for the
+    # video, then the text.
     assert int(ids[0]) == config.vision_start_token_id
     assert int(ids[image + 1]) == config.vision_end_token_id
-    assert inputs["input_ids"].shape[1] == image + 2 + SEQ
+    assert int(ids[image + 2]) == config.vision_start_token_id
+    assert int(ids[image + video + 3]) == config.vision_end_token_id
+    assert inputs["input_ids"].shape[1] == image + video + 4 + SEQ
     types = inputs["mm_token_type_ids"][0]
-    assert int(types.sum()) == image and types.shape == ids.shape
+    assert types.tolist().count(1) == image and types.tolist().count(2) == video
 
 
 def test_text_stays_within_the_text_towers_positions(zoo_dir: Path) -> None:

@@ -16,11 +16,18 @@ from kerneltracer.worker.inputs import grids
 from kerneltracer.worker.inputs.spec import InputSpec
 
 _DEFAULT_IMAGE = 64
+# Frames of a clip when the config does not fix them (processors sample 8 to 32; 4 keeps the
+# tiny zoo fast, and a clip's ops do not change with its length).
+_VIDEO_FRAMES = 4
+# Models whose prompts mark video frames with the image token, each frame framed and
+# timestamped by the processor: a layout no config field describes, so they get images only.
+_VIDEO_AS_IMAGE_TOKENS = frozenset({"glm4v", "glm4v_moe", "glm46v"})
 # Token ids a VLM reacts to: random text must not contain them.
 _SPECIAL = (
     "image_token_id",
     "image_token_index",
     "video_token_id",
+    "video_token_index",
     "audio_token_id",
     "vision_start_token_id",
     "vision_end_token_id",
@@ -201,28 +208,75 @@ def image_token_count(spec: InputSpec, built: dict[str, Any]) -> int:
     """
     if "pixel_values" not in built or spec.image_token_id() is None:
         return 0
+    if "image_tokens" not in spec.asked:
+        spec.asked["image_tokens"] = _ask_tokens(spec, built, "image", "pixel_values")
+    return int(spec.asked["image_tokens"])
+
+
+def video_token_count(spec: InputSpec, built: dict[str, Any]) -> int:
+    """Placeholder tokens for the built video (0 if none), asked of the model's video
+    features as :func:`image_token_count` asks its image features."""
+    if "pixel_values_videos" not in built or video_token_id(spec) is None:
+        return 0
+    if "video_tokens" not in spec.asked:
+        spec.asked["video_tokens"] = _ask_tokens(spec, built, "video", "pixel_values_videos")
+    return int(spec.asked["video_tokens"])
+
+
+def placeholder_counts(spec: InputSpec, built: dict[str, Any]) -> tuple[int, int]:
+    """(image tokens, video tokens) of the prompt: what input_ids' builder asks first."""
+    return image_token_count(spec, built), video_token_count(spec, built)
+
+
+def video_token_id(spec: InputSpec) -> int | None:
+    value = spec.find("video_token_id", "video_token_index")
+    return int(value) if isinstance(value, int) else None
+
+
+def _ask_tokens(spec: InputSpec, built: dict[str, Any], what: str, pixels: str) -> int:
     import torch
 
-    get = getattr(spec.model, "get_image_features", None)
+    # On the task model or on the base model it wraps (Video-LLaVA keeps it there).
+    get = getattr(spec.model, f"get_{what}_features", None) or getattr(
+        getattr(spec.model, "model", None), f"get_{what}_features", None
+    )
     if get is None:
         raise UnsupportedError(
-            f"{spec.class_name} takes image placeholder tokens but has no get_image_features "
+            f"{spec.class_name} takes {what} placeholder tokens but has no get_{what}_features "
             "to count them"
         )
-    # Whatever else the processor sent with the image and the feature getter reads (the grid
+    # Whatever else the processor sent with the pixels and the feature getter reads (the grid
     # of dynamic-resolution patches, image sizes, the Q-Former's instruction, pixel masks).
     accepted = inspect.signature(get).parameters
     extra = {
         k: v.to(spec.device)
         for k, v in built.items()
-        if k != "pixel_values" and k in accepted and hasattr(v, "to")
+        if k != pixels and k in accepted and hasattr(v, "to")
     }
     with torch.no_grad():
-        feats = get(pixel_values=built["pixel_values"].to(spec.device), **extra)
+        feats = get(**{pixels: built[pixels].to(spec.device)}, **extra)
     count = _feature_rows(feats) // spec.batch
     if count <= 0:
-        raise UnsupportedError(f"{spec.class_name}: could not count image tokens")
+        raise UnsupportedError(f"{spec.class_name}: could not count {what} tokens")
     return count
+
+
+def pixel_values_videos(spec: InputSpec, built: dict[str, Any]) -> Any:
+    """A short clip beside the image, so the video tower is traced too: flattened patches
+    with their grid (dynamic resolution), else (batch, frames, channels, H, W)."""
+    if grids.dynamic_resolution(spec):
+        return grids.video_patches(spec)
+    channels = int(spec.find_in("vision_config", "num_channels", default=3))
+    frames = spec.find_in("vision_config", "num_frames")
+    frames = frames if isinstance(frames, int) and frames > 0 else _VIDEO_FRAMES
+    side = _image_side(spec)
+    return spec.randn((spec.batch, frames, channels, side, side), salt=15)
+
+
+def wants_video(spec: InputSpec, built: dict[str, Any]) -> bool:
+    """The config names a video placeholder: the processor sends videos under their own name."""
+    model_type = getattr(spec.config, "model_type", None)
+    return video_token_id(spec) is not None and model_type not in _VIDEO_AS_IMAGE_TOKENS
 
 
 def _feature_rows(feats: Any) -> int:

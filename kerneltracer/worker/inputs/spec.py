@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +35,12 @@ class InputSpec:
     # Leave out the attention mask the builders would make all ones (weights fake: see
     # builders._wants_mask).
     omit_all_ones_mask: bool = False
+    # Weights fake: builds an input whose values we know (token ids, image grids and sizes)
+    # as a real tensor the fake mode keeps, so that code reading those values runs (see
+    # huggingface.fake.keep_values). Given the builder, called with real earlier inputs.
+    keep_values: Callable[[Callable[[dict[str, Any]], Any], dict[str, Any]], Any] | None = None
+    # What a builder asked the model once (image token counts), reused by later builders.
+    asked: dict[str, Any] = field(default_factory=dict)
     # Forward parameters by name; ``required`` are those with no default.
     params: dict[str, inspect.Parameter] = field(default_factory=dict)
 
