@@ -97,6 +97,41 @@ def test_matting_image_has_the_backbones_channels(zoo_dir: Path) -> None:
     assert pixels.shape[1] == 4
 
 
+def test_tiled_image_is_read_through_cross_attention(zoo_dir: Path) -> None:
+    spec, config = _spec(zoo_dir, "mllama")
+    inputs = build_inputs(spec)
+    vision = config.vision_config
+    tiles = vision.max_num_tiles
+    side = vision.image_size
+    assert list(inputs["pixel_values"].shape) == [2, 1, tiles, 3, side, side]
+    # 1-based id of the supported ratio that uses every tile
+    ratio = vision.supported_aspect_ratios[int(inputs["aspect_ratio_ids"][0, 0]) - 1]
+    assert ratio[0] * ratio[1] == tiles
+    assert inputs["aspect_ratio_mask"].tolist() == [[[1] * tiles]] * 2
+    # One placeholder for the image, then the text; every token sees every tile.
+    ids = inputs["input_ids"]
+    assert ids.shape[1] == SEQ + 1 and int((ids == config.image_token_index).sum()) == 2
+    assert list(inputs["cross_attention_mask"].shape) == [2, SEQ + 1, 1, tiles]
+
+
+def test_raw_patches_are_embedded_by_the_decoder(zoo_dir: Path) -> None:
+    spec, config = _spec(zoo_dir, "fuyu")
+    inputs = build_inputs(spec)
+    patches = (config.image_size // config.patch_size) ** 2
+    row = config.patch_size**2 * config.num_channels
+    assert list(inputs["pixel_values"].shape) == [2, patches, row]
+    assert int((inputs["input_ids"][0] == config.image_token_id).sum()) == patches
+
+
+def test_clip_given_as_pixel_values_gets_video_placeholders(zoo_dir: Path) -> None:
+    spec, config = _spec(zoo_dir, "instructblip-video")
+    inputs = build_inputs(spec)
+    frames = inputs["pixel_values"].shape[1]
+    assert inputs["pixel_values"].dim() == 5 and frames > 1
+    video = int((inputs["input_ids"][0] == config.video_token_index).sum())
+    assert video == config.num_query_tokens * frames  # the Q-Former's queries per frame
+
+
 def test_time_series_windows_come_from_the_config(zoo_dir: Path) -> None:
     spec, config = _spec(zoo_dir, "time-series-transformer")
     inputs = build_inputs(spec)

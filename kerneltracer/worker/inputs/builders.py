@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kerneltracer.worker.inputs import grids, labels, media, series
+from kerneltracer.worker.inputs import grids, labels, media, series, tiles
 from kerneltracer.worker.inputs.spec import InputSpec
 
 Built = dict[str, Any]
@@ -139,6 +139,10 @@ BUILDERS: Mapping[str, Builder] = {
         Builder("image_grid_thw", "vision", grids.image_grid_thw, grids.wants_grid, known=True),
         Builder("image_sizes", "vision", media.image_sizes, media.wants_image_sizes,
                 known=True),
+        Builder("aspect_ratio_ids", "vision", tiles.aspect_ratio_ids, tiles.wants_tiles,
+                known=True),
+        Builder("aspect_ratio_mask", "vision", tiles.aspect_ratio_mask, tiles.wants_tiles,
+                known=True),
         Builder("pixel_attention_mask", "vision", media.pixel_attention_mask, media.has_pixels),
         Builder("pixel_values_videos", "vision", media.pixel_values_videos, media.wants_video),
         Builder("video_grid_thw", "vision", grids.video_grid_thw, grids.wants_video_grid,
@@ -162,6 +166,8 @@ BUILDERS: Mapping[str, Builder] = {
         Builder("input_ids", "text", _token_ids, known=True, prepare=media.placeholder_counts),
         Builder("attention_mask", "text", lambda s, b: _ones_like_ids(b), _wants_mask),
         Builder("token_type_ids", "text", lambda s, b: _zeros_like_ids(b), _wants_token_types),
+        Builder("cross_attention_mask", "vision", tiles.cross_attention_mask,
+                tiles.wants_cross_mask, known=True),
         Builder("mm_token_type_ids", "text", grids.mm_token_type_ids, grids.wants_token_types,
                 known=True),
         Builder("position_ids", "text", grids.rope_positions, grids.wants_rope_positions,

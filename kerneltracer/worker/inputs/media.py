@@ -12,7 +12,7 @@ import inspect
 from typing import Any
 
 from kerneltracer.errors import UnsupportedError
-from kerneltracer.worker.inputs import grids
+from kerneltracer.worker.inputs import grids, tiles
 from kerneltracer.worker.inputs.spec import InputSpec
 
 _DEFAULT_IMAGE = 64
@@ -47,9 +47,15 @@ def _side(value: Any) -> int:
 def pixel_values(spec: InputSpec, built: dict[str, Any]) -> Any:
     if grids.dynamic_resolution(spec):
         return grids.patches(spec)
+    if _flat_patches(spec):
+        return _patch_rows(spec)
     # Matting models take the image and its trimap: 4 channels, said by the backbone's config.
     channels = int(spec.find_in("vision_config", "num_channels", default=3))
     side = _image_side(spec)
+    if tiles.tiled(spec):
+        return tiles.pixel_tiles(spec, side, channels)
+    if clip_as_pixels(spec):
+        return spec.randn((spec.batch, _VIDEO_FRAMES, channels, side, side), salt=10)
     frames = spec.find_in("vision_config", "num_frames")
     if isinstance(frames, int) and frames > 0:
         # Video classifiers (VideoMAE, TimeSformer, ViViT): (batch, frames, channels, H, W);
@@ -62,6 +68,26 @@ def pixel_values(spec: InputSpec, built: dict[str, Any]) -> Any:
         # Idefics style: per sample a list of images (here one), each with its pixel mask.
         return spec.randn((spec.batch, 1, channels, side, side), salt=10)
     return spec.randn((spec.batch, channels, side, side), salt=10)
+
+
+def _flat_patches(spec: InputSpec) -> bool:
+    """The decoder embeds raw patches itself, no vision tower (Fuyu): the forward documents
+    its image as (batch, patches, patch x patch x channels)."""
+    for name in ("pixel_values", "image_patches"):
+        dims = spec.documented_shape(name) if name in spec.params else None
+        if dims is not None and len(dims) == 3 and "patch" in dims[1]:
+            return True
+    return False
+
+
+def _patch_rows(spec: InputSpec) -> Any:
+    """One row per patch of a square image, each row a patch's values, as the processor
+    cuts them."""
+    channels = int(spec.find("num_channels", default=3))
+    patch = _side(spec.find("patch_size", default=30))
+    side = _image_side(spec)
+    count = max(1, side // patch) ** 2
+    return spec.randn((spec.batch, count, patch * patch * channels), salt=17)
 
 
 def _any_resolution(spec: InputSpec) -> bool:
@@ -208,6 +234,8 @@ def image_token_count(spec: InputSpec, built: dict[str, Any]) -> int:
     """
     if "pixel_values" not in built or spec.image_token_id() is None:
         return 0
+    if tiles.cross_attention(spec):
+        return 1  # the text attends to the image's tiles; the prompt marks where it stands
     if "image_tokens" not in spec.asked:
         spec.asked["image_tokens"] = _ask_tokens(spec, built, "image", "pixel_values")
     return int(spec.asked["image_tokens"])
@@ -216,11 +244,31 @@ def image_token_count(spec: InputSpec, built: dict[str, Any]) -> int:
 def video_token_count(spec: InputSpec, built: dict[str, Any]) -> int:
     """Placeholder tokens for the built video (0 if none), asked of the model's video
     features as :func:`image_token_count` asks its image features."""
-    if "pixel_values_videos" not in built or video_token_id(spec) is None:
+    pixels = "pixel_values" if clip_as_pixels(spec) else "pixel_values_videos"
+    if pixels not in built or video_token_id(spec) is None:
         return 0
     if "video_tokens" not in spec.asked:
-        spec.asked["video_tokens"] = _ask_tokens(spec, built, "video", "pixel_values_videos")
+        spec.asked["video_tokens"] = _ask_tokens(spec, built, "video", pixels)
     return int(spec.asked["video_tokens"])
+
+
+def clip_as_pixels(spec: InputSpec) -> bool:
+    """A video model that takes its clip as ``pixel_values`` (InstructBLIP-Video): video
+    features and a video placeholder, no image features, no ``pixel_values_videos``."""
+    return (
+        "pixel_values" in spec.params
+        and "pixel_values_videos" not in spec.params
+        and video_token_id(spec) is not None
+        and _features(spec, "video") is not None
+        and _features(spec, "image") is None
+    )
+
+
+def _features(spec: InputSpec, what: str) -> Any:
+    """The model's get_{what}_features, on the task model or the base model it wraps."""
+    return getattr(spec.model, f"get_{what}_features", None) or getattr(
+        getattr(spec.model, "model", None), f"get_{what}_features", None
+    )
 
 
 def placeholder_counts(spec: InputSpec, built: dict[str, Any]) -> tuple[int, int]:
@@ -236,10 +284,7 @@ def video_token_id(spec: InputSpec) -> int | None:
 def _ask_tokens(spec: InputSpec, built: dict[str, Any], what: str, pixels: str) -> int:
     import torch
 
-    # On the task model or on the base model it wraps (Video-LLaVA keeps it there).
-    get = getattr(spec.model, f"get_{what}_features", None) or getattr(
-        getattr(spec.model, "model", None), f"get_{what}_features", None
-    )
+    get = _features(spec, what)
     if get is None:
         raise UnsupportedError(
             f"{spec.class_name} takes {what} placeholder tokens but has no get_{what}_features "
