@@ -21,8 +21,14 @@ from kerneltracer.worker.frameworks.huggingface.zoo import ZOO, build_zoo
 # One or two per family: decoder, encoder, encoder-decoder, MoE, state-space, vision, audio,
 # multimodal.
 NAMES = (
-    "llama", "gpt2", "bert-mlm", "t5", "mixtral", "qwen2-moe", "mamba", "vit", "whisper", "clip"
+    "llama", "gpt2", "bert-mlm", "t5", "mixtral", "qwen2-moe", "mamba", "vit", "whisper", "clip",
 )
+# VLMs whose forward reads values the worker chose (image grids and sizes, tile ids, token
+# layout): they run on fake weights; not compared op by op, as a fake run reads those values
+# through the dispatcher (unbind, _local_scalar_dense) where a real one reads memory, and
+# gets multimodal RoPE positions as an input where a real one computes them in the step.
+KNOWN_VALUES = ("qwen2-vl", "llava-next", "mllama")
+DATA_VALUES = ("idefics3",)
 # MoE experts run through aten._grouped_mm, whose meta function the fake mode widens to fp32
 # (fake._cpu_meta_gaps): compared in fp32 and in bf16, the dtype of real MoE checkpoints.
 DTYPE = {"qwen2-moe": "bfloat16"}
@@ -35,7 +41,7 @@ EVAL_ONLY = {"whisper"}
 @pytest.fixture(scope="module")
 def zoo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("zoo-fake")
-    build_zoo(root, list(NAMES))
+    build_zoo(root, [*NAMES, *KNOWN_VALUES, *DATA_VALUES])
     return root
 
 
@@ -84,6 +90,9 @@ def _trace(job: JobSpec, tmp_path: Path) -> set[str]:
             [r["op"], r["phase"], _norm(r["inputs"]), _norm(r["kwargs"]), _norm(r["outputs"])]
         ).decode()
         for r in rows_of(recorder.table)
+        # A known value read in Python (a grid's .tolist()): a fake tensor hands the read to
+        # the dispatcher, a real one reads its memory; the ops of the model are the same.
+        if r["op"] != "aten._local_scalar_dense.default"
     }
 
 
@@ -184,7 +193,41 @@ def test_only_tracers_that_can_run_on_fake_tensors_accept_fake_weights(
 
 
 def test_zoo_names_exist() -> None:
-    assert set(NAMES) <= {e.name for e in ZOO}
+    assert {*NAMES, *KNOWN_VALUES, *DATA_VALUES} <= {e.name for e in ZOO}
+
+
+@pytest.mark.parametrize(("name", "mode"), [(n, m) for m in ("eval", "train")
+                                            for n in KNOWN_VALUES])
+def test_values_the_worker_chose_stay_known_on_fake_weights(
+    zoo_dir: Path, tmp_path: Path, name: str, mode: str
+) -> None:
+    """transformers reads the image grid (``.tolist()``), image sizes, tile ids and the token
+    layout: values from the config and our own choices, kept real under the fake mode, so
+    the step runs."""
+    from kerneltracer.worker.frameworks.huggingface.loader import load_huggingface
+
+    ctx = load_huggingface(_job(zoo_dir / name, "fake", mode), tmp_path)
+    try:
+        inputs = ctx.example_inputs
+        assert inputs["input_ids"].constant is not None  # a fake tensor with its value
+        assert inputs["pixel_values"].constant is None  # data stays fake
+        if name == "qwen2-vl":
+            assert inputs["image_grid_thw"].constant is not None
+            assert "pixel_values_videos" in inputs and "position_ids" in inputs
+        ctx.step()
+    finally:
+        ctx.close()
+
+
+def test_values_that_are_data_stay_unsupported_naming_the_line(
+    zoo_dir: Path, tmp_path: Path
+) -> None:
+    from kerneltracer.worker.frameworks.huggingface.loader import load_huggingface
+
+    # Idefics3 drops all-zero padding images by reading the pixels: truly data.
+    with pytest.raises(UnsupportedError, match=r"modeling_idefics3\.py:\d+ in get_image_features"):
+        ctx = load_huggingface(_job(zoo_dir / "idefics3", "fake"), tmp_path)
+        ctx.close()
 
 
 def test_torch_compile_generates_the_code_of_a_fake_model_without_running_it(

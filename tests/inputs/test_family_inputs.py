@@ -57,12 +57,79 @@ def test_dynamic_resolution_image_has_its_grid_and_one_token_per_merged_patch(
     ids = inputs["input_ids"][0]
     image = int((ids == config.image_token_id).sum())
     assert image == t * h * w // vision.spatial_merge_size**2
-    # Framed as the processor frames it: start, the image's tokens, end, then the text.
+    # A clip beside the image, so the video tower runs too: two temporal patches on the
+    # image's grid, one token per merged patch.
+    vt, vh, vw = inputs["video_grid_thw"][0].tolist()
+    assert (vt, vh, vw) == (2, h, w)
+    assert list(inputs["pixel_values_videos"].shape) == [2 * vt * vh * vw, row]
+    video = int((ids == config.video_token_id).sum())
+    assert video == vt * vh * vw // vision.spatial_merge_size**2
+    # Framed as the processor frames them: start, the image's tokens, end, the same for the
+    # video, then the text.
     assert int(ids[0]) == config.vision_start_token_id
     assert int(ids[image + 1]) == config.vision_end_token_id
-    assert inputs["input_ids"].shape[1] == image + 2 + SEQ
+    assert int(ids[image + 2]) == config.vision_start_token_id
+    assert int(ids[image + video + 3]) == config.vision_end_token_id
+    assert inputs["input_ids"].shape[1] == image + video + 4 + SEQ
     types = inputs["mm_token_type_ids"][0]
-    assert int(types.sum()) == image and types.shape == ids.shape
+    assert types.tolist().count(1) == image and types.tolist().count(2) == video
+
+
+def test_text_stays_within_the_text_towers_positions(zoo_dir: Path) -> None:
+    import torch
+    import transformers
+
+    entry = by_name()["owlvit"]
+    model = getattr(transformers, entry.arch).from_pretrained(zoo_dir / entry.name)
+    spec = InputSpec.of(model, config=model.config, tokenizer=None, batch=2, seq_len=32,
+                        device="cpu", float_dtype=torch.float32, train=False)
+    inputs = build_inputs(spec)
+    positions = model.config.text_config.max_position_embeddings
+    assert positions < 32 and list(inputs["input_ids"].shape) == [2, positions]
+    with torch.no_grad():
+        model(**inputs)
+
+
+def test_matting_image_has_the_backbones_channels(zoo_dir: Path) -> None:
+    spec, config = _spec(zoo_dir, "vitmatte")
+    pixels = build_inputs(spec)["pixel_values"]
+    assert config.backbone_config.num_channels == 4  # the image and its trimap
+    assert pixels.shape[1] == 4
+
+
+def test_tiled_image_is_read_through_cross_attention(zoo_dir: Path) -> None:
+    spec, config = _spec(zoo_dir, "mllama")
+    inputs = build_inputs(spec)
+    vision = config.vision_config
+    tiles = vision.max_num_tiles
+    side = vision.image_size
+    assert list(inputs["pixel_values"].shape) == [2, 1, tiles, 3, side, side]
+    # 1-based id of the supported ratio that uses every tile
+    ratio = vision.supported_aspect_ratios[int(inputs["aspect_ratio_ids"][0, 0]) - 1]
+    assert ratio[0] * ratio[1] == tiles
+    assert inputs["aspect_ratio_mask"].tolist() == [[[1] * tiles]] * 2
+    # One placeholder for the image, then the text; every token sees every tile.
+    ids = inputs["input_ids"]
+    assert ids.shape[1] == SEQ + 1 and int((ids == config.image_token_index).sum()) == 2
+    assert list(inputs["cross_attention_mask"].shape) == [2, SEQ + 1, 1, tiles]
+
+
+def test_raw_patches_are_embedded_by_the_decoder(zoo_dir: Path) -> None:
+    spec, config = _spec(zoo_dir, "fuyu")
+    inputs = build_inputs(spec)
+    patches = (config.image_size // config.patch_size) ** 2
+    row = config.patch_size**2 * config.num_channels
+    assert list(inputs["pixel_values"].shape) == [2, patches, row]
+    assert int((inputs["input_ids"][0] == config.image_token_id).sum()) == patches
+
+
+def test_clip_given_as_pixel_values_gets_video_placeholders(zoo_dir: Path) -> None:
+    spec, config = _spec(zoo_dir, "instructblip-video")
+    inputs = build_inputs(spec)
+    frames = inputs["pixel_values"].shape[1]
+    assert inputs["pixel_values"].dim() == 5 and frames > 1
+    video = int((inputs["input_ids"][0] == config.video_token_index).sum())
+    assert video == config.num_query_tokens * frames  # the Q-Former's queries per frame
 
 
 def test_time_series_windows_come_from_the_config(zoo_dir: Path) -> None:

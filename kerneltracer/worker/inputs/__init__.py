@@ -11,7 +11,7 @@ import contextlib
 from typing import Any
 
 from kerneltracer.errors import UnsupportedError
-from kerneltracer.worker.inputs.builders import BUILDERS
+from kerneltracer.worker.inputs.builders import BUILDERS, Builder
 from kerneltracer.worker.inputs.decode import CACHE_NAMES, NOT_FOR_GENERATE, build_decode
 from kerneltracer.worker.inputs.diagnose import explain
 from kerneltracer.worker.inputs.spec import InputSpec
@@ -46,7 +46,7 @@ def build_inputs(spec: InputSpec) -> dict[str, Any]:
             continue
         if name in spec.required or builder.wanted(spec, built):
             try:
-                built[name] = builder.build(spec, built)
+                built[name] = _build(builder, spec, built)
             except Exception as exc:  # a builder that asks the model (image token counts)
                 explained = explain(exc, spec, built)
                 if explained is None:
@@ -63,6 +63,14 @@ def build_inputs(spec: InputSpec) -> dict[str, Any]:
             f"{spec.class_name}.forward takes none of {', '.join(_PRIMARY)}: no input to build"
         )
     return built
+
+
+def _build(builder: Builder, spec: InputSpec, built: dict[str, Any]) -> Any:
+    if not builder.known or spec.keep_values is None:
+        return builder.build(spec, built)
+    if builder.prepare is not None:
+        builder.prepare(spec, built)
+    return spec.keep_values(lambda real: builder.build(spec, real), built)
 
 
 def _has_primary(spec: InputSpec) -> bool:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kerneltracer.worker.inputs import grids, labels, media, series
+from kerneltracer.worker.inputs import grids, labels, media, series, tiles
 from kerneltracer.worker.inputs.spec import InputSpec
 
 Built = dict[str, Any]
@@ -30,23 +30,34 @@ class Builder:
     build: Callable[[InputSpec, Built], Any]
     wanted: Callable[[InputSpec, Built], bool] = lambda spec, built: True
     train_only: bool = False
+    # Its values are ours, not data (ids we drew, grids and sizes from the config): a fake
+    # run keeps them real, as transformers reads them (spec.keep_values).
+    known: bool = False
+    # Asks the model what the build needs (spec.asked), before a known build runs apart.
+    prepare: Callable[[InputSpec, Built], Any] | None = None
 
 
 def _token_ids(spec: InputSpec, built: Built) -> Any:
     import torch
 
     vocab = spec.vocab()
-    image_tokens = media.image_token_count(spec, built)
-    audio_tokens = media.audio_token_count(spec, built)
-    length = spec.seq_len + image_tokens
-    ids = _tokenized(spec, vocab) if not (image_tokens or audio_tokens) else None
+    image_tokens, video_tokens, audio_tokens = media.placeholder_counts(spec, built)
+    text = spec.text_length()
+    length = text
+    placeholders = image_tokens or video_tokens or audio_tokens
+    ids = _tokenized(spec, vocab, text) if not placeholders else None
     if ids is None:
-        ids = spec.randint(vocab, (spec.batch, spec.seq_len), salt=1)
+        ids = spec.randint(vocab, (spec.batch, text), salt=1)
         ids = media.avoid_special_ids(spec, ids)
-    if image_tokens:
-        marker = spec.image_token_id() or 0  # set: image_token_count found one
-        prefix = torch.full((spec.batch, image_tokens), marker, dtype=torch.long)
-        ids = torch.cat([*_framed(spec, prefix), ids], dim=1)
+    if image_tokens or video_tokens:
+        # The image's placeholders, then the video's, then the text (set: counted above).
+        parts = []
+        for count, marker in ((image_tokens, spec.image_token_id()),
+                              (video_tokens, media.video_token_id(spec))):
+            if count:
+                run = torch.full((spec.batch, count), marker or 0, dtype=torch.long)
+                parts += _framed(spec, run)
+        ids = torch.cat([*parts, ids], dim=1)
     if audio_tokens:
         # As the processor writes an audio prompt: the audio's placeholders, then the text.
         marker = int(spec.find("audio_token_id", "audio_token_index"))
@@ -58,26 +69,26 @@ def _token_ids(spec: InputSpec, built: Built) -> Any:
 
 
 def _framed(spec: InputSpec, image: Any) -> list[Any]:
-    """The image's placeholders between the vision start and end tokens, where the config
-    names them (as the model's processor writes its prompts)."""
+    """An image's or a video's placeholders between the vision start and end tokens, where
+    the config names them (as the model's processor writes its prompts)."""
     start, end = spec.find("vision_start_token_id"), spec.find("vision_end_token_id")
     if not (isinstance(start, int) and isinstance(end, int)):
         return [image]
     return [image.new_full((spec.batch, 1), start), image, image.new_full((spec.batch, 1), end)]
 
 
-def _tokenized(spec: InputSpec, vocab: int) -> Any:
+def _tokenized(spec: InputSpec, vocab: int, length: int) -> Any:
     import torch
 
     tok = spec.tokenizer
     if tok is None:
         return None
     try:
-        text = _SAMPLE_TEXT * (spec.seq_len // 8 + 1)
-        enc = tok(text, add_special_tokens=False)["input_ids"][: spec.seq_len]
+        text = _SAMPLE_TEXT * (length // 8 + 1)
+        enc = tok(text, add_special_tokens=False)["input_ids"][:length]
     except Exception:  # a tokenizer that cannot encode plain text: fall back to random ids
         return None
-    if len(enc) != spec.seq_len or max(enc) >= vocab:
+    if len(enc) != length or max(enc) >= vocab:
         return None
     return torch.tensor([enc] * spec.batch, dtype=torch.long)
 
@@ -142,9 +153,17 @@ BUILDERS: Mapping[str, Builder] = {
     b.name: b
     for b in (
         Builder("pixel_values", "vision", media.pixel_values),
-        Builder("image_grid_thw", "vision", grids.image_grid_thw, grids.wants_grid),
-        Builder("image_sizes", "vision", media.image_sizes, media.wants_image_sizes),
+        Builder("image_grid_thw", "vision", grids.image_grid_thw, grids.wants_grid, known=True),
+        Builder("image_sizes", "vision", media.image_sizes, media.wants_image_sizes,
+                known=True),
+        Builder("aspect_ratio_ids", "vision", tiles.aspect_ratio_ids, tiles.wants_tiles,
+                known=True),
+        Builder("aspect_ratio_mask", "vision", tiles.aspect_ratio_mask, tiles.wants_tiles,
+                known=True),
         Builder("pixel_attention_mask", "vision", media.pixel_attention_mask, media.has_pixels),
+        Builder("pixel_values_videos", "vision", media.pixel_values_videos, media.wants_video),
+        Builder("video_grid_thw", "vision", grids.video_grid_thw, grids.wants_video_grid,
+                known=True),
         Builder("qformer_input_ids", "text", media.qformer_input_ids, media.has_pixels),
         Builder("qformer_attention_mask", "text", media.qformer_attention_mask,
                 media.has_qformer_ids),
@@ -163,10 +182,15 @@ BUILDERS: Mapping[str, Builder] = {
         Builder("future_values", "series", series.future_values, series.wants_future),
         Builder("future_time_features", "series", series.future_time_features,
                 series.wants_future_features),
-        Builder("input_ids", "text", _token_ids),
+        Builder("input_ids", "text", _token_ids, known=True, prepare=media.placeholder_counts),
         Builder("attention_mask", "text", _attention_mask, _wants_mask),
         Builder("token_type_ids", "text", lambda s, b: _zeros_like_ids(b), _wants_token_types),
-        Builder("mm_token_type_ids", "text", grids.mm_token_type_ids, grids.wants_token_types),
+        Builder("cross_attention_mask", "vision", tiles.cross_attention_mask,
+                tiles.wants_cross_mask, known=True),
+        Builder("mm_token_type_ids", "text", grids.mm_token_type_ids, grids.wants_token_types,
+                known=True),
+        Builder("position_ids", "text", grids.rope_positions, grids.wants_rope_positions,
+                known=True),
         Builder("bbox", "layout", _bbox, _wants_bbox),
         Builder("decoder_input_ids", "text", _decoder_ids, _is_encoder_decoder),
         Builder("labels", "label", labels.labels, labels.wants_labels, train_only=True),

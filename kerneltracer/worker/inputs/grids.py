@@ -8,6 +8,7 @@ config (patch sizes, spatial merge), so every model with this forward signature 
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from kerneltracer.worker.inputs.spec import InputSpec
@@ -31,12 +32,37 @@ def grid(spec: InputSpec) -> tuple[int, int, int]:
 
 def patches(spec: InputSpec) -> Any:
     t, h, w = grid(spec)
+    return spec.randn((spec.batch * t * h * w, _row(spec)), salt=13)
+
+
+def _row(spec: InputSpec) -> int:
+    """Values of one patch: channels x temporal patch x patch x patch."""
     patch = int(spec.find_in("vision_config", "patch_size", default=14))
     temporal = int(spec.find_in("vision_config", "temporal_patch_size", default=1) or 1)
     channels = int(spec.find_in("vision_config", "in_channels", "in_chans", "num_channels",
                                 default=3))
-    row = channels * temporal * patch * patch
-    return spec.randn((spec.batch * t * h * w, row), salt=13)
+    return channels * temporal * patch * patch
+
+
+def video_grid(spec: InputSpec) -> tuple[int, int, int]:
+    """A clip of two temporal patches on the image's grid."""
+    _, h, w = grid(spec)
+    return 2, h, w
+
+
+def video_patches(spec: InputSpec) -> Any:
+    t, h, w = video_grid(spec)
+    return spec.randn((spec.batch * t * h * w, _row(spec)), salt=16)
+
+
+def video_grid_thw(spec: InputSpec, built: dict[str, Any]) -> Any:
+    import torch
+
+    return torch.tensor([video_grid(spec)] * spec.batch, dtype=torch.long)
+
+
+def wants_video_grid(spec: InputSpec, built: dict[str, Any]) -> bool:
+    return "pixel_values_videos" in built
 
 
 def image_grid_thw(spec: InputSpec, built: dict[str, Any]) -> Any:
@@ -50,11 +76,48 @@ def wants_grid(spec: InputSpec, built: dict[str, Any]) -> bool:
 
 
 def mm_token_type_ids(spec: InputSpec, built: dict[str, Any]) -> Any:
-    """Per token its modality (0 text, 1 image), which multimodal RoPE reads."""
+    """Per token its modality (0 text, 1 image, 2 video), which multimodal RoPE reads."""
     ids = built["input_ids"]
-    marker = spec.image_token_id()
-    return (ids == marker).long() if marker is not None else ids.new_zeros(ids.shape)
+    types = ids.new_zeros(ids.shape)
+    for kind, marker in ((1, spec.image_token_id()), (2, _video_marker(spec))):
+        if marker is not None:
+            types[ids == marker] = kind
+    return types
+
+
+def _video_marker(spec: InputSpec) -> int | None:
+    value = spec.find("video_token_id", "video_token_index")
+    return int(value) if isinstance(value, int) else None
 
 
 def wants_token_types(spec: InputSpec, built: dict[str, Any]) -> bool:
     return "input_ids" in built and "pixel_values" in built
+
+
+def rope_positions(spec: InputSpec, built: dict[str, Any]) -> Any:
+    """Multimodal RoPE positions (3, batch, tokens), from the model's own get_rope_index on
+    the token layout and grids we built."""
+    get = _rope_index(spec.model)
+    accepted = inspect.signature(get).parameters
+    extra = {k: v for k, v in built.items() if k in accepted and k != "input_ids"}
+    positions, _ = get(built["input_ids"], **extra)
+    return positions
+
+
+def wants_rope_positions(spec: InputSpec, built: dict[str, Any]) -> bool:
+    # Only where the values are kept (weights fake): the model computes them itself from the
+    # token layout, with Python lists of tensors that fake tensors cannot fill
+    # (torch.tensor of per-sample deltas); with real weights it does so in the trace.
+    return (
+        spec.keep_values is not None
+        and "mm_token_type_ids" in built
+        and _rope_index(spec.model) is not None
+    )
+
+
+def _rope_index(model: Any) -> Any:
+    for owner in (model, getattr(model, "model", None)):
+        get = getattr(owner, "get_rope_index", None)
+        if callable(get):
+            return get
+    return None

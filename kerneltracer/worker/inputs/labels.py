@@ -64,7 +64,8 @@ def labels(spec: InputSpec, built: dict[str, Any]) -> Any:
     if head == "multiple_choice":
         return spec.randint(spec.choices or 2, (spec.batch,), salt=21)
     if head == "token_classification":
-        return spec.randint(num_labels, (spec.batch, spec.seq_len), salt=22)
+        length = int(built["input_ids"].shape[-1]) if "input_ids" in built else spec.seq_len
+        return spec.randint(num_labels, (spec.batch, length), salt=22)
     if head == "ctc":
         frames = max(2, spec.seq_len // 2)  # shorter than the frames, as CTC requires
         # Never the blank: CTC heads take pad_token_id as blank (0 for wav2vec2, the last id

@@ -12,15 +12,22 @@ import inspect
 from typing import Any
 
 from kerneltracer.errors import UnsupportedError
-from kerneltracer.worker.inputs import grids
+from kerneltracer.worker.inputs import grids, tiles
 from kerneltracer.worker.inputs.spec import InputSpec
 
 _DEFAULT_IMAGE = 64
+# Frames of a clip when the config does not fix them (processors sample 8 to 32; 4 keeps the
+# tiny zoo fast, and a clip's ops do not change with its length).
+_VIDEO_FRAMES = 4
+# Models whose prompts mark video frames with the image token, each frame framed and
+# timestamped by the processor: a layout no config field describes, so they get images only.
+_VIDEO_AS_IMAGE_TOKENS = frozenset({"glm4v", "glm4v_moe", "glm46v"})
 # Token ids a VLM reacts to: random text must not contain them.
 _SPECIAL = (
     "image_token_id",
     "image_token_index",
     "video_token_id",
+    "video_token_index",
     "audio_token_id",
     "audio_token_index",
     "vision_start_token_id",
@@ -41,9 +48,15 @@ def _side(value: Any) -> int:
 def pixel_values(spec: InputSpec, built: dict[str, Any]) -> Any:
     if grids.dynamic_resolution(spec):
         return grids.patches(spec)
+    if _flat_patches(spec):
+        return _patch_rows(spec)
     # Matting models take the image and its trimap: 4 channels, said by the backbone's config.
     channels = int(spec.find_in("vision_config", "num_channels", default=3))
     side = _image_side(spec)
+    if tiles.tiled(spec):
+        return tiles.pixel_tiles(spec, side, channels)
+    if clip_as_pixels(spec):
+        return spec.randn((spec.batch, _VIDEO_FRAMES, channels, side, side), salt=10)
     frames = spec.find_in("vision_config", "num_frames")
     if isinstance(frames, int) and frames > 0:
         # Video classifiers (VideoMAE, TimeSformer, ViViT): (batch, frames, channels, H, W);
@@ -56,6 +69,26 @@ def pixel_values(spec: InputSpec, built: dict[str, Any]) -> Any:
         # Idefics style: per sample a list of images (here one), each with its pixel mask.
         return spec.randn((spec.batch, 1, channels, side, side), salt=10)
     return spec.randn((spec.batch, channels, side, side), salt=10)
+
+
+def _flat_patches(spec: InputSpec) -> bool:
+    """The decoder embeds raw patches itself, no vision tower (Fuyu): the forward documents
+    its image as (batch, patches, patch x patch x channels)."""
+    for name in ("pixel_values", "image_patches"):
+        dims = spec.documented_shape(name) if name in spec.params else None
+        if dims is not None and len(dims) == 3 and "patch" in dims[1]:
+            return True
+    return False
+
+
+def _patch_rows(spec: InputSpec) -> Any:
+    """One row per patch of a square image, each row a patch's values, as the processor
+    cuts them."""
+    channels = int(spec.find("num_channels", default=3))
+    patch = _side(spec.find("patch_size", default=30))
+    side = _image_side(spec)
+    count = max(1, side // patch) ** 2
+    return spec.randn((spec.batch, count, patch * patch * channels), salt=17)
 
 
 def _any_resolution(spec: InputSpec) -> bool:
@@ -218,27 +251,79 @@ def image_token_count(spec: InputSpec, built: dict[str, Any]) -> int:
     """
     if "pixel_values" not in built or spec.image_token_id() is None:
         return 0
+    if tiles.cross_attention(spec):
+        return 1  # the text attends to the image's tiles; the prompt marks where it stands
+    if "image_tokens" not in spec.asked:
+        spec.asked["image_tokens"] = _ask_tokens(spec, built, "image", "pixel_values")
+    return int(spec.asked["image_tokens"])
+
+
+def video_token_count(spec: InputSpec, built: dict[str, Any]) -> int:
+    """Placeholder tokens for the built video (0 if none), asked of the model's video
+    features as :func:`image_token_count` asks its image features."""
+    pixels = "pixel_values" if clip_as_pixels(spec) else "pixel_values_videos"
+    if pixels not in built or video_token_id(spec) is None:
+        return 0
+    if "video_tokens" not in spec.asked:
+        spec.asked["video_tokens"] = _ask_tokens(spec, built, "video", pixels)
+    return int(spec.asked["video_tokens"])
+
+
+def clip_as_pixels(spec: InputSpec) -> bool:
+    """A video model that takes its clip as ``pixel_values`` (InstructBLIP-Video): video
+    features and a video placeholder, no image features, no ``pixel_values_videos``."""
+    return (
+        "pixel_values" in spec.params
+        and "pixel_values_videos" not in spec.params
+        and video_token_id(spec) is not None
+        and _features(spec, "video") is not None
+        and _features(spec, "image") is None
+    )
+
+
+def _features(spec: InputSpec, what: str) -> Any:
+    """The model's get_{what}_features, on the task model or the base model it wraps."""
+    return getattr(spec.model, f"get_{what}_features", None) or getattr(
+        getattr(spec.model, "model", None), f"get_{what}_features", None
+    )
+
+
+def placeholder_counts(spec: InputSpec, built: dict[str, Any]) -> tuple[int, int, int]:
+    """(image, video, audio tokens) of the prompt: what input_ids' builder asks first."""
+    return (
+        image_token_count(spec, built),
+        video_token_count(spec, built),
+        audio_token_count(spec, built),
+    )
+
+
+def video_token_id(spec: InputSpec) -> int | None:
+    value = spec.find("video_token_id", "video_token_index")
+    return int(value) if isinstance(value, int) else None
+
+
+def _ask_tokens(spec: InputSpec, built: dict[str, Any], what: str, pixels: str) -> int:
     import torch
 
-    get = getattr(spec.model, "get_image_features", None)
+    get = _features(spec, what)
     if get is None:
         raise UnsupportedError(
-            f"{spec.class_name} takes image placeholder tokens but has no get_image_features "
+            f"{spec.class_name} takes {what} placeholder tokens but has no get_{what}_features "
             "to count them"
         )
-    # Whatever else the processor sent with the image and the feature getter reads (the grid
+    # Whatever else the processor sent with the pixels and the feature getter reads (the grid
     # of dynamic-resolution patches, image sizes, the Q-Former's instruction, pixel masks).
     accepted = inspect.signature(get).parameters
     extra = {
         k: v.to(spec.device)
         for k, v in built.items()
-        if k != "pixel_values" and k in accepted and hasattr(v, "to")
+        if k != pixels and k in accepted and hasattr(v, "to")
     }
     with torch.no_grad():
-        feats = get(pixel_values=built["pixel_values"].to(spec.device), **extra)
+        feats = get(**{pixels: built[pixels].to(spec.device)}, **extra)
     count = _feature_rows(feats) // spec.batch
     if count <= 0:
-        raise UnsupportedError(f"{spec.class_name}: could not count image tokens")
+        raise UnsupportedError(f"{spec.class_name}: could not count {what} tokens")
     return count
 
 
@@ -278,6 +363,12 @@ def audio_token_count(spec: InputSpec, built: dict[str, Any]) -> int:
     value = spec.find("audio_token_id", "audio_token_index")
     if "input_features" not in built or not isinstance(value, int):
         return 0
+    if "audio_tokens" not in spec.asked:
+        spec.asked["audio_tokens"] = _ask_audio_tokens(spec, built)
+    return int(spec.asked["audio_tokens"])
+
+
+def _ask_audio_tokens(spec: InputSpec, built: dict[str, Any]) -> int:
     import torch
 
     get = getattr(spec.model, "get_audio_features", None) or _audio_tower(spec)
@@ -309,6 +400,24 @@ def _audio_tower(spec: InputSpec) -> Any:
         if module is not spec.model and type(getattr(module, "config", None)) is type(audio_config):
             return module
     return None
+
+
+def pixel_values_videos(spec: InputSpec, built: dict[str, Any]) -> Any:
+    """A short clip beside the image, so the video tower is traced too: flattened patches
+    with their grid (dynamic resolution), else (batch, frames, channels, H, W)."""
+    if grids.dynamic_resolution(spec):
+        return grids.video_patches(spec)
+    channels = int(spec.find_in("vision_config", "num_channels", default=3))
+    frames = spec.find_in("vision_config", "num_frames")
+    frames = frames if isinstance(frames, int) and frames > 0 else _VIDEO_FRAMES
+    side = _image_side(spec)
+    return spec.randn((spec.batch, frames, channels, side, side), salt=15)
+
+
+def wants_video(spec: InputSpec, built: dict[str, Any]) -> bool:
+    """The config names a video placeholder: the processor sends videos under their own name."""
+    model_type = getattr(spec.config, "model_type", None)
+    return video_token_id(spec) is not None and model_type not in _VIDEO_AS_IMAGE_TOKENS
 
 
 def _feature_rows(feats: Any) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +35,12 @@ class InputSpec:
     # Leave out the attention mask the builders would make all ones (weights fake: see
     # builders._wants_mask).
     omit_all_ones_mask: bool = False
+    # Weights fake: builds an input whose values we know (token ids, image grids and sizes)
+    # as a real tensor the fake mode keeps, so that code reading those values runs (see
+    # huggingface.fake.keep_values). Given the builder, called with real earlier inputs.
+    keep_values: Callable[[Callable[[dict[str, Any]], Any], dict[str, Any]], Any] | None = None
+    # What a builder asked the model once (image token counts), reused by later builders.
+    asked: dict[str, Any] = field(default_factory=dict)
     # Forward parameters by name; ``required`` are those with no default.
     params: dict[str, inspect.Parameter] = field(default_factory=dict)
 
@@ -124,6 +131,14 @@ class InputSpec:
 
     def vocab(self) -> int:
         return int(self.find_in("text_config", "vocab_size", default=0) or 32000)
+
+    def text_length(self) -> int:
+        """The prompt's text tokens: seq_len, within the text tower's position table where
+        the model keeps one in a text sub-config (CLIP-style towers and detectors have 16 to
+        77 positions, whatever seq_len a whole list of models is traced at)."""
+        text = getattr(self.config, "text_config", None)
+        limit = getattr(text, "max_position_embeddings", None)
+        return max(1, min(self.seq_len, limit)) if isinstance(limit, int) else self.seq_len
 
     def decoder_length(self) -> int:
         """The decoder's sequence length: seq_len, within what the decoder can take."""

@@ -30,13 +30,13 @@ GENERATE_REFUSAL = (
 
 @contextlib.contextmanager
 def fake_session() -> Iterator[Any]:
-    """A FakeTensorMode that turns real constants a forward makes into fake ones, with the
+    """A FakeTensorMode (known input values flow through it: _keeping_mode) that turns real
+    constants a forward makes into fake ones, with the
     meta functions that are stricter than the CPU kernels widened (see _widen_grouped_mm),
     and value checks off: torch.distributions' argument checks, and transformers'
     input-consistency checks, which compare counts of our own inputs (image tokens against
     image features) with ``torch._check`` and so read the values of tensors; the inputs are
     built consistent, and a fake run has no values to check."""
-    from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.distributions import Distribution
 
     _widen_grouped_mm()
@@ -47,7 +47,7 @@ def fake_session() -> Iterator[Any]:
     validating = Distribution._validate_args
     Distribution.set_default_validate_args(False)
     try:
-        with FakeTensorMode(allow_non_fake_inputs=True) as mode:
+        with _keeping_mode()(allow_non_fake_inputs=True) as mode:
             yield mode
     finally:
         Distribution.set_default_validate_args(validating)
@@ -58,6 +58,122 @@ def fake_session() -> Iterator[Any]:
 
 
 _NO_CHECKS = "TRANSFORMERS_DISABLE_TORCH_CHECK"
+# The largest result computed for real from inputs whose values are known (kept_values):
+# grids, sizes, token ids and what is derived from them alone are far smaller.
+_KEPT_NUMEL = 1 << 16
+
+
+def _keeping_mode() -> Any:
+    """A FakeTensorMode whose known values flow: an op whose every tensor input has a value
+    (a kept input, or what was computed from kept inputs alone) runs for real and its result
+    keeps its value, up to _KEPT_NUMEL elements (torch keeps only single values). So
+    transformers can read an image grid or a token id mask (``.tolist()``, ``.item()``) as
+    with real weights, while everything that touches a weight stays fake."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+    from torch.utils import _pytree as pytree
+    from torch.utils._mode_utils import no_dispatch
+
+    class KeepingMode(FakeTensorMode):
+        _from_known = False
+
+        def dispatch(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            kwargs = kwargs or {}
+            leaves = pytree.arg_tree_leaves(*args, **kwargs)
+            if not any(isinstance(a, torch.Tensor) for a in leaves) and _index_factory(
+                func, args, kwargs
+            ):
+                # Counting and index tensors made from Python numbers (aranges, zeros of
+                # positions): known values, as ops on kept inputs compute from them.
+                with no_dispatch():
+                    real = func(*args, **kwargs)
+                return self.fake_tensor_converter.from_real_tensor(self, real, make_constant=True)
+            fakes = [a for a in leaves if isinstance(a, FakeTensor)]
+            known = bool(fakes) and all(a.constant is not None for a in fakes)
+            if func in self.lift_fns and not fakes:
+                # torch.tensor(python integers): a literal, its values known.
+                known = all(not (a.dtype.is_floating_point or a.dtype.is_complex)
+                            for a in leaves if isinstance(a, torch.Tensor))
+            before, self._from_known = self._from_known, known
+            try:
+                return super().dispatch(func, types, args, kwargs)
+            finally:
+                self._from_known = before
+
+        def may_turn_const(self, t: Any) -> bool:
+            if super().may_turn_const(t):
+                return True
+            return (
+                self._from_known
+                and t.numel() <= _KEPT_NUMEL
+                and t.layout == torch.strided
+                and not self.is_our_fake(t)
+                and t.device.type != "meta"
+            )
+
+    return KeepingMode
+
+
+_FACTORIES = ("arange", "zeros", "ones", "full")
+
+
+def _index_factory(func: Any, args: Any, kwargs: Any) -> bool:
+    """An integer or bool tensor on the CPU of at most _KEPT_NUMEL elements made from Python
+    numbers alone (torch.arange(n), torch.zeros(3, b, n, dtype=long)): cheap to make real."""
+    import math
+
+    import torch
+
+    name = getattr(func, "__name__", "").split(".")[0]
+    if getattr(func, "namespace", None) != "aten" or name not in _FACTORIES:
+        return False
+    device = kwargs.get("device")
+    if device is not None and torch.device(device).type != "cpu":
+        return False
+    dtype = kwargs.get("dtype")
+    if name == "arange":
+        numbers = [a for a in args if isinstance(a, int | float)]
+        if dtype is None and not all(isinstance(a, int) for a in numbers):
+            return False
+        ends: list[float] = [*numbers, 0, 0, 0]
+        start: float
+        end: float
+        step: float
+        if len(numbers) == 1:
+            start, end, step = 0, ends[0], 1
+        else:
+            start, end, step = ends[0], ends[1], ends[2] or 1
+        count = math.ceil((end - start) / step)
+    else:
+        size = args[0] if args else kwargs.get("size")
+        if not isinstance(size, list | tuple) or not all(isinstance(n, int) for n in size):
+            return False
+        count = math.prod(size)
+    if dtype is not None and (dtype.is_floating_point or dtype.is_complex):
+        return False
+    if dtype is None and name != "arange":
+        return False  # zeros / ones / full default to float
+    return 0 <= count <= _KEPT_NUMEL
+
+
+def keep_values(mode: Any) -> Any:
+    """spec.keep_values for a fake run: the input built outside the fake mode, from the real
+    values of the known inputs before it, then made a fake tensor that keeps its value."""
+
+    def keep(build: Any, built: dict[str, Any]) -> Any:
+        from torch.utils._python_dispatch import _disable_current_modes
+
+        real = {k: _value(v) for k, v in built.items()}
+        with _disable_current_modes():
+            value = build(real)
+        return mode.fake_tensor_converter.from_real_tensor(mode, value, make_constant=True)
+
+    return keep
+
+
+def _value(tensor: Any) -> Any:
+    constant = getattr(tensor, "constant", None)
+    return tensor if constant is None else constant
 
 
 @contextlib.contextmanager
@@ -103,7 +219,11 @@ def _model_frame(exc: BaseException) -> tuple[str, str] | None:
     and its source line."""
     import traceback
 
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if "/torch/" not in f.filename]
+    frames = [
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if "/torch/" not in f.filename and f.filename != __file__
+    ]
     if not frames:
         return None
     f = frames[-1]

@@ -129,7 +129,8 @@ def _context(
     tokenizer, why_not = _tokenizer(path, job.model.trust_remote_code)
     if why_not is not None:
         extra["notes"] = [*extra.get("notes", []), why_not]
-    workload = example_workload(model, config, tokenizer, job, device, dtype)
+    keep = extra.pop("keep_values", None)
+    workload = example_workload(model, config, tokenizer, job, device, dtype, keep)
     return HFContext(
         job=job,
         job_dir=job_dir,
@@ -173,6 +174,7 @@ def _load_fake(job: JobSpec, job_dir: Path, path: str, config: Any) -> HFContext
                 dtype,
                 notes=fake.notes(config),
                 fake_session=session,
+                keep_values=fake.keep_values(mode),
             )
     except BaseException:
         session.__exit__(None, None, None)
@@ -201,7 +203,13 @@ def _tokenizer(path: str, remote: bool) -> tuple[Any, str | None]:
 
 
 def example_workload(
-    model: Any, config: Any, tokenizer: Any, job: JobSpec, device: str, dtype: Any
+    model: Any,
+    config: Any,
+    tokenizer: Any,
+    job: JobSpec,
+    device: str,
+    dtype: Any,
+    keep_values: Any = None,
 ) -> Workload:
     """Deterministic inputs for the model's forward() and the job's phase."""
     from kerneltracer.worker.inputs import InputSpec, build_workload
@@ -216,5 +224,6 @@ def example_workload(
         float_dtype=dtype,
         train=job.mode == "train",
         omit_all_ones_mask=job.model.fake_weights,
+        keep_values=keep_values,
     )
     return build_workload(spec, job.phase, job.new_tokens)
