@@ -171,6 +171,35 @@ def test_orphan_segment_is_removed_only_once_nobody_maps_it() -> None:
     assert shm.remove_orphans({"/dev/shm/../etc/passwd"}) == []
 
 
+SEMAPHORE = """
+import multiprocessing, time
+lock = multiprocessing.get_context("spawn").Lock()  # named: spawned children open it by name
+print(lock._semlock.name, flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_named_semaphore_is_its_creators_segment() -> None:
+    """vLLM's workers make ``sem.mp-*`` semaphores (multiprocessing's, spawn context). The
+    creator maps the file under the temporary name glibc made it under (``sem.XXXXXX``,
+    deleted once linked to its name): the segment is still found as the creator's, by inode,
+    and is not removed while the creator lives. (One a killed worker left: a vLLM TP run's
+    leak.)"""
+    child = subprocess.Popen([sys.executable, "-c", SEMAPHORE], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        path = f"/dev/shm/sem.{child.stdout.readline().strip().lstrip('/')}"
+        assert os.path.exists(path)
+        segments = shm.mapped_segments([psutil.Process(child.pid)])
+        assert path in segments, segments
+        assert shm.remove_orphans(segments) == []  # still mapped by the live child
+    finally:
+        child.kill()
+        child.wait()
+    shm.remove_orphans(segments)  # (or the child's resource tracker did)
+    assert not os.path.exists(path)
+
+
 def test_vllm_job_without_a_vllm_interpreter_stops_the_run_first(
     tiny_models: dict[str, Path], tmp_path: Path, kt_env: dict[str, str]
 ) -> None:
@@ -239,19 +268,25 @@ def test_engine_length_follows_the_models_limit_and_the_job() -> None:
     length, note = engine_length(32, gpt2, asked)
     assert length == 128 and note is not None and "max_model_len 1024 asked" in note
     # A job that needs more than the model allows is refused in one line.
-    with pytest.raises(UnsupportedError, match=r"= 136 tokens, more than the model allows "
-                                               r"\(n_positions 128\)"):
+    with pytest.raises(
+        UnsupportedError,
+        match=r"= 136 tokens, more than the model allows "
+        r"\(n_positions 128\)",
+    ):
         engine_length(128, gpt2, default)
     with pytest.raises(UnsupportedError, match="max_model_len 20 is shorter"):
         engine_length(32, {}, VllmProfilerOptions(max_model_len=20).engine())
 
 
 def test_vllms_own_architecture_refusal_is_unsupported() -> None:
-    text = ("1 validation error for ModelConfig\n  Value error, Model architectures "
-            "['RwkvForCausalLM'] are not supported for now. Supported architectures: "
-            "dict_keys(['LlamaForCausalLM'])")
+    text = (
+        "1 validation error for ModelConfig\n  Value error, Model architectures "
+        "['RwkvForCausalLM'] are not supported for now. Supported architectures: "
+        "dict_keys(['LlamaForCausalLM'])"
+    )
     assert architecture_refusal(text) == (
-        "vLLM does not support architecture 'RwkvForCausalLM' (its own check)")
+        "vLLM does not support architecture 'RwkvForCausalLM' (its own check)"
+    )
     assert architecture_refusal("KeyError: 'layers.1.mlp.gate.e_score_correction_bias'") is None
 
 
