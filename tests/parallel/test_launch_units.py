@@ -177,3 +177,85 @@ def test_a_rank_process_is_named_for_its_rank() -> None:
         proc.kill()
         proc.wait()
     assert not describe_process(psutil.Process()).startswith("rank ")
+
+
+# A rank blocked in a collective whose answers come late, as on a loaded machine: its stacks
+# (faulthandler, on SIGUSR1) at once, its flight recorder dump (SIGUSR2) only after a pause
+# longer than the fixed 2.5 s the launcher used to wait before it read what it had.
+_SLOW_RANK = """
+import faulthandler, json, os, signal, sys, threading, time
+from pathlib import Path
+from kerneltracer.worker.parallel import flightrec
+rank_dir = Path(sys.argv[1])
+stacks = open(rank_dir / "stacks.txt", "w")
+faulthandler.register(signal.SIGUSR1, file=stacks, all_threads=True)
+signal.pthread_sigmask(signal.SIG_BLOCK, {flightrec.DUMP_SIGNAL})
+def recorder():
+    signal.sigwait({flightrec.DUMP_SIGNAL})
+    time.sleep(float(sys.argv[2]))
+    entry = {"record_id": 0, "collective_seq_id": 1, "profiling_name": "gloo:all_reduce",
+             "process_group": ["0", ""], "retired": False, "input_sizes": [[4]],
+             "input_dtypes": ["Float"]}
+    doc = {"rank": 0, "groups": {"0": {"axis": "tp", "ranks": [0, 1]}},
+           "trace": {"entries": [entry]}}
+    tmp = rank_dir / "fr.tmp"
+    tmp.write_text(json.dumps(doc))
+    os.replace(tmp, rank_dir / flightrec.FR_JSON)
+threading.Thread(target=recorder, daemon=True).start()
+print("ready", flush=True)
+time.sleep(120)
+"""
+
+
+def test_the_launcher_waits_for_a_late_ranks_answers(tmp_path: Path) -> None:
+    """Asked what it is doing, a rank that answers late is still heard: the launcher waits
+    for the answers themselves (up to its deadline), not a fixed time."""
+    import subprocess
+    import sys
+    import time
+
+    rank_dir = tmp_path / "rank_0"
+    rank_dir.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _SLOW_RANK, str(rank_dir), "3.5"], stdout=subprocess.PIPE
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+        rank = launch._Rank(0, proc, rank_dir)
+        launch._ask([rank], until=time.monotonic() + 120)
+        doing = launch._doing(rank_dir)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert doing is not None and "waiting in gloo:all_reduce #1 on tp" in doing, doing
+    assert (rank_dir / "stacks.txt").read_text().count("most recent call first") >= 1
+
+
+def test_a_rank_that_ended_is_not_waited_for(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import time
+
+    (tmp_path / "rank_0").mkdir()
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    launch._ask([launch._Rank(0, proc, tmp_path / "rank_0")], until=time.monotonic() + 600)
+    assert launch._doing(tmp_path / "rank_0") is None
+
+
+def test_the_launchers_deadline_counts_from_the_workers_own_start() -> None:
+    """The supervisor's clock starts when it starts the worker, so the launcher's does too:
+    a worker that spent a second before its launch has a second less."""
+    import subprocess
+    import sys
+
+    code = (
+        "import time; time.sleep(1.0); from kerneltracer.worker.parallel import launch; "
+        "print(launch.supervisor_deadline(60) - time.monotonic())"
+    )
+    left = float(
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout
+    )
+    assert left <= 60 - 0.99

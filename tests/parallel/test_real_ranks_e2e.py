@@ -285,6 +285,10 @@ def test_a_rank_killed_mid_forward_while_its_peer_waits_in_all_reduce(
 ) -> None:
     run_dir, st, took = _fault_run(tmp_path, tiny_models, "1:forward")
     assert st["status"] == "failed", st
+    # The ranks were forked from the launcher (torch imported before the rank's environment
+    # armed the recorder): the recorder still records, read when the process group is made.
+    worker_log = (run_dir / "jobs/m/torch_dispatch.tp2/worker.log").read_text()
+    assert "ranks start by fork" in worker_log, worker_log[-2000:]
     assert st["error"]["rank"] == 1
     assert "rank 1 failed first: killed by SIGKILL" in st["reason"], st["reason"]
     assert "during trace" in st["reason"], st["reason"]
@@ -374,6 +378,9 @@ def test_sigkill_of_the_orchestrator_leaves_no_rank(
         if orchestrator.poll() is None:
             orchestrator.kill()
     assert wait_until(lambda: processes_under(run_dir) == [], timeout=30), processes_under(run_dir)
+    # The worker saw its orchestrator die (parent-death signal) and said so before it went.
+    st = status_of(run_dir, "m/torch_dispatch.tp2")
+    assert st["status"] == "interrupted" and "during ranks" in st["reason"], st
 
 
 def _text(path: Path) -> str:

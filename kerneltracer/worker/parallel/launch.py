@@ -52,11 +52,14 @@ if TYPE_CHECKING:
 log = logging.getLogger("kerneltracer.worker.launch")
 
 POLL_S = 0.05
-# The launcher ends a job this long before the supervisor's timeout would: time to take the
-# ranks' stacks, kill them and write the status.
-DEADLINE_MARGIN_S = 3.0
-STACK_WAIT_S = 0.5  # for faulthandler to write the survivors' stacks
-FR_WAIT_S = 2.0  # at most, for the survivors' flight recorder dumps
+# The launcher asks the ranks of a hung job what they are doing this long before the
+# supervisor's timeout would end the job (counted from the worker's own start, as the
+# supervisor counts), and waits for their answers until STATUS_RESERVE_S before it: what is
+# left is for the kill and the job's status. Answers come in milliseconds on an idle machine;
+# the margin is for a loaded one, where a rank is scheduled late.
+DEADLINE_MARGIN_S = 5.0
+STATUS_RESERVE_S = 1.5
+ANSWER_WAIT_S = 5.0  # at most, for the answers of the survivors of a failed peer
 SURVIVOR_GRACE_S = 3.0  # for survivors of a failed peer to end on their own before the kill
 CAUSE_CHARS = 200  # of a rank's own error in the job's one line (its status has it whole)
 # A rank that lost its peer mid-collective fails too, often in the same poll round as the
@@ -167,7 +170,7 @@ def run(
             # The launcher's own deadline, before the supervisor's: a job that hangs (the
             # classic distributed hang: a rank never joins a collective) ends saying what
             # every rank was doing, which only the launcher can ask.
-            timed_out = _watch(ranks, time.monotonic() + job.timeout_s - DEADLINE_MARGIN_S)
+            timed_out = _watch(ranks, supervisor_deadline(job.timeout_s))
         finally:
             for rank in ranks:  # only after an error of ours: _watch ends every rank
                 if rank.proc.poll() is None:
@@ -229,15 +232,39 @@ def _write_roles(job_dir: Path, spec: ParallelSpec, ranks: list[_Rank]) -> None:
     atomic_write_json(job_dir / ROLES_FILE, doc)
 
 
+def supervisor_deadline(timeout_s: float) -> float:
+    """When the supervisor's timeout ends this job, on :func:`time.monotonic`'s clock.
+
+    The supervisor counts from the moment it started this worker; what the worker did before
+    the launch (its imports, when it was not forked from a preloaded server) counts too, so
+    the deadline is taken from this process's own start (no later than the supervisor's).
+    """
+    return time.monotonic() - _seconds_since_start() + timeout_s
+
+
+def _seconds_since_start() -> float:
+    """Since this process started: its start in /proc (clock ticks since boot) against the
+    boot-time clock, which /proc counts on. 0 where /proc does not say."""
+    try:
+        stat = Path("/proc/self/stat").read_text()
+        # Field 22, counted after the command name (in parentheses, which may hold spaces).
+        ticks = int(stat[stat.rindex(")") + 2 :].split()[19])
+        now = time.clock_gettime(time.CLOCK_BOOTTIME)
+        return max(0.0, now - ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError, AttributeError):
+        return 0.0
+
+
 def _watch(ranks: list[_Rank], job_deadline: float) -> bool:
-    """Wait for every rank; at the first bad end, take the others' stacks, give them a short
-    grace, then kill them. True when the job's deadline came first (every rank killed)."""
+    """Wait for every rank; at the first bad end, ask the others what they are doing, give
+    them a short grace, then kill them. True when the job's deadline (the supervisor's) came
+    near first: every rank asked, then killed."""
     deadline: float | None = None
     while True:
         now = time.monotonic()
         running = [r for r in ranks if r.proc.poll() is None]
-        if running and deadline is None and now > job_deadline:
-            _ask_stacks(running)
+        if running and deadline is None and now > job_deadline - DEADLINE_MARGIN_S:
+            _ask(running, until=job_deadline - STATUS_RESERVE_S)
             for rank in running:
                 rank.doing = _doing(rank.dir)
                 rank.killed_by_us = True
@@ -251,7 +278,12 @@ def _watch(ranks: list[_Rank], job_deadline: float) -> bool:
                 rank.ended_at = now
                 rank.status = _read_status(rank.dir)
                 if deadline is None and not rank.ok:
-                    _ask_stacks(running)
+                    _ask(
+                        running,
+                        until=min(
+                            time.monotonic() + ANSWER_WAIT_S, job_deadline - STATUS_RESERVE_S
+                        ),
+                    )
                     for other in running:
                         other.doing = _doing(other.dir)
                     deadline = time.monotonic() + SURVIVOR_GRACE_S
@@ -269,22 +301,39 @@ def _watch(ranks: list[_Rank], job_deadline: float) -> bool:
         time.sleep(POLL_S)
 
 
-def _ask_stacks(running: list[_Rank]) -> None:
-    """Each live rank's Python stacks (SIGUSR1, faulthandler) and flight recorder dump
-    (SIGUSR2, its recorder thread), each given a moment to be written."""
-    asked = {}
+def _ask(running: list[_Rank], until: float) -> None:
+    """Ask each live rank for its Python stacks (SIGUSR1, faulthandler) and its flight
+    recorder (SIGUSR2, its recorder thread), and wait until every rank has answered both, has
+    ended, or ``until``. An answer is a file written after the ask (the stacks complete: their
+    size grew, then held for a poll): a fixed wait would be too short on a loaded machine,
+    where a signalled rank runs late."""
+    asked = {r.rank: _answers(r.dir) for r in running}
+    last = dict(asked)
     for rank in running:
-        asked[rank.rank] = _mtime(rank.dir / flightrec.FR_JSON)
         for sig in (signal.SIGUSR1, flightrec.DUMP_SIGNAL):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(rank.proc.pid, sig)
-    time.sleep(STACK_WAIT_S)
-    deadline = time.monotonic() + FR_WAIT_S
-    while time.monotonic() < deadline and any(
-        _mtime(r.dir / flightrec.FR_JSON) == asked[r.rank] and r.proc.poll() is None
-        for r in running
-    ):
+
+    def waiting(rank: _Rank) -> bool:
+        now = _answers(rank.dir)
+        stacks, recorder = now
+        grew = stacks > asked[rank.rank][0] and stacks == last[rank.rank][0]
+        last[rank.rank] = now
+        answered = grew and recorder != asked[rank.rank][1]
+        return not answered and rank.proc.poll() is None
+
+    while time.monotonic() < until and any([waiting(r) for r in running]):
         time.sleep(POLL_S)
+
+
+def _answers(rank_dir: Path) -> tuple[int, int | None]:
+    """What a rank has answered so far: its stacks file's size (faulthandler appends to it)
+    and when its flight recorder dump was last written."""
+    try:
+        stacks = (rank_dir / STACKS).stat().st_size
+    except OSError:
+        stacks = 0
+    return stacks, _mtime(rank_dir / flightrec.FR_JSON)
 
 
 def _mtime(path: Path) -> int | None:
