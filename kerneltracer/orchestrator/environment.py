@@ -14,11 +14,16 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+import orjson
+
 from kerneltracer.core.jobspec import JobSpec
 from kerneltracer.core.layout import JobPaths
-from kerneltracer.core.parallelspec import ParallelSpec
+from kerneltracer.core.parallelspec import ParallelSpec, degrees_problem
 from kerneltracer.environ import ENV_GPU_SLOT, ENV_ORCHESTRATOR_PID
+from kerneltracer.errors import UnsupportedError
+from kerneltracer.inputguard import SMALL_FILE, read_input
 from kerneltracer.tracers.registry import TRACERS
+from kerneltracer.worker.frameworks.registry import loader_class
 
 
 def worker_argv(python: str, job_file: Path) -> list[str]:
@@ -110,7 +115,17 @@ def refusal(job: JobSpec, gpus: list[str], cpus: int) -> str | None:
     count = job.rank_processes
     if count == 1:
         return None
-    label = ParallelSpec.from_json(job.parallel or {}).label()
+    spec = ParallelSpec.from_json(job.parallel or {})
+    # First what no machine could run: the framework's or the model's own reason (its heads,
+    # experts or layers) says more than this machine's too few cores.
+    try:
+        problem = loader_class(job.framework).layout_refusal(job.parallel or {})
+    except UnsupportedError:  # no loader here: the worker says so
+        problem = None
+    problem = problem or _degrees_problem(job, spec)
+    if problem is not None:
+        return problem
+    label = spec.label()
     if needs_gpu(job, gpus):
         have = len(gpus) - _first_gpu(job)
         if count > have:
@@ -123,6 +138,20 @@ def refusal(job: JobSpec, gpus: list[str], cpus: int) -> str | None:
     if count > cpus:
         return f"parallel {label} needs {count} CPU cores (one per rank), this machine has {cpus}"
     return None
+
+
+def _degrees_problem(job: JobSpec, spec: ParallelSpec) -> str | None:
+    """The layout against the model's config.json; None when it fits or the config cannot be
+    read here (the worker says why)."""
+    if not job.model.local_dir:
+        return None
+    try:
+        config = orjson.loads(
+            read_input(Path(job.model.local_dir) / "config.json", SMALL_FILE, what="config")
+        )
+    except Exception:
+        return None
+    return degrees_problem(config, spec) if isinstance(config, dict) else None
 
 
 def pick_gpus(job: JobSpec, gpus: list[str], free: list[str]) -> list[str] | None:

@@ -149,3 +149,43 @@ def test_a_job_needing_more_than_the_machine_has_is_refused_before_it_starts(
     assert "\n" not in gpu.reason + cpu.reason
     # Written like any status: the next run sees an unsupported job, not a missing one.
     assert (tmp_path / "run").is_dir()
+
+
+def test_a_layout_the_model_cannot_take_is_refused_for_the_model_before_the_machine(
+    tmp_path: Path,
+) -> None:
+    """TP 3 of 4 heads on a 2-core machine: no machine could run it, and that is what is said
+    (the core count is the reason only for a layout the model takes)."""
+    import json
+
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "config.json").write_text(
+        json.dumps({"num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 2})
+    )
+    ref = ModelRef(display="m", slug="m", path="m", local_dir=str(model))
+
+    def job(parallel: dict[str, int]) -> JobSpec:
+        return _job("m", parallel).model_copy(update={"model": ref})
+
+    reason = envmod.refusal(job({"tp": 3}), [], cpus=2)
+    assert reason is not None and reason.startswith(
+        "parallel.tp 3 does not divide the model's 4 attention heads"
+    ), reason
+    # A layout the model takes: the machine's reason.
+    assert envmod.refusal(job({"tp": 2, "dp": 2}), [], cpus=2) == (
+        "parallel tp2.dp2 needs 4 CPU cores (one per rank), this machine has 2"
+    )
+    (model / "config.json").write_text("{not json")  # unreadable here: the worker says why
+    assert envmod.refusal(job({"tp": 3}), [], cpus=2) == (
+        "parallel tp3 needs 3 CPU cores (one per rank), this machine has 2"
+    )
+
+
+def test_a_layout_vllms_own_ranks_cannot_run_is_refused_for_vllm_first() -> None:
+    """vLLM launches tp only: tp2.pp2 on a 2-core machine is refused for that, not the cores."""
+    job = _job("v", {"tp": 2, "pp": 2}).model_copy(update={"framework": "vllm"})
+    assert envmod.refusal(job, [], cpus=2) == (
+        "vLLM ranks are launched for tp only (the engine's tensor_parallel_size); parallel "
+        "with pp 2 is not (valid keys: tp)"
+    )

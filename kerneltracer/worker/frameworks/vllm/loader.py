@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from kerneltracer.core.jobspec import JobSpec
 from kerneltracer.core.layout import JobPaths
 from kerneltracer.core.status import ErrorInfo, JobStatus
 from kerneltracer.errors import UnsupportedError
 from kerneltracer.worker.frameworks.base import FrameworkLoader
-from kerneltracer.worker.frameworks.vllm.context import DISTRIBUTIONS, EngineTracer, VLLMContext
+from kerneltracer.worker.frameworks.vllm.context import (
+    DISTRIBUTIONS,
+    EngineTracer,
+    VLLMContext,
+    tp_only_refusal,
+)
 
 # The tail of worker.log searched for the engine processes' own error.
 _LOG_TAIL_BYTES = 4 << 20
@@ -30,6 +35,10 @@ class VLLMLoader(FrameworkLoader):
         "vLLM starts its own rank processes (tensor_parallel_size, its multiproc executor)"
     )
     own_ranks: ClassVar[bool] = True
+
+    @classmethod
+    def layout_refusal(cls, parallel: dict[str, Any]) -> str | None:
+        return tp_only_refusal(parallel)
 
     def load(self, job: JobSpec, job_dir: Path, tracer: object) -> VLLMContext:
         if not isinstance(tracer, EngineTracer):
