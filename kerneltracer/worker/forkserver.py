@@ -36,6 +36,7 @@ import orjson
 
 from kerneltracer.environ import ENV_ORCHESTRATOR_PID, KtEnv
 from kerneltracer.process import lifeline
+from kerneltracer.worker.forked import apply_env_to_preloaded, redirect_output
 
 # The server's children get this long after SIGTERM to take their trees down (their own
 # lifeline grace) before the server SIGKILLs their groups and exits.
@@ -225,28 +226,6 @@ def _run_child(request: dict[str, Any], server: _Server) -> None:
             sys.stdout.flush()
             sys.stderr.flush()
         os._exit(code)
-
-
-def redirect_output(log: str) -> None:
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
-    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
-
-
-def apply_env_to_preloaded() -> None:
-    """What imported modules read from the environment once, set again from the job's."""
-    import tempfile
-
-    tempfile.tempdir = None  # TMPDIR: the job's own scratch dir
-    torch = sys.modules.get("torch")
-    threads = os.environ.get("OMP_NUM_THREADS", "")
-    if torch is not None and threads.isdigit() and int(threads) > 0:
-        # OpenMP read the variable when torch was imported; its pool starts at the first op.
-        torch.set_num_threads(int(threads))
 
 
 def main(argv: list[str]) -> int:

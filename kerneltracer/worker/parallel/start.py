@@ -35,7 +35,7 @@ import orjson
 from kerneltracer.environ import ENV_RANK_START, KtEnv
 from kerneltracer.inputguard import SMALL_FILE, read_input
 from kerneltracer.tracers.registry import TRACERS
-from kerneltracer.worker.forkserver import apply_env_to_preloaded, redirect_output
+from kerneltracer.worker.forked import apply_env_to_preloaded, redirect_output
 
 if TYPE_CHECKING:
     from kerneltracer.core.jobspec import JobSpec
