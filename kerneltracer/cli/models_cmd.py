@@ -16,7 +16,9 @@ def models() -> None:
 @click.argument("directory", type=click.Path(path_type=Path, file_okay=False))
 @click.option("--force", is_flag=True, help="Rebuild even if the models are already there.")
 def build_tiny(directory: Path, force: bool) -> None:
-    """Write tiny random-weight Llama, GPT-2 and BERT (with trained tokenizers) into DIRECTORY.
+    """Write tiny random-weight Llama, GPT-2, BERT and MoE models into DIRECTORY.
+
+    Each with a trained tokenizer; the MoE (Qwen3-MoE, 4 experts) takes TP 2 and EP 2.
 
     Offline and deterministic; loadable with AutoModel*/AutoTokenizer.from_pretrained.
     """

@@ -23,7 +23,6 @@ from typing import Any
 import pytest
 
 from tests.helpers import kt, kt_popen, processes_under, status_of, wait_until, write_config
-from tests.parallel.tiny_moe import build_tiny_moe
 
 pytestmark = [pytest.mark.e2e]
 
@@ -59,7 +58,7 @@ def ranks_run(tmp_path_factory: pytest.TempPathFactory, tiny_models: dict[str, P
 
     tmp = tmp_path_factory.mktemp("ranks")
     llama = str(tiny_models["tiny-llama"])
-    moe = str(build_tiny_moe(tiny_models["tiny-llama"], tmp / "tiny-moe"))
+    moe = str(tiny_models["tiny-moe"])
     dispatch = {"tracers": ["torch_dispatch"]}
     moes = [
         {"path": moe, "name": f"moe-{w}", "weights": w, **dispatch, "parallel": {axis: 2}}
@@ -233,14 +232,14 @@ def test_a_rerun_bypasses_ok_rank_jobs_and_reruns_a_damaged_one(ranks_run: Path)
 
 
 def test_ranks_started_as_fresh_interpreters_trace_what_forked_ones_do(
-    ranks_run: Path, tmp_path: Path
+    ranks_run: Path, tmp_path: Path, tiny_models: dict[str, Path]
 ) -> None:
     """KT_RANK_START=spawn: the same job, each rank a new interpreter, the same signatures."""
     from tests.conftest import clean_env
 
     env = clean_env(tmp_path)
     env["KT_RANK_START"] = "spawn"
-    models = [{"path": str(ranks_run.parent / "tiny-moe"), "name": "m", "parallel": {"tp": 2}}]
+    models = [{"path": str(tiny_models["tiny-moe"]), "name": "m", "parallel": {"tp": 2}}]
     run_dir = _run(tmp_path, models, env, tracers=["torch_dispatch"])
     st = status_of(run_dir, "m/torch_dispatch.tp2")
     assert st["status"] == "ok" and st["summary"]["rank_start"] == "spawn", st

@@ -1,4 +1,5 @@
-"""Tiny random-weight models built offline: Llama, GPT-2 and BERT with trained tokenizers.
+"""Tiny random-weight models built offline: Llama, GPT-2, BERT and a Qwen3-MoE, with trained
+tokenizers.
 
 They load with ``AutoModel*/AutoTokenizer.from_pretrained(dir)`` under HF_HUB_OFFLINE=1 and
 are deterministic (fixed seeds, fixed corpus). The Llama has head_dim 32 so vLLM can serve
@@ -109,6 +110,39 @@ def _llama(out: Path) -> None:
     LlamaForCausalLM(config).save_pretrained(str(out))
 
 
+def _moe(out: Path) -> None:
+    """A Qwen3-MoE (4 experts, top 2) with the Llama's tokenizer: transformers ships both a
+    tensor-parallel and an expert-parallel plan for it, and its 4 heads and 2 KV heads take
+    TP 2, so real ranks on a laptop run an MoE at TP 2 or EP 2 (the zoo's MoEs have 1 KV
+    head)."""
+    from transformers import Qwen3MoeConfig, Qwen3MoeForCausalLM
+
+    tok = _bpe_tokenizer(["<unk>", "<s>", "</s>"])
+    _save_tokenizer(
+        tok, out, unk_token="<unk>", bos_token="<s>", eos_token="</s>", pad_token="</s>"
+    )
+    config = Qwen3MoeConfig(
+        vocab_size=VOCAB,
+        hidden_size=128,
+        intermediate_size=256,
+        moe_intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=32,
+        num_experts=4,
+        num_experts_per_tok=2,
+        decoder_sparse_step=1,
+        mlp_only_layers=[],
+        max_position_embeddings=512,
+        bos_token_id=1,
+        eos_token_id=2,
+        pad_token_id=2,
+        tie_word_embeddings=False,
+    )
+    Qwen3MoeForCausalLM(config).save_pretrained(str(out))
+
+
 def _gpt2(out: Path) -> None:
     from transformers import GPT2Config, GPT2LMHeadModel
 
@@ -156,6 +190,7 @@ BUILDERS: dict[str, Callable[[Path], None]] = {
     "tiny-llama": _llama,
     "tiny-gpt2": _gpt2,
     "tiny-bert": _bert,
+    "tiny-moe": _moe,
 }
 
 
