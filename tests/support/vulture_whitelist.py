@@ -232,3 +232,4 @@ _.enable_expert_parallel
 _.fsdp_size
 _.distributed_config
 _.auto_reload  # analysis/structured_logs/rendering/html.py: read by jinja2
+_.head_dim  # worker/frameworks/huggingface/tiny.py: read by transformers' Qwen3-MoE attention

@@ -90,6 +90,7 @@ class _Rank:
     status: dict[str, Any] | None = None
     killed_by_us: bool = False
     doing: str | None = None  # what it was doing when a peer failed
+    asked_phase: str | None = None  # its phase when the launcher asked what it was doing
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -266,7 +267,7 @@ def _watch(ranks: list[_Rank], job_deadline: float) -> bool:
         if running and deadline is None and now > job_deadline - DEADLINE_MARGIN_S:
             _ask(running, until=job_deadline - STATUS_RESERVE_S)
             for rank in running:
-                rank.doing = _doing(rank.dir)
+                rank.doing = _doing(rank.dir, rank.asked_phase)
                 rank.killed_by_us = True
                 with contextlib.suppress(ProcessLookupError):
                     rank.proc.kill()
@@ -285,7 +286,7 @@ def _watch(ranks: list[_Rank], job_deadline: float) -> bool:
                         ),
                     )
                     for other in running:
-                        other.doing = _doing(other.dir)
+                        other.doing = _doing(other.dir, other.asked_phase)
                     deadline = time.monotonic() + SURVIVOR_GRACE_S
         if not running:
             return False
@@ -309,6 +310,8 @@ def _ask(running: list[_Rank], until: float) -> None:
     where a signalled rank runs late."""
     asked = {r.rank: _answers(r.dir) for r in running}
     last = dict(asked)
+    for rank in running:  # the phase it was in when asked: the answers are of that moment
+        rank.asked_phase = current_phase(rank.dir / RANK_PHASES)
     for rank in running:
         for sig in (signal.SIGUSR1, flightrec.DUMP_SIGNAL):
             with contextlib.suppress(ProcessLookupError):
@@ -343,10 +346,11 @@ def _mtime(path: Path) -> int | None:
         return None
 
 
-def _doing(rank_dir: Path) -> str | None:
+def _doing(rank_dir: Path, asked_phase: str | None = None) -> str | None:
     """What a live rank was doing: its phase and the torch.distributed call it was in (its
     stack), and the collective its flight recorder shows it blocked in."""
-    phase = current_phase(rank_dir / RANK_PHASES)
+    # The phase at the ask: a rank may leave it while it answers (its collective failing).
+    phase = asked_phase or current_phase(rank_dir / RANK_PHASES)
     where = collective_in(rank_dir / STACKS)
     parts = [f"in phase {phase}"] if phase else []
     if where:

@@ -129,7 +129,6 @@ def _moe(out: Path) -> None:
         num_hidden_layers=2,
         num_attention_heads=4,
         num_key_value_heads=2,
-        head_dim=32,
         num_experts=4,
         num_experts_per_tok=2,
         decoder_sparse_step=1,
@@ -140,6 +139,8 @@ def _moe(out: Path) -> None:
         pad_token_id=2,
         tie_word_embeddings=False,
     )
+    # Not a keyword of the config's signature, but read by its attention (None would break it).
+    config.head_dim = 32
     Qwen3MoeForCausalLM(config).save_pretrained(str(out))
 
 
