@@ -328,3 +328,58 @@ def test_a_value_read_on_fake_tensors_is_unsupported_naming_the_line() -> None:
     message = str(info.value)
     assert "test_fake_weights.py" in message and "in forward" in message
     assert "`if torch.rand([]) < 0.5:  # skip the layer`" in message
+
+
+def test_a_value_read_under_a_tracer_names_the_models_line_not_the_tracers() -> None:
+    """torch_dispatch's recorder runs every op, so it is the innermost frame below the
+    model's read: the reason must still name the model's line."""
+    import torch
+
+    from kerneltracer.worker.frameworks.huggingface import fake
+    from kerneltracer.worker.tracers._dispatch_recorder import DispatchRecorder
+
+    class LayerDrop(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layer = torch.nn.Linear(4, 4)
+
+        def forward(self, x: Any) -> Any:
+            if torch.rand([]) < 0.5:  # layerdrop under a tracer
+                return x
+            return self.layer(x)
+
+    with fake.fake_session() as mode:
+        model = fake.build_fake_model(_fake_model(LayerDrop), None, torch.float32, "cpu", mode,
+                                      False)
+        with pytest.raises(UnsupportedError) as info, fake.values_unsupported(), \
+                DispatchRecorder():
+            model(torch.ones(2, 4))
+    message = str(info.value)
+    assert "_dispatch_recorder" not in message
+    assert "`if torch.rand([]) < 0.5:  # layerdrop under a tracer`" in message
+
+
+def test_a_mask_index_on_fake_tensors_says_the_size_depends_on_values() -> None:
+    """Idefics2 drops padding images with a boolean index on pixel values: no Python read,
+    the output's size is the mask's count of true values."""
+    import torch
+
+    from kerneltracer.worker.frameworks.huggingface import fake
+
+    class DropPadding(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layer = torch.nn.Linear(4, 4)
+
+        def forward(self, x: Any) -> Any:
+            x = self.layer(x)
+            return x[x.sum(-1) != 0]  # drop padding rows
+
+    with fake.fake_session() as mode:
+        model = fake.build_fake_model(_fake_model(DropPadding), None, torch.float32, "cpu",
+                                      mode, False)
+        with pytest.raises(UnsupportedError) as info, fake.values_unsupported():
+            model(torch.ones(2, 4))
+    message = str(info.value)
+    assert "size depends on a tensor's values (a boolean mask index" in message
+    assert "`return x[x.sum(-1) != 0]  # drop padding rows`" in message

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from kerneltracer.errors import UnsupportedError
@@ -58,6 +59,8 @@ def fake_session() -> Iterator[Any]:
 
 
 _NO_CHECKS = "TRANSFORMERS_DISABLE_TORCH_CHECK"
+# kerneltracer's package directory: frames below it are the tracer's, not the model's.
+_OURS = str(Path(__file__).parents[3]) + os.sep
 # The largest result computed for real from inputs whose values are known (kept_values):
 # grids, sizes, token ids and what is derived from them alone are far smaller.
 _KEPT_NUMEL = 1 << 16
@@ -191,9 +194,18 @@ def values_unsupported() -> Iterator[None]:
         # The line names the value read (LayerDrop's random draw, a count of placeholders).
         read = f": `{line}`" if line else ""
         raise UnsupportedError(
-            f"weights fake: {where} reads a tensor's value in Python (.item(), .tolist() or a "
-            f"branch on a tensor){read}, and fake tensors have no values"
+            f"weights fake: {where} {_how_read(cause)}{read}, and fake tensors have no values"
         ) from None  # the reason names the model's line; torch's frames below say nothing more
+
+
+def _how_read(cause: BaseException) -> str:
+    from torch._subclasses.fake_tensor import DynamicOutputShapeException
+
+    if isinstance(cause, DynamicOutputShapeException):
+        # No Python read at all: the op's output size is the count of true values.
+        return ("makes a tensor whose size depends on a tensor's values (a boolean mask "
+                "index, nonzero, masked_select)")
+    return "reads a tensor's value in Python (.item(), .tolist() or a branch on a tensor)"
 
 
 def _data_dependent(exc: BaseException) -> BaseException | None:
@@ -219,10 +231,12 @@ def _model_frame(exc: BaseException) -> tuple[str, str] | None:
     and its source line."""
     import traceback
 
+    # Our own frames are left out too: a tracer's dispatch mode runs every op, so it is the
+    # innermost caller of the read, never the code that asked for it.
     frames = [
         f
         for f in traceback.extract_tb(exc.__traceback__)
-        if "/torch/" not in f.filename and f.filename != __file__
+        if "/torch/" not in f.filename and not f.filename.startswith(_OURS)
     ]
     if not frames:
         return None
