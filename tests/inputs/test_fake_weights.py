@@ -410,3 +410,49 @@ def test_a_mask_index_on_fake_tensors_says_the_size_depends_on_values() -> None:
     message = str(info.value)
     assert "size depends on a tensor's values (a boolean mask index" in message
     assert "`return x[x.sum(-1) != 0]  # drop padding rows`" in message
+
+
+def test_ctc_loss_runs_on_fake_log_probs_with_known_target_lengths() -> None:
+    """CTC's alignment table is (batch, frames, 2·longest target + 1): torch's fake mode
+    refuses the op, but labels are ours (kept known), so their lengths are too."""
+    import torch
+
+    from kerneltracer.worker.frameworks.huggingface import fake
+
+    targets = torch.tensor([[1, 2, 3, 4], [2, 3, 1, 0]])
+    lengths = torch.tensor([4, 3])
+    with fake.fake_session() as mode:
+        known = mode.fake_tensor_converter
+        logits = torch.nn.Parameter(mode.from_tensor(torch.empty(10, 2, 5)))
+        loss = torch.nn.functional.ctc_loss(
+            logits.log_softmax(-1),
+            known.from_real_tensor(mode, targets, make_constant=True),
+            torch.full((2,), 10, dtype=torch.long),
+            known.from_real_tensor(mode, lengths, make_constant=True),
+        )
+        loss.backward()
+        assert loss.shape == () and logits.grad is not None
+        assert logits.grad.shape == (10, 2, 5)
+
+
+def test_a_capture_whose_every_method_read_a_value_is_unsupported() -> None:
+    """print_fx captures through Dynamo, then export, each calling the model itself: when
+    every method stopped on a value read, a fake run ends unsupported, not failed."""
+    from torch._subclasses.fake_tensor import DynamicOutputShapeException
+
+    from kerneltracer.worker.frameworks.huggingface import fake
+    from kerneltracer.worker.tracers._graphs import run_methods
+
+    def reads() -> list[Any]:
+        raise DynamicOutputShapeException("aten.nonzero.default")  # type: ignore[arg-type]
+
+    def breaks() -> list[Any]:
+        raise RuntimeError("something else")
+
+    with pytest.raises(UnsupportedError, match="size depends on a tensor's values"), \
+            fake.values_unsupported():
+        run_methods([("dynamo", reads), ("export", reads)])
+    # One method failing for another reason: the capture failed, as without fake weights.
+    with pytest.raises(RuntimeError, match="every capture method failed"), \
+            fake.values_unsupported():
+        run_methods([("dynamo", reads), ("export", breaks)])
