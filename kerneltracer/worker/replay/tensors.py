@@ -136,12 +136,12 @@ def apply_constraints(
     pos = _CLASS_TARGET_ARG.get(packet)
     if pos is not None and pos < len(args) and isinstance(args[pos], torch.Tensor):
         args[pos].clamp_(min=0)
-    if packet in _UNIQUE and args and isinstance(args[0], torch.Tensor):
-        if kwargs.get("dim") is None and not _positional_dim(packet, args):
-            specs = tensor_specs(item.get("outputs"))
-            recorded = item["inputs"][0] if is_tensor(item["inputs"][0]) else {}
-            if specs and len(specs[0][0]) == 1:
-                _distinct_runs(args[0], specs[0][0][0], recorded, gen)
+    flattened = kwargs.get("dim") is None and not _positional_dim(packet, args)
+    if packet in _UNIQUE and args and isinstance(args[0], torch.Tensor) and flattened:
+        specs = tensor_specs(item.get("outputs"))
+        recorded = item["inputs"][0] if is_tensor(item["inputs"][0]) else {}
+        if specs and len(specs[0][0]) == 1:
+            _distinct_runs(args[0], specs[0][0][0], recorded, gen)
 
 
 def _positional_dim(packet: str, args: list[Any]) -> bool:

@@ -322,8 +322,9 @@ def _ctc_from_known_lengths() -> None:
     if any(check is _is_ctc for check, _ in checks):
         return
 
-    def known(mode: Any, func: Any, log_probs: Any, targets: Any, input_lengths: Any,
-              target_lengths: Any, *args: Any, **kwargs: Any) -> Any:
+    # _ctc_loss.Tensor(log_probs, targets, input_lengths, target_lengths, blank, …)
+    def known(mode: Any, func: Any, log_probs: Any, *args: Any, **kwargs: Any) -> Any:
+        target_lengths = args[2] if len(args) > 2 else kwargs.get("target_lengths")
         lengths = getattr(target_lengths, "constant", None)
         if lengths is None or log_probs.dim() != 3:
             return NotImplemented
