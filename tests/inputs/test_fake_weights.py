@@ -29,6 +29,8 @@ NAMES = (
 # gets multimodal RoPE positions as an input where a real one computes them in the step.
 KNOWN_VALUES = ("qwen2-vl", "llava-next", "mllama")
 DATA_VALUES = ("idefics3",)
+# Train mode reads values that are not data: LayerDrop's random draw, CTC's labels.
+TRAIN_READS = ("parakeet",)
 # MoE experts run through aten._grouped_mm, whose meta function the fake mode widens to fp32
 # (fake._cpu_meta_gaps): compared in fp32 and in bf16, the dtype of real MoE checkpoints.
 DTYPE = {"qwen2-moe": "bfloat16"}
@@ -41,7 +43,7 @@ EVAL_ONLY = {"whisper"}
 @pytest.fixture(scope="module")
 def zoo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("zoo-fake")
-    build_zoo(root, [*NAMES, *KNOWN_VALUES, *DATA_VALUES])
+    build_zoo(root, [*NAMES, *KNOWN_VALUES, *DATA_VALUES, *TRAIN_READS])
     return root
 
 
@@ -193,7 +195,7 @@ def test_only_tracers_that_can_run_on_fake_tensors_accept_fake_weights(
 
 
 def test_zoo_names_exist() -> None:
-    assert {*NAMES, *KNOWN_VALUES, *DATA_VALUES} <= {e.name for e in ZOO}
+    assert {*NAMES, *KNOWN_VALUES, *DATA_VALUES, *TRAIN_READS} <= {e.name for e in ZOO}
 
 
 @pytest.mark.parametrize(("name", "mode"), [(n, m) for m in ("eval", "train")
@@ -214,6 +216,22 @@ def test_values_the_worker_chose_stay_known_on_fake_weights(
         if name == "qwen2-vl":
             assert inputs["image_grid_thw"].constant is not None
             assert "pixel_values_videos" in inputs and "position_ids" in inputs
+        ctx.step()
+    finally:
+        ctx.close()
+
+
+@pytest.mark.parametrize("name", TRAIN_READS)
+def test_layerdrop_and_ctc_labels_train_on_fake_weights(
+    zoo_dir: Path, tmp_path: Path, name: str
+) -> None:
+    """Parakeet's train step draws LayerDrop's random number per layer and its CTC loss
+    masks the labels and sizes its alignment table by their lengths: none of it is data."""
+    from kerneltracer.worker.frameworks.huggingface.loader import load_huggingface
+
+    ctx = load_huggingface(_job(zoo_dir / name, "fake", "train"), tmp_path)
+    try:
+        assert ctx.example_inputs["labels"].constant is not None
         ctx.step()
     finally:
         ctx.close()
