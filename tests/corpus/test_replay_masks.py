@@ -109,3 +109,29 @@ def test_strided_masks_keep_their_count() -> None:
     spec = {"shape": [4, 6], "dtype": "bool", "device": "cpu", "stride": [1, 4], "true": 5}
     mask = build_tensor(spec, torch.device("cpu"), gen)
     assert list(mask.stride()) == [1, 4] and int(mask.sum()) == 5
+
+
+@pytest.mark.parametrize("call", ["consecutive", "sorted"])
+def test_unique_ops_replay_with_the_recorded_count_of_values(call: str) -> None:
+    """Qwen2.5-VL's window attention deduplicates its cu_seqlens (51 ints in 0..512, 33
+    distinct): random ints in that range have ~50, so the output size must come from the
+    recorded output, not the range."""
+    import torch
+
+    from kerneltracer.worker.replay.main import replay_one
+    from kerneltracer.worker.tracers._dispatch_recorder import DispatchRecorder, rows_of
+
+    steps = torch.tensor([0, 16, 16, 16, 32, 48, 48, 64, 64, 64, 64, 80], dtype=torch.int32)
+    rec = DispatchRecorder()
+    with rec:
+        if call == "consecutive":
+            torch.unique_consecutive(steps)
+        else:
+            torch.unique(steps)
+    rows = [r for r in rows_of(rec.table) if "unique" in r["op"]]
+    assert rows
+    for row in rows:
+        item = {k: row[k] for k in ("op", "inputs", "kwargs", "outputs")}
+        result = replay_one({**item, "sig_id": row["op"]}, torch.device("cpu"), 1)
+        assert result["status"] == "ok", result
+        assert result["got"][0][0] == [6]

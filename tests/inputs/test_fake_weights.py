@@ -29,6 +29,8 @@ NAMES = (
 # gets multimodal RoPE positions as an input where a real one computes them in the step.
 KNOWN_VALUES = ("qwen2-vl", "llava-next", "mllama")
 DATA_VALUES = ("idefics3",)
+# Train mode reads values that are not data: LayerDrop's random draw, CTC's labels.
+TRAIN_READS = ("parakeet",)
 # MoE experts run through aten._grouped_mm, whose meta function the fake mode widens to fp32
 # (fake._cpu_meta_gaps): compared in fp32 and in bf16, the dtype of real MoE checkpoints.
 DTYPE = {"qwen2-moe": "bfloat16"}
@@ -41,7 +43,7 @@ EVAL_ONLY = {"whisper"}
 @pytest.fixture(scope="module")
 def zoo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("zoo-fake")
-    build_zoo(root, [*NAMES, *KNOWN_VALUES, *DATA_VALUES])
+    build_zoo(root, [*NAMES, *KNOWN_VALUES, *DATA_VALUES, *TRAIN_READS])
     return root
 
 
@@ -193,7 +195,7 @@ def test_only_tracers_that_can_run_on_fake_tensors_accept_fake_weights(
 
 
 def test_zoo_names_exist() -> None:
-    assert {*NAMES, *KNOWN_VALUES, *DATA_VALUES} <= {e.name for e in ZOO}
+    assert {*NAMES, *KNOWN_VALUES, *DATA_VALUES, *TRAIN_READS} <= {e.name for e in ZOO}
 
 
 @pytest.mark.parametrize(("name", "mode"), [(n, m) for m in ("eval", "train")
@@ -214,6 +216,22 @@ def test_values_the_worker_chose_stay_known_on_fake_weights(
         if name == "qwen2-vl":
             assert inputs["image_grid_thw"].constant is not None
             assert "pixel_values_videos" in inputs and "position_ids" in inputs
+        ctx.step()
+    finally:
+        ctx.close()
+
+
+@pytest.mark.parametrize("name", TRAIN_READS)
+def test_layerdrop_and_ctc_labels_train_on_fake_weights(
+    zoo_dir: Path, tmp_path: Path, name: str
+) -> None:
+    """Parakeet's train step draws LayerDrop's random number per layer and its CTC loss
+    masks the labels and sizes its alignment table by their lengths: none of it is data."""
+    from kerneltracer.worker.frameworks.huggingface.loader import load_huggingface
+
+    ctx = load_huggingface(_job(zoo_dir / name, "fake", "train"), tmp_path)
+    try:
+        assert ctx.example_inputs["labels"].constant is not None
         ctx.step()
     finally:
         ctx.close()
@@ -304,8 +322,44 @@ def test_one_value_buffers_keep_their_config_value() -> None:
             assert model(torch.ones(2, 1, 8)).shape == (2, 2, 7)
 
 
+def _gated() -> Any:
+    """A module that branches in Python on a value computed from its weights: no fake run
+    can."""
+    import torch
+
+    class Gated(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layer = torch.nn.Linear(4, 4)
+
+        def forward(self, x: Any) -> Any:
+            y = self.layer(x)
+            if y.sum() > 0:  # a branch on the weights' output
+                return y
+            return x
+
+    return Gated
+
+
 def test_a_value_read_on_fake_tensors_is_unsupported_naming_the_line() -> None:
-    """LayerDrop draws a random number and compares it in Python: no fake run can do that."""
+    import torch
+
+    from kerneltracer.worker.frameworks.huggingface import fake
+
+    with fake.fake_session() as mode:
+        model = fake.build_fake_model(_fake_model(_gated()), None, torch.float32, "cpu", mode,
+                                      False)
+        with pytest.raises(UnsupportedError) as info, fake.values_unsupported():
+            model(torch.ones(2, 4))
+    message = str(info.value)
+    assert "test_fake_weights.py" in message and "in forward" in message
+    assert "`if y.sum() > 0:  # a branch on the weights' output`" in message
+
+
+def test_layerdrop_draws_its_random_number_for_real() -> None:
+    """LayerDrop draws one random number per layer (torch.rand([])) and skips the layer on
+    it in Python: the number comes from the generator, not from weights or data, so a fake
+    run draws it like a real run and goes on (SeamlessM4T, Parakeet, Autoformer train)."""
     import torch
 
     from kerneltracer.worker.frameworks.huggingface import fake
@@ -313,18 +367,110 @@ def test_a_value_read_on_fake_tensors_is_unsupported_naming_the_line() -> None:
     class LayerDrop(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            self.layer = torch.nn.Linear(4, 4)
+            self.layers = torch.nn.ModuleList(torch.nn.Linear(4, 4) for _ in range(8))
 
         def forward(self, x: Any) -> Any:
-            if torch.rand([]) < 0.5:  # skip the layer
-                return x
-            return self.layer(x)
+            for layer in self.layers:
+                if torch.rand([]) < 0.5:  # skip the layer
+                    continue
+                x = layer(x)
+            return x
 
+    torch.manual_seed(0)
     with fake.fake_session() as mode:
         model = fake.build_fake_model(_fake_model(LayerDrop), None, torch.float32, "cpu", mode,
                                       False)
+        with fake.values_unsupported():
+            out = model(torch.ones(2, 4))
+    assert out.shape == (2, 4)
+
+
+def test_a_value_read_under_a_tracer_names_the_models_line_not_the_tracers() -> None:
+    """torch_dispatch's recorder runs every op, so it is the innermost frame below the
+    model's read: the reason must still name the model's line."""
+    import torch
+
+    from kerneltracer.worker.frameworks.huggingface import fake
+    from kerneltracer.worker.tracers._dispatch_recorder import DispatchRecorder
+
+    with fake.fake_session() as mode:
+        model = fake.build_fake_model(_fake_model(_gated()), None, torch.float32, "cpu", mode,
+                                      False)
+        with pytest.raises(UnsupportedError) as info, fake.values_unsupported(), \
+                DispatchRecorder():
+            model(torch.ones(2, 4))
+    message = str(info.value)
+    assert "_dispatch_recorder" not in message
+    assert "`if y.sum() > 0:  # a branch on the weights' output`" in message
+
+
+def test_a_mask_index_on_fake_tensors_says_the_size_depends_on_values() -> None:
+    """Idefics2 drops padding images with a boolean index on pixel values: no Python read,
+    the output's size is the mask's count of true values."""
+    import torch
+
+    from kerneltracer.worker.frameworks.huggingface import fake
+
+    class DropPadding(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layer = torch.nn.Linear(4, 4)
+
+        def forward(self, x: Any) -> Any:
+            x = self.layer(x)
+            return x[x.sum(-1) != 0]  # drop padding rows
+
+    with fake.fake_session() as mode:
+        model = fake.build_fake_model(_fake_model(DropPadding), None, torch.float32, "cpu",
+                                      mode, False)
         with pytest.raises(UnsupportedError) as info, fake.values_unsupported():
             model(torch.ones(2, 4))
     message = str(info.value)
-    assert "test_fake_weights.py" in message and "in forward" in message
-    assert "`if torch.rand([]) < 0.5:  # skip the layer`" in message
+    assert "size depends on a tensor's values (a boolean mask index" in message
+    assert "`return x[x.sum(-1) != 0]  # drop padding rows`" in message
+
+
+def test_ctc_loss_runs_on_fake_log_probs_with_known_target_lengths() -> None:
+    """CTC's alignment table is (batch, frames, 2·longest target + 1): torch's fake mode
+    refuses the op, but labels are ours (kept known), so their lengths are too."""
+    import torch
+
+    from kerneltracer.worker.frameworks.huggingface import fake
+
+    targets = torch.tensor([[1, 2, 3, 4], [2, 3, 1, 0]])
+    lengths = torch.tensor([4, 3])
+    with fake.fake_session() as mode:
+        known = mode.fake_tensor_converter
+        logits = torch.nn.Parameter(mode.from_tensor(torch.empty(10, 2, 5)))
+        loss = torch.nn.functional.ctc_loss(
+            logits.log_softmax(-1),
+            known.from_real_tensor(mode, targets, make_constant=True),
+            torch.full((2,), 10, dtype=torch.long),
+            known.from_real_tensor(mode, lengths, make_constant=True),
+        )
+        loss.backward()
+        assert loss.shape == () and logits.grad is not None
+        assert logits.grad.shape == (10, 2, 5)
+
+
+def test_a_capture_whose_every_method_read_a_value_is_unsupported() -> None:
+    """print_fx captures through Dynamo, then export, each calling the model itself: when
+    every method stopped on a value read, a fake run ends unsupported, not failed."""
+    from torch._subclasses.fake_tensor import DynamicOutputShapeException
+
+    from kerneltracer.worker.frameworks.huggingface import fake
+    from kerneltracer.worker.tracers._graphs import run_methods
+
+    def reads() -> list[Any]:
+        raise DynamicOutputShapeException("aten.nonzero.default")  # type: ignore[arg-type]
+
+    def breaks() -> list[Any]:
+        raise RuntimeError("something else")
+
+    with pytest.raises(UnsupportedError, match="size depends on a tensor's values"), \
+            fake.values_unsupported():
+        run_methods([("dynamo", reads), ("export", reads)])
+    # One method failing for another reason: the capture failed, as without fake weights.
+    with pytest.raises(RuntimeError, match="every capture method failed"), \
+            fake.values_unsupported():
+        run_methods([("dynamo", reads), ("export", breaks)])

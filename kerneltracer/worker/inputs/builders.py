@@ -193,11 +193,16 @@ BUILDERS: Mapping[str, Builder] = {
                 known=True),
         Builder("bbox", "layout", _bbox, _wants_bbox),
         Builder("decoder_input_ids", "text", _decoder_ids, _is_encoder_decoder),
-        Builder("labels", "label", labels.labels, labels.wants_labels, train_only=True),
+        # Labels are drawn by us, not data: losses read them (CTC's masked_select of the
+        # non-blank targets, Wav2Vec2's `labels.max() < vocab_size` check).
+        Builder("labels", "label", labels.labels, labels.wants_labels, train_only=True,
+                known=True),
         # Dual encoders (CLIP, SigLIP) compute their contrastive loss only when asked.
         Builder("return_loss", "flag", lambda s, b: True, train_only=True),
-        Builder("start_positions", "label", labels.span_start, labels.is_qa, train_only=True),
-        Builder("end_positions", "label", labels.span_end, labels.is_qa, train_only=True),
+        Builder("start_positions", "label", labels.span_start, labels.is_qa, train_only=True,
+                known=True),
+        Builder("end_positions", "label", labels.span_end, labels.is_qa, train_only=True,
+                known=True),
     )
 }
 

@@ -70,7 +70,7 @@ def replay_one(item: dict[str, Any], device: Any, repeats: int) -> dict[str, Any
         op = resolve_op(item["op"])
         args = build_value(item["inputs"], device, gen)
         kwargs = build_kwargs(item["kwargs"], device, gen)
-        apply_constraints(item["op"], args)
+        apply_constraints(item, args, kwargs, gen)
     except InputError as exc:
         return {**result, "status": "failed", "reason": f"inputs: {exc}"}
     try:

@@ -5,6 +5,8 @@ within the recorded ``min``..``max`` (indices must be in bounds), others are sma
 non-negative ints; bools have exactly the recorded count of true values at random places
 (a mask decides the output shape of ``index``, ``masked_select``, ``nonzero`` and what
 ``masked_scatter`` reads), else are random. Recorded devices map to the replay device.
+An op whose output size counts distinct values (``unique_consecutive`` of a ``cu_seqlens``)
+gets an input with the recorded number of them (:func:`apply_constraints`).
 """
 
 from __future__ import annotations
@@ -120,12 +122,62 @@ _CLASS_TARGET_ARG = {
 }
 
 
-def apply_constraints(op_name: str, args: list[Any]) -> None:
-    """Op-specific input constraints that a value range cannot express."""
-    packet = ".".join(op_name.split(".")[:2])
+# Ops whose first output holds the distinct values of the flattened input (no ``dim``): its
+# recorded length is how many there were, which random data within the range does not keep.
+_UNIQUE = frozenset({"aten.unique_consecutive", "aten._unique2", "aten._unique"})
+
+
+def apply_constraints(
+    item: dict[str, Any], args: list[Any], kwargs: dict[str, Any], gen: torch.Generator
+) -> None:
+    """Op-specific input constraints that a value range cannot express (``item``: the
+    recorded signature, with its outputs)."""
+    packet = ".".join(str(item["op"]).split(".")[:2])
     pos = _CLASS_TARGET_ARG.get(packet)
     if pos is not None and pos < len(args) and isinstance(args[pos], torch.Tensor):
         args[pos].clamp_(min=0)
+    flattened = kwargs.get("dim") is None and not _positional_dim(packet, args)
+    if packet in _UNIQUE and args and isinstance(args[0], torch.Tensor) and flattened:
+        specs = tensor_specs(item.get("outputs"))
+        recorded = item["inputs"][0] if is_tensor(item["inputs"][0]) else {}
+        if specs and len(specs[0][0]) == 1:
+            _distinct_runs(args[0], specs[0][0][0], recorded, gen)
+
+
+def _positional_dim(packet: str, args: list[Any]) -> bool:
+    # unique_consecutive(self, return_inverse, return_counts, dim): only it takes a dim.
+    return packet == "aten.unique_consecutive" and len(args) > 3 and args[3] is not None
+
+
+def _distinct_runs(
+    x: torch.Tensor, distinct: int, recorded: dict[str, Any], gen: torch.Generator
+) -> None:
+    """Rewrite ``x`` in place as ``distinct`` runs of increasing values within its range
+    (a recorded ``cu_seqlens`` is such a series): unique_consecutive and unique then return
+    the recorded number of values. Left random when the range cannot hold that many."""
+    n = x.numel()
+    if not 0 < distinct <= n or x.dtype == torch.bool or x.device.type == "meta":
+        return
+    if x.dtype.is_floating_point or x.dtype.is_complex:
+        values = torch.arange(distinct, dtype=torch.float32).to(x.dtype)
+    else:
+        lo, hi = int(recorded.get("min", 0)), int(recorded.get("max", 1))
+        span = hi - lo + 1
+        if span < distinct:
+            return
+        if span <= 1 << 20:
+            picked = torch.randperm(span, generator=gen)[:distinct].sort().values
+        else:
+            picked = torch.arange(distinct) * (span // distinct)
+        values = (picked + lo).to(x.dtype)
+    # Run lengths: every run at least one element, the rest cut at random places.
+    cuts = (torch.randperm(n - 1, generator=gen)[: distinct - 1] + 1).sort().values
+    bounds = torch.cat([torch.zeros(1, dtype=torch.long), cuts, torch.tensor([n])])
+    runs = values.repeat_interleave(bounds.diff()).reshape(x.shape).to(x.device)
+    try:
+        x.copy_(runs)
+    except RuntimeError:  # overlapping strides: no layout holds distinct runs
+        return
 
 
 def resolve_op(name: str) -> Any:

@@ -34,7 +34,13 @@ def graph_artefacts(kind: ArtefactKind) -> ArtefactPatterns:
 
 
 class GraphCaptureError(RuntimeError):
-    """Every capture method failed; the message lists each method's root cause."""
+    """Every capture method failed; the message lists each method's root cause, and
+    ``causes`` holds their exceptions (a fake-weight run reads them: a value read by every
+    method makes the job ``unsupported``)."""
+
+    def __init__(self, message: str, causes: Sequence[BaseException] = ()) -> None:
+        super().__init__(message)
+        self.causes = list(causes)
 
 
 @dataclass
@@ -130,6 +136,7 @@ def run_methods(
     from kerneltracer.worker.tracers._compiler_errors import root_cause_line
 
     attempts: list[Attempt] = []
+    causes: list[BaseException] = []
     for method, run in methods:
         t0 = time.monotonic()
         try:
@@ -139,6 +146,7 @@ def run_methods(
         except Exception as exc:
             log.warning("capture method %s failed", method, exc_info=exc)
             attempts.append(Attempt(method, False, root_cause_line(exc), time.monotonic() - t0))
+            causes.append(exc)
             continue
         if not graphs:
             attempts.append(Attempt(method, False, "no graph captured", time.monotonic() - t0))
@@ -149,7 +157,7 @@ def run_methods(
     detail = "; ".join(f"{a.method}: {_shorten(a.error or '', 160)}" for a in attempts)
     # Not chained: the worker reports the innermost explicit cause, and this line already
     # holds every method's root cause (each traceback is in worker.log).
-    raise GraphCaptureError(f"every capture method failed: {detail}")
+    raise GraphCaptureError(f"every capture method failed: {detail}", causes)
 
 
 def _shorten(text: str, limit: int) -> str:

@@ -66,7 +66,11 @@ class PrintFxTracer(Tracer["HFContext"]):
         assert isinstance(self.options, PrintFxOptions)
         runners = {"dynamo": _dynamo_graphs, "export": _export_graphs}
         holder: dict[str, Any] = {}
-        capture = run_methods([(m, _bind(runners[m], ctx, holder)) for m in self.options.methods])
+        # Dynamo and export call the model themselves, outside ctx.step.
+        with ctx.values_read():
+            capture = run_methods(
+                [(m, _bind(runners[m], ctx, holder)) for m in self.options.methods]
+            )
         breaks = holder.get("breaks", [])
         capture.extra.update(
             graph_break_count=len(breaks),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -32,18 +33,24 @@ class HFContext(RunContext):
     def phase(self) -> str:
         return self.workload.phase
 
+    def values_read(self) -> Any:
+        """Around code that runs the model (a step, a graph capture that calls the model
+        itself): with fake weights, a value the model reads makes the job ``unsupported``
+        naming the model's line."""
+        if self.fake_session is None:
+            return contextlib.nullcontext()
+        from kerneltracer.worker.frameworks.huggingface.fake import values_unsupported
+
+        return values_unsupported()
+
     def step(self, before_backward: Callable[[], None] | None = None) -> Any:
         """One eval step (no grad) or one train step (forward + backward of a loss).
 
         An eval step is what the phase says: a forward, one decode step or ``generate``.
         """
         try:
-            if self.fake_session is not None:
-                from kerneltracer.worker.frameworks.huggingface.fake import values_unsupported
-
-                with values_unsupported():
-                    return self._step(before_backward)
-            return self._step(before_backward)
+            with self.values_read():
+                return self._step(before_backward)
         except Exception as exc:
             from kerneltracer.worker.inputs import explain
 

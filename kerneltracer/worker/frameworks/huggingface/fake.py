@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from kerneltracer.errors import UnsupportedError
@@ -40,6 +41,7 @@ def fake_session() -> Iterator[Any]:
     from torch.distributions import Distribution
 
     _widen_grouped_mm()
+    _ctc_from_known_lengths()
     before = os.environ.get(_NO_CHECKS)
     os.environ[_NO_CHECKS] = "1"
     # Forecasters return a distribution, whose constructor checks its parameters' values
@@ -58,6 +60,8 @@ def fake_session() -> Iterator[Any]:
 
 
 _NO_CHECKS = "TRANSFORMERS_DISABLE_TORCH_CHECK"
+# kerneltracer's package directory: frames below it are the tracer's, not the model's.
+_OURS = str(Path(__file__).parents[3]) + os.sep
 # The largest result computed for real from inputs whose values are known (kept_values):
 # grids, sizes, token ids and what is derived from them alone are far smaller.
 _KEPT_NUMEL = 1 << 16
@@ -80,8 +84,8 @@ def _keeping_mode() -> Any:
         def dispatch(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             kwargs = kwargs or {}
             leaves = pytree.arg_tree_leaves(*args, **kwargs)
-            if not any(isinstance(a, torch.Tensor) for a in leaves) and _index_factory(
-                func, args, kwargs
+            if not any(isinstance(a, torch.Tensor) for a in leaves) and (
+                _index_factory(func, args, kwargs) or _one_draw(func, args, kwargs)
             ):
                 # Counting and index tensors made from Python numbers (aranges, zeros of
                 # positions): known values, as ops on kept inputs compute from them.
@@ -156,17 +160,42 @@ def _index_factory(func: Any, args: Any, kwargs: Any) -> bool:
     return 0 <= count <= _KEPT_NUMEL
 
 
+def _one_draw(func: Any, args: Any, kwargs: Any) -> bool:
+    """A single random number on the CPU (``torch.rand([])``): LayerDrop draws one per layer
+    in train mode and skips the layer on it in Python. Its value comes from the generator,
+    not from weights or data, so a fake run draws it for real, as a real run does."""
+    import math
+
+    import torch
+
+    name = getattr(func, "__name__", "").split(".")[0]
+    if getattr(func, "namespace", None) != "aten" or name not in ("rand", "randn"):
+        return False
+    device = kwargs.get("device")
+    if device is not None and torch.device(device).type != "cpu":
+        return False
+    size = args[0] if args else kwargs.get("size")
+    return isinstance(size, list | tuple) and math.prod(size) <= 1
+
+
 def keep_values(mode: Any) -> Any:
     """spec.keep_values for a fake run: the input built outside the fake mode, from the real
     values of the known inputs before it, then made a fake tensor that keeps its value."""
 
     def keep(build: Any, built: dict[str, Any]) -> Any:
+        import torch
+        from torch.utils import _pytree as pytree
         from torch.utils._python_dispatch import _disable_current_modes
 
         real = {k: _value(v) for k, v in built.items()}
         with _disable_current_modes():
             value = build(real)
-        return mode.fake_tensor_converter.from_real_tensor(mode, value, make_constant=True)
+        # Detection labels are a list of dicts of tensors: every tensor in it is kept.
+        return pytree.tree_map_only(
+            torch.Tensor,
+            lambda t: mode.fake_tensor_converter.from_real_tensor(mode, t, make_constant=True),
+            value,
+        )
 
     return keep
 
@@ -179,8 +208,9 @@ def _value(tensor: Any) -> Any:
 @contextlib.contextmanager
 def values_unsupported() -> Iterator[None]:
     """A model that reads a tensor's value in Python (``.item()``, ``.tolist()``, an ``if``
-    on a tensor: LayerDrop, SpecAugment masks, data-dependent routing in Python) cannot run
-    on fake tensors: that is ``unsupported``, with the model's line that did it."""
+    on a tensor: SpecAugment masks, data-dependent routing in Python) cannot run on fake
+    tensors: that is ``unsupported``, with the model's line that did it. (LayerDrop's draw
+    of one random number runs: _one_draw.)"""
     try:
         yield
     except Exception as exc:
@@ -191,9 +221,18 @@ def values_unsupported() -> Iterator[None]:
         # The line names the value read (LayerDrop's random draw, a count of placeholders).
         read = f": `{line}`" if line else ""
         raise UnsupportedError(
-            f"weights fake: {where} reads a tensor's value in Python (.item(), .tolist() or a "
-            f"branch on a tensor){read}, and fake tensors have no values"
+            f"weights fake: {where} {_how_read(cause)}{read}, and fake tensors have no values"
         ) from None  # the reason names the model's line; torch's frames below say nothing more
+
+
+def _how_read(cause: BaseException) -> str:
+    from torch._subclasses.fake_tensor import DynamicOutputShapeException
+
+    if isinstance(cause, DynamicOutputShapeException):
+        # No Python read at all: the op's output size is the count of true values.
+        return ("makes a tensor whose size depends on a tensor's values (a boolean mask "
+                "index, nonzero, masked_select)")
+    return "reads a tensor's value in Python (.item(), .tolist() or a branch on a tensor)"
 
 
 def _data_dependent(exc: BaseException) -> BaseException | None:
@@ -209,6 +248,12 @@ def _data_dependent(exc: BaseException) -> BaseException | None:
     while current is not None and id(current) not in seen:
         if isinstance(current, kinds):
             return current
+        # A graph tracer tries several capture methods and keeps each one's error: when
+        # every one of them read a value, so would the eager step.
+        causes = getattr(current, "causes", None)
+        if causes:
+            found = [_data_dependent(c) for c in causes]
+            return found[0] if all(found) else None
         seen.add(id(current))
         current = current.__cause__ or current.__context__
     return None
@@ -219,10 +264,13 @@ def _model_frame(exc: BaseException) -> tuple[str, str] | None:
     and its source line."""
     import traceback
 
+    # Our own frames are left out too: a tracer's dispatch mode runs every op, so it is the
+    # innermost caller of the read, never the code that asked for it.
+    # Dynamo runs the model's code symbolically: the model's frames are not in the
+    # traceback but in the user stack it attaches (real_stack).
+    stack = list(getattr(exc, "real_stack", None) or traceback.extract_tb(exc.__traceback__))
     frames = [
-        f
-        for f in traceback.extract_tb(exc.__traceback__)
-        if "/torch/" not in f.filename and f.filename != __file__
+        f for f in stack if "/torch/" not in f.filename and not f.filename.startswith(_OURS)
     ]
     if not frames:
         return None
@@ -260,6 +308,37 @@ def _widen_grouped_mm() -> None:
 
 def _is_grouped_mm(func: Any) -> bool:
     return getattr(func, "__name__", "") == "_grouped_mm.default"
+
+
+def _ctc_from_known_lengths() -> None:
+    """CTC's forward returns its alignment table, ``(batch, frames, 2·longest target + 1)``:
+    torch's fake mode refuses the op, as that size is a value of ``target_lengths``. The
+    labels and their lengths are ours (built, kept known), so the longest target is known
+    and the op gets its outputs' metadata from it (CTC heads' training loss: Parakeet,
+    Wav2Vec2). Unknown lengths keep torch's refusal."""
+    from torch._subclasses import fake_impls
+
+    checks = fake_impls.op_implementations_checks
+    if any(check is _is_ctc for check, _ in checks):
+        return
+
+    # _ctc_loss.Tensor(log_probs, targets, input_lengths, target_lengths, blank, …)
+    def known(mode: Any, func: Any, log_probs: Any, *args: Any, **kwargs: Any) -> Any:
+        target_lengths = args[2] if len(args) > 2 else kwargs.get("target_lengths")
+        lengths = getattr(target_lengths, "constant", None)
+        if lengths is None or log_probs.dim() != 3:
+            return NotImplemented
+        frames, batch = log_probs.shape[0], log_probs.shape[1]
+        longest = int(lengths.max()) if lengths.numel() else 0
+        return (log_probs.new_empty((batch,)),
+                log_probs.new_empty((batch, frames, 2 * longest + 1)))
+
+    # First: torch's own check for this op (dynamic output shape) would refuse it.
+    checks.insert(0, (_is_ctc, known))
+
+
+def _is_ctc(func: Any) -> bool:
+    return getattr(func, "__name__", "") == "_ctc_loss.Tensor"
 
 
 def check_fake_device(device: str) -> None:
