@@ -39,8 +39,9 @@ def _checks(schema: Any) -> list[tuple[str, Callable[[Any], bool], bool]] | None
     null; None where a column's type is not one of int64 / string / float64."""
     import pyarrow as pa
 
-    out = []
+    out: list[tuple[str, Callable[[Any], bool], bool]] = []
     for f in schema:
+        check: Callable[[Any], bool]
         if f.type == pa.int64():
             check = _is_int
         elif f.type == pa.string():
@@ -49,7 +50,7 @@ def _checks(schema: Any) -> list[tuple[str, Callable[[Any], bool], bool]] | None
             check = _is_float
         else:
             return None
-        out.append((f.name, check, f.nullable))
+        out.append((str(f.name), check, bool(f.nullable)))
     return out
 
 
