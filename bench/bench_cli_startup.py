@@ -7,7 +7,9 @@ commands on tiny inputs: ``logs`` and ``compile-health`` on the log tlparse read
 ``timeline`` on a 4 KB chrome trace, ``status`` on a three-job run dir. Reports per case
 the median wall and CPU seconds (user + sys of the process and every child it reaped, from
 getrusage: on a loaded machine the CPU figure is the one to trust), each as a ratio to
-``python -c pass`` and to tlparse, with the machine's load before and after.
+``python -c pass`` and to tlparse, with the machine's load before and after. The commands
+run with their .pyc files written, as an installed package has them, whatever
+PYTHONDONTWRITEBYTECODE says in the shell.
 tests/spine/test_cli_startup.py checks which modules a help loads; this has the seconds
 (never asserted in tests).
 
@@ -50,11 +52,16 @@ def kt(root: Path) -> list[str]:
     return [sys.executable, "-c", _LAUNCH, str(root)]
 
 
+# An installed package has its .pyc files; a shell with PYTHONDONTWRITEBYTECODE=1 (this
+# machine's) would compile every module of ours from source on every run (~0.1 s).
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def run(cmd: list[str]) -> tuple[float, float]:
     """Wall and CPU seconds of one fresh process (its reaped children included)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(cmd, capture_output=True, check=False, cwd=REPO)
+    subprocess.run(cmd, capture_output=True, check=False, cwd=REPO, env=ENV)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -116,7 +123,7 @@ def main() -> None:
         cases |= kt_cases(args.against.resolve(), "before: ", args.log, run_dir, out)
     load_before = os.getloadavg()
     for cmd in cases.values():
-        run(cmd)  # warm the file cache, the .pyc files and the template cache
+        run(cmd)  # warm the file cache, write the .pyc files, fill the template cache
     walls: dict[str, list[float]] = {name: [] for name in cases}
     cpus: dict[str, list[float]] = {name: [] for name in cases}
     names = list(cases)
@@ -130,6 +137,7 @@ def main() -> None:
     cpu = {k: statistics.median(v) for k, v in cpus.items()}
     floor, peer = "python -c pass", "tlparse LOG"
     result = {
+        "pythondontwritebytecode_in_shell": "PYTHONDONTWRITEBYTECODE" in os.environ,
         "load_1min_before": round(load_before[0], 2),
         "load_1min_after": round(load_after[0], 2),
         "cores": os.cpu_count(),
