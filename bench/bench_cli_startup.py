@@ -115,8 +115,14 @@ def main() -> None:
     tlparse = shutil.which("tlparse") or str(Path(sys.executable).parent / "tlparse")
     cases: dict[str, list[str]] = {
         "python -c pass": [sys.executable, "-c", "pass"],
-        "tlparse LOG": [tlparse, str(args.log), "-o", str(out / "tl"), "--overwrite",
-                        "--no-browser"],
+        "tlparse LOG": [
+            tlparse,
+            str(args.log),
+            "-o",
+            str(out / "tl"),
+            "--overwrite",
+            "--no-browser",
+        ],
         **kt_cases(REPO, "", args.log, run_dir, out),
     }
     if args.against is not None:
@@ -128,7 +134,7 @@ def main() -> None:
     cpus: dict[str, list[float]] = {name: [] for name in cases}
     names = list(cases)
     for i in range(args.repeat):
-        for name in names[i % len(names):] + names[: i % len(names)]:  # order rotated
+        for name in names[i % len(names) :] + names[: i % len(names)]:  # order rotated
             wall, cpu = run(cases[name])
             walls[name].append(wall)
             cpus[name].append(cpu)
@@ -151,12 +157,16 @@ def main() -> None:
         "wall_vs_tlparse": {k: round(v / wall[peer], 2) for k, v in wall.items()},
         "cpu_vs_tlparse": {k: round(v / max(cpu[peer], 1e-3), 2) for k, v in cpu.items()},
     }
-    print(f"load {load_before[0]:.1f} before, {load_after[0]:.1f} after, "
-          f"{os.cpu_count()} cores; medians of {args.repeat}")
+    print(
+        f"load {load_before[0]:.1f} before, {load_after[0]:.1f} after, "
+        f"{os.cpu_count()} cores; medians of {args.repeat}"
+    )
     print(f"{'case':<34} {'wall':>8} {'cpu':>8}  {'/python':>7} {'/tlparse':>8}")
     for name in cases:
-        print(f"{name:<34} {wall[name] * 1000:6.0f}ms {cpu[name] * 1000:6.0f}ms  "
-              f"{wall[name] / wall[floor]:6.1f}x {wall[name] / wall[peer]:7.1f}x")
+        print(
+            f"{name:<34} {wall[name] * 1000:6.0f}ms {cpu[name] * 1000:6.0f}ms  "
+            f"{wall[name] / wall[floor]:6.1f}x {wall[name] / wall[peer]:7.1f}x"
+        )
     dest = REPO / "bench" / "out"
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "cli_startup.json").write_text(json.dumps(result, indent=2))

@@ -232,9 +232,7 @@ def _job_logs(job_dir: Path, listed: list[str], status: str) -> list[Path] | Non
     return found if trace_dir.is_dir() else None
 
 
-def _read_all(
-    logs: list[Path], budget: TextBudget
-) -> tuple[list[LogHealth], list[SourceProblem]]:
+def _read_all(logs: list[Path], budget: TextBudget) -> tuple[list[LogHealth], list[SourceProblem]]:
     found: list[LogHealth] = []
     problems: list[SourceProblem] = []
     for log in logs:
