@@ -16,22 +16,11 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from kerneltracer.cli.tables import STYLE
+
 if TYPE_CHECKING:
     from kerneltracer.core.jobspec import JobSpec
     from kerneltracer.core.status import TraceStatus
-
-# Keyed by status value so the CLI can style without importing the config/pydantic stack.
-STYLE = {
-    "ok": "green",
-    "skipped": "cyan",
-    "unsupported": "yellow",
-    "failed": "red",
-    "oom": "magenta",
-    "timeout": "red",
-    "crashed": "bold red",
-    "interrupted": "yellow",
-    "unreadable": "red",
-}
 
 
 class ConsoleObserver:

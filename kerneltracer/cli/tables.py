@@ -9,8 +9,21 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from kerneltracer.cli.progress import STYLE
 from kerneltracer.core.identity import DEFAULT_PHASE, Variant, collapsed_alternatives, variant_of
+
+# Keyed by status value so the CLI can style without importing the config/pydantic stack;
+# here, not beside `run`'s live bar, so that `status` loads no rich.progress.
+STYLE = {
+    "ok": "green",
+    "skipped": "cyan",
+    "unsupported": "yellow",
+    "failed": "red",
+    "oom": "magenta",
+    "timeout": "red",
+    "crashed": "bold red",
+    "interrupted": "yellow",
+    "unreadable": "red",
+}
 
 
 @dataclass(frozen=True)

@@ -134,3 +134,28 @@ def test_a_failed_tree_leaves_the_old_one(tmp_path: Path) -> None:
         (st / "a.txt").write_text("new")
         raise RuntimeError("disk gone")
     assert _files(out) == {"texts/a.txt": "old"}
+
+
+def test_a_tree_of_a_few_files_is_fsynced_file_by_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A syncfs waits for every dirty page of the disk, other programs' too: a few files
+    (one compile id's texts) are cheaper to fsync one by one."""
+    import os
+
+    from kerneltracer import jsonio
+
+    synced: list[str] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(
+        os, "fsync", lambda fd: synced.append(os.readlink(f"/proc/self/fd/{fd}")) or real_fsync(fd)
+    )
+    flushes: list[int] = []
+    monkeypatch.setattr(jsonio, "_syncfs", lambda fd: flushes.append(fd) or True)
+    with jsonio.atomic_tree(tmp_path / "texts") as stage:
+        (stage / "d").mkdir()
+        for name in ("graph.txt", "guards.txt", "d/output_code.txt"):
+            (stage / name).write_text(name)
+    assert flushes == []
+    assert {Path(p).name for p in synced} >= {"graph.txt", "guards.txt", "output_code.txt"}
+    assert (tmp_path / "texts" / "d" / "output_code.txt").read_text() == "d/output_code.txt"

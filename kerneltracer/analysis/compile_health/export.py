@@ -11,7 +11,8 @@ from typing import Any
 from kerneltracer.analysis.compile_health.fleet import FleetHealth
 from kerneltracer.analysis.compile_health.health import COUNT_COLUMNS, TEXTS_DIR, JobHealth
 from kerneltracer.analysis.compile_health.records import PHASES
-from kerneltracer.jsonio import atomic_tree, atomic_write_json, atomic_write_text, atomic_writer
+from kerneltracer.core.arrowrows import write_parquet
+from kerneltracer.jsonio import atomic_tree, atomic_write_json, atomic_write_text
 
 _TABLE_PARQUET = "compile_health.parquet"
 _TABLE_CSV = "compile_health.csv"
@@ -211,11 +212,4 @@ def arrow_schema() -> Any:
 
 
 def _write_parquet(rows: list[dict[str, Any]], path: Path) -> Path:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    schema = arrow_schema()
-    table = pa.Table.from_pylist(rows, schema=schema)
-    with atomic_writer(path) as fh:
-        pq.write_table(table, fh, compression="zstd")
-    return path
+    return write_parquet(path, rows, arrow_schema())

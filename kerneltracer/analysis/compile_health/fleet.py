@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kerneltracer.analysis.compile_health.health import (
     FAILED,
@@ -30,9 +30,12 @@ from kerneltracer.analysis.compile_health.health import (
 from kerneltracer.analysis.compile_health.records import PHASES, TextBudget
 from kerneltracer.analysis.compile_health.sources import LogHealth, SourceProblem, read_sources
 from kerneltracer.core.artefacts import TORCH_TRACE_DIR, ArtefactKind, kind_from_name
-from kerneltracer.core.jobspec import JobFile, JobSpec
 from kerneltracer.core.layout import JobPaths
 from kerneltracer.errors import InputFileError
+
+if TYPE_CHECKING:
+    # pydantic (~0.1 s): only a run dir's jobs have a JOB.json to validate.
+    from kerneltracer.core.jobspec import JobSpec
 
 TOP_N = 20
 
@@ -229,9 +232,7 @@ def _job_logs(job_dir: Path, listed: list[str], status: str) -> list[Path] | Non
     return found if trace_dir.is_dir() else None
 
 
-def _read_all(
-    logs: list[Path], budget: TextBudget
-) -> tuple[list[LogHealth], list[SourceProblem]]:
+def _read_all(logs: list[Path], budget: TextBudget) -> tuple[list[LogHealth], list[SourceProblem]]:
     found: list[LogHealth] = []
     problems: list[SourceProblem] = []
     for log in logs:
@@ -245,6 +246,8 @@ def _read_all(
 
 def _job_spec(job_dir: Path) -> JobSpec | None:
     """The job's spec from its JOB.json; None when it cannot be read."""
+    from kerneltracer.core.jobspec import JobFile
+
     try:
         return JobFile.read(JobPaths(job_dir).job_file).job
     except InputFileError:

@@ -11,22 +11,18 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from kerneltracer.analysis.structured_logs.parser import FORMAT_VERSION, parse_log
-from kerneltracer.analysis.structured_logs.rendering.base import RenderConfig, RenderContext
-from kerneltracer.analysis.structured_logs.rendering.multi_rank import (
-    RankView,
-    write_multi_rank_index,
-)
-from kerneltracer.analysis.structured_logs.rendering.registry import MULTI_RANK, select_modules
-from kerneltracer.analysis.structured_logs.rendering.runner import render_one
 from kerneltracer.analysis.structured_logs.staging import scratch_root, staged_dir
 from kerneltracer.analysis.structured_logs.stats import ParseStats
 from kerneltracer.errors import InputFileError, NoRecordsError, UsageError
 from kerneltracer.inputguard import check_input_file
+
+if TYPE_CHECKING:
+    from kerneltracer.analysis.structured_logs.rendering.base import RenderConfig
 
 _RANK_FILE = re.compile(r"rank_(\d+)")
 INTERMEDIATE_SUBDIR = "intermediate"
@@ -139,6 +135,9 @@ def render(
     custom_header_html: str = "",
 ) -> RenderResult:
     """Stage 2: render the intermediate ``inter`` into ``out`` with the chosen modules."""
+    from kerneltracer.analysis.structured_logs.rendering.base import RenderConfig
+    from kerneltracer.analysis.structured_logs.rendering.registry import select_modules
+
     inter = Path(inter)
     if not (inter / "manifest.json").is_file():
         raise UsageError(
@@ -154,6 +153,17 @@ def render(
 def _render_into(
     inter: Path, stage: Path, selected: list[Any], config: RenderConfig
 ) -> RenderResult:
+    # The renderers (jinja2 and the page modules) only here: compile-health parses logs
+    # through this module and renders no tlparse page.
+    from kerneltracer.analysis.structured_logs.rendering.base import RenderContext
+    from kerneltracer.analysis.structured_logs.rendering.multi_rank import (
+        RankView,
+        _artifact_sequence,
+        write_multi_rank_index,
+    )
+    from kerneltracer.analysis.structured_logs.rendering.registry import MULTI_RANK
+    from kerneltracer.analysis.structured_logs.rendering.runner import render_one
+
     manifest = orjson.loads((inter / "manifest.json").read_bytes())
     if manifest.get("parse_mode") != "multi_rank":
         report = render_one(inter, stage, selected, config)
@@ -172,8 +182,6 @@ def _render_into(
             ctx,
             failures=sum(1 for s in ctx.summaries.values() if s["has_failure"]),
         )
-        from kerneltracer.analysis.structured_logs.rendering.multi_rank import _artifact_sequence
-
         view.sequence = _artifact_sequence(ctx)
         views.append(view)
     files.extend(write_multi_rank_index(stage, views))
@@ -197,6 +205,9 @@ def run(
         return parse(source, out, overwrite=overwrite), None
     if not source.exists():
         raise UsageError(f"log not found: {source}")
+    from kerneltracer.analysis.structured_logs.rendering.base import RenderConfig
+    from kerneltracer.analysis.structured_logs.rendering.registry import select_modules
+
     selected = select_modules(export, modules, skip_modules)
     config = RenderConfig(export=export)
     with staged_dir(out, overwrite) as stage:
