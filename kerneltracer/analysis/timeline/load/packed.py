@@ -62,14 +62,6 @@ class PackedTexts:
     def rows(self) -> list[int]:
         return self._joined()[0].tolist()
 
-    def texts(self) -> list[bytes]:
-        """Every text, in row order."""
-        _, blob, starts, ends = self._joined()
-        b = self._blobs
-        return [
-            b[i][s:e] for i, s, e in zip(blob.tolist(), starts.tolist(), ends.tolist(), strict=True)
-        ]
-
     def batches(self) -> Iterator[tuple[np.ndarray, list[bytes]]]:
         """(rows, texts) of each packed batch, in the order added: a pass over every text
         that holds one batch's texts as objects at a time, not all of them."""
