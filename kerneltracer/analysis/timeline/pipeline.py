@@ -14,6 +14,7 @@ from kerneltracer.analysis.timeline.load.loader import (
     LoadProgress,
     count_text,
     load_chrome_trace,
+    release_free_heap,
 )
 from kerneltracer.analysis.timeline.model.validate import ValidationReport
 from kerneltracer.analysis.timeline.render.forked import ForkedCall
@@ -117,6 +118,7 @@ def analyze_file(
         analysis.ops = compute_ops(
             trace, capture=ops.capture, device=ops.device, devices=ops.devices
         )
+        release_free_heap()
     if while_writing is not None:
         while_writing()
     if writer is not None:

@@ -54,9 +54,10 @@ _MODULE_PREFIX = "nn.Module: "
 _STEP = re.compile(r"ProfilerStep#(\d+)")
 
 
-@dataclass
+@dataclass(slots=True)  # one per host op that launched GPU work: 280k on a 3M-event trace
 class OpInstance:
-    """One call of a host op, as attribution reports it."""
+    """One call of a host op, as attribution reports it (``dims``, ``types`` and
+    ``concrete`` are shared between the instances that recorded equal ones: read only)."""
 
     name: str
     dims: Any = None  # Input Dims as recorded (None: not recorded)

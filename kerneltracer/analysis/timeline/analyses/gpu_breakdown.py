@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from kerneltracer.analysis.timeline.load.loader import PH_COMPLETE, ChromeTrace
+from kerneltracer.analysis.timeline.model.arrays import isin_sorted, sorted_unique, unique_codes
 from kerneltracer.analysis.timeline.model.categories import GPU_ACTIVITY, KernelType, kernel_type
 from kerneltracer.analysis.timeline.model.intervals import merge, union_length
 
@@ -120,7 +121,7 @@ def select_gpu_work(trace: ChromeTrace, include_last_step: bool = False) -> GpuW
     if keep is not None:
         work &= keep
     idx = np.flatnonzero(work)
-    uniq, inv = np.unique(trace.name[idx], return_inverse=True)
+    uniq, inv = unique_codes(trace.name[idx])
     codes = np.array([_CODE[kernel_type(trace.names[n])] for n in uniq.tolist()], dtype=np.int8)
     ktype = codes[inv] if idx.size else np.empty(0, dtype=np.int8)
     excluded = keep is not None and not include_last_step
@@ -163,15 +164,15 @@ def _launched_in_steps(
     base = is_complete & ~trace.category_mask({"trace", "python_function"})
     step_ids = [i for i, n in enumerate(trace.names) if "ProfilerStep" in n]
     steps_in_base = np.isin(trace.name, np.asarray(step_ids, dtype=np.int32)) & base
-    if len(np.unique(trace.name[steps_in_base])) < 2:
+    if unique_codes(trace.name[steps_in_base])[0].size < 2:
         return None
     sync_ids = [i for i, n in enumerate(trace.names) if n in _HOST_SYNC_NAMES]
     gpu_like = ((trace.stream >= 0) & (trace.correlation >= 0)) | np.isin(trace.name, sync_ids)
     host = base & ~gpu_like
     steps = host & steps_in_base
     in_window = ts <= end[steps].max() if last else ts < ts[steps].max()
-    launched = np.unique(trace.correlation[host & in_window])
-    return np.isin(trace.correlation, launched)
+    launched = sorted_unique(trace.correlation[host & in_window])
+    return isin_sorted(trace.correlation, launched)
 
 
 def temporal_breakdown(work: GpuWork) -> TemporalBreakdown | None:
@@ -257,7 +258,7 @@ def _top_kernels(work: GpuWork, kt: KernelType, names: list[str], top_n: int) ->
     if not sel.any():
         return []
     dur = work.dur[sel]
-    uniq, inv = np.unique(work.name[sel], return_inverse=True)
+    uniq, inv = unique_codes(work.name[sel])
     count = np.bincount(inv)
     total = np.bincount(inv, weights=dur)
     sq = np.bincount(inv, weights=dur * dur)

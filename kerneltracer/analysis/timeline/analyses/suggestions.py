@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from kerneltracer.analysis.timeline.load.loader import ChromeTrace
+from kerneltracer.analysis.timeline.model.arrays import unique_codes
 from kerneltracer.analysis.timeline.model.categories import memcpy_host_kind
 from kerneltracer.analysis.timeline.model.results import (
     Bottleneck,
@@ -143,7 +144,7 @@ def _gpu_kernels(
     rows = cats.rows["gpu_compute"]
     if bottleneck.type != "gpu_bound" or rows.size == 0:
         return []
-    uniq, inv = np.unique(trace.name[rows], return_inverse=True)
+    uniq, inv = unique_codes(trace.name[rows])
     per_name = np.bincount(inv, weights=trace.dur[rows])
     top = int(np.argmax(per_name))
     share = 100.0 * per_name[top] / per_name.sum()

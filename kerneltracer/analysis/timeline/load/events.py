@@ -56,6 +56,30 @@ class OpArgs(
     sequence_number: Any = None
 
 
+class _OpArgsText(
+    msgspec.Struct,
+    gc=False,
+    rename={
+        "input_dims": "Input Dims",
+        "input_types": "Input type",
+        "concrete_inputs": "Concrete Inputs",
+        "external_id": "External id",
+        "module_hierarchy": "Module Hierarchy",
+        "call_stack": "Call stack",
+        "sequence_number": "Sequence number",
+    },
+):
+    """:class:`OpArgs` with the three bulky fields left as their JSON text."""
+
+    input_dims: msgspec.Raw = msgspec.Raw()
+    input_types: msgspec.Raw = msgspec.Raw()
+    concrete_inputs: msgspec.Raw = msgspec.Raw()
+    external_id: Any = None
+    module_hierarchy: Any = None
+    call_stack: Any = None
+    sequence_number: Any = None
+
+
 class OpIds(
     msgspec.Struct,
     gc=False,
@@ -76,21 +100,77 @@ class OpArgsStore(PackedMapping[OpArgs]):
     launched GPU work and the ops around those. Only args that are JSON objects are kept.
     """
 
+    # Distinct shape / type / input texts decoded once: a model repeats its layers, so a
+    # few thousand texts stand for hundreds of thousands of ops (decoded separately, the
+    # lists of a 3M-event trace's attributed ops held 130 MiB). Bounded: past it, decoded
+    # each time.
+    _SHARED_MAX = 1 << 16
+
     def __init__(self) -> None:
-        super().__init__(OP_ARGS.decode)
+        super().__init__(self._decode_shared)
+        self._shared: dict[bytes, Any] = {}
+        self._ids: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def _decode_shared(self, text: bytes) -> OpArgs:
+        raw = OP_ARGS_TEXT.decode(text)
+        return OpArgs(
+            input_dims=self._shared_value(raw.input_dims),
+            input_types=self._shared_value(raw.input_types),
+            concrete_inputs=self._shared_value(raw.concrete_inputs),
+            external_id=raw.external_id,
+            module_hierarchy=raw.module_hierarchy,
+            call_stack=raw.call_stack,
+            sequence_number=raw.sequence_number,
+        )
+
+    def _shared_value(self, raw: msgspec.Raw) -> Any:
+        if not raw:
+            return None
+        key = bytes(raw)
+        value = self._shared.get(key, _UNSEEN)
+        if value is _UNSEEN:
+            value = msgspec.json.decode(key)
+            if len(self._shared) < self._SHARED_MAX:
+                self._shared[key] = value
+        return value
 
     def add(self, rows: list[int], texts: list[bytes]) -> None:
         kept = [(r, t) for r, t in zip(rows, texts, strict=True) if t[:1] == b"{"]
         self.texts.add([r for r, _ in kept], [t for _, t in kept])
+        self._ids = None
 
     def int_ids(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(rows, External ids) and (rows, Sequence numbers) of the ops where that id is an
-        integer, rows in increasing order; all ops' ids in one decode, shapes skipped."""
-        rows = self.texts.rows()
-        decoded = OP_IDS_LIST.decode(json_list(self.texts.texts())) if rows else []
-        ext = [(r, d.external_id) for r, d in zip(rows, decoded, strict=True)]
-        seq = [(r, d.sequence_number) for r, d in zip(rows, decoded, strict=True)]
-        return (*_int_pairs(ext), *_int_pairs(seq))
+        integer, rows in increasing order; the shapes skipped, computed once.
+
+        Decoded one packed batch at a time: all of a 3M-event trace's million ops as
+        texts, structs and (row, id) tuples at once peaked at over 300 MiB."""
+        if self._ids is None:
+            parts: list[tuple[np.ndarray, ...]] = []
+            for rows, texts in self.texts.batches():
+                decoded = OP_IDS_LIST.decode(json_list(texts))
+                ext = [(r, d.external_id) for r, d in zip(rows.tolist(), decoded, strict=True)]
+                seq = [(r, d.sequence_number) for r, d in zip(rows.tolist(), decoded, strict=True)]
+                parts.append((*_int_pairs(ext), *_int_pairs(seq)))
+            self._ids = _sorted_pairs(parts)
+        return self._ids
+
+
+def _sorted_pairs(
+    parts: list[tuple[np.ndarray, ...]],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The batches' (rows, values) pairs joined, each pair ordered by row."""
+    if not parts:
+        empty = np.empty(0, dtype=np.int64)
+        return empty, empty, empty, empty
+
+    def joined(k: int) -> tuple[np.ndarray, np.ndarray]:
+        rows = np.concatenate([p[k] for p in parts])
+        values = np.concatenate([p[k + 1] for p in parts])
+        order = np.argsort(rows, kind="stable")  # batches come in row order: already sorted
+        return rows[order], values[order]
+
+    return (*joined(0), *joined(2))
 
 
 def _int_pairs(pairs: list[tuple[int, Any]]) -> tuple[np.ndarray, np.ndarray]:
@@ -116,7 +196,8 @@ NON_FINITE = re.compile(rb"NaN|Infinity|[0-9][eE][+]?[0-9]{3}|[0-9]{20}")
 BATCH = msgspec.json.Decoder(list[Event])
 IDS = msgspec.json.Decoder(Ids)
 IDS_LIST = msgspec.json.Decoder(list[Ids])
-OP_ARGS = msgspec.json.Decoder(OpArgs)
+OP_ARGS_TEXT = msgspec.json.Decoder(_OpArgsText)
+_UNSEEN = object()
 OP_IDS_LIST = msgspec.json.Decoder(list[OpIds])
 LAUNCH_ARGS = msgspec.json.Decoder(LaunchArgs)
 

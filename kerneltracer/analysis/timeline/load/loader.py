@@ -16,9 +16,10 @@ is refused once it passes ``_MAX_PENDING`` instead of growing the buffer without
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 from typing import IO, Any
 
@@ -34,7 +35,14 @@ _MAX_BATCH_RETRIES = 8
 # No chrome-trace event comes near this; more text without a cut is not a trace.
 _MAX_PENDING = 32 << 20
 
-__all__ = ["PH_COMPLETE", "PH_INSTANT", "ChromeTrace", "LoadProgress", "load_chrome_trace"]
+__all__ = [
+    "PH_COMPLETE",
+    "PH_INSTANT",
+    "ChromeTrace",
+    "LoadProgress",
+    "load_chrome_trace",
+    "release_free_heap",
+]
 
 
 @dataclass(frozen=True)
@@ -147,6 +155,8 @@ def load_chrome_trace(
         raise TraceLoadError(f"{path}: not a readable chrome trace ({exc})") from exc
     cols = builder.finish()
     trace = ChromeTrace(path=path, metadata=metadata, **cols)
+    del builder, cols
+    release_free_heap()
     if strict and trace.bad_count:
         raise TraceLoadError(f"{path}: --strict: {count_text(trace.bad_events)}")
     if not (trace.ph == PH_COMPLETE).any():
@@ -263,3 +273,25 @@ def _take_events(doc: Any, builder: Builder) -> dict[str, Any]:
         raise TraceLoadError(f"{builder.path}: JSON has no traceEvents array")
     builder.add_dicts(doc.pop("traceEvents"))
     return doc
+
+
+def release_free_heap() -> None:
+    """Hand the heap's free pages back to the system (glibc; elsewhere nothing happens).
+
+    The batches' short-lived objects are freed around the long-lived column chunks and
+    packed texts, so glibc keeps the holes: a 3M-event trace's load left 447 MiB resident
+    of which 138 MiB was free heap. Trimming after the load and the op attribution keeps
+    the resident size to what is in use, and a forked writer does not start from the holes.
+    """
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    try:
+        trim: Callable[[int], int] = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to trim with
+        return None
+    return trim

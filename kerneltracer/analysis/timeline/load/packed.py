@@ -10,6 +10,7 @@ a dict entry per row still double it; packed, a row costs its text and 24 bytes.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from itertools import pairwise
 from typing import Any, Generic, TypeVar
 
 import msgspec
@@ -61,13 +62,12 @@ class PackedTexts:
     def rows(self) -> list[int]:
         return self._joined()[0].tolist()
 
-    def texts(self) -> list[bytes]:
-        """Every text, in row order."""
-        _, blob, starts, ends = self._joined()
-        b = self._blobs
-        return [
-            b[i][s:e] for i, s, e in zip(blob.tolist(), starts.tolist(), ends.tolist(), strict=True)
-        ]
+    def batches(self) -> Iterator[tuple[np.ndarray, list[bytes]]]:
+        """(rows, texts) of each packed batch, in the order added: a pass over every text
+        that holds one batch's texts as objects at a time, not all of them."""
+        for blob, (rows, ends) in zip(self._blobs, self._chunks, strict=True):
+            bounds = [0, *ends.tolist()]
+            yield rows, [blob[s:e] for s, e in pairwise(bounds)]
 
     def __len__(self) -> int:
         return sum(len(r) for r, _ in self._chunks)

@@ -1,0 +1,41 @@
+"""Set operations on id columns, with the results of ``np.unique`` / ``np.isin``.
+
+numpy 2's ``np.unique`` hashes, and its hash does badly on the loader's columns: on a
+3M-event trace the unique correlation ids took 1 s where a sort takes 0.07 s, and the
+unique names with their inverse 0.4 s where counting the (few, dense) name ids is free.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def unique_codes(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(codes, return_inverse=True)`` for non-negative integer codes (name or
+    category ids: dense, far fewer than the rows)."""
+    if codes.size == 0:
+        return codes[:0].copy(), np.empty(0, dtype=np.intp)
+    present = np.bincount(codes) > 0
+    uniq = np.flatnonzero(present).astype(codes.dtype, copy=False)
+    position = np.cumsum(present, dtype=np.intp) - 1
+    return uniq, position[codes]
+
+
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """``np.unique(values)``: the distinct values, ascending."""
+    s = np.sort(values)
+    if s.size == 0:
+        return s
+    keep = np.empty(s.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]
+
+
+def isin_sorted(values: np.ndarray, members: np.ndarray) -> np.ndarray:
+    """``np.isin(values, members)`` where ``members`` is sorted (``sorted_unique``)."""
+    if members.size == 0:
+        return np.zeros(values.shape, dtype=bool)
+    pos = np.searchsorted(members, values)
+    pos[pos == members.size] = 0
+    return members[pos] == values

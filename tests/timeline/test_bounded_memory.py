@@ -1,0 +1,79 @@
+"""The big-trace paths: per-step windows, sort-based set operations, shared op args."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+import numpy as np
+import pytest
+
+from kerneltracer.analysis.nesting import Nesting
+from kerneltracer.analysis.timeline.analyses.bottleneck import _analyze_window, analyze_steps
+from kerneltracer.analysis.timeline.analyses.category_rows import categorize
+from kerneltracer.analysis.timeline.load.events import OpArgsStore
+from kerneltracer.analysis.timeline.load.loader import load_chrome_trace
+from kerneltracer.analysis.timeline.model.arrays import isin_sorted, sorted_unique, unique_codes
+from tests.timeline.traces import kernel, write_trace, x
+
+
+@pytest.mark.parametrize("size", [0, 1, 7, 5000])
+def test_set_operations_match_numpy(size: int) -> None:
+    rng = np.random.default_rng(size)
+    codes = rng.integers(0, 40, size).astype(np.int32)
+    uniq, inv = unique_codes(codes)
+    want_uniq, want_inv = np.unique(codes, return_inverse=True)
+    assert uniq.dtype == codes.dtype
+    assert uniq.tolist() == want_uniq.tolist() and inv.tolist() == want_inv.tolist()
+    ids = rng.integers(-1, 10**12, size)
+    ids[::3] = -1
+    members = sorted_unique(ids[: size // 2])
+    assert members.tolist() == np.unique(ids[: size // 2]).tolist()
+    assert isin_sorted(ids, members).tolist() == np.isin(ids, members).tolist()
+
+
+def test_steps_see_every_event_that_overlaps_them(tmp_path: Path) -> None:
+    # A host op spanning every step (it starts first, so the running end reaches past every
+    # window), kernels straddling step borders, and events between steps.
+    events = [x("long_op", "cpu_op", 0, 10_000, tid=2)]
+    for s in range(6):
+        t0 = 100 + s * 1500
+        events.append(x(f"ProfilerStep#{s}", "user_annotation", t0, 1000))
+        events.append(x("aten::mm", "cpu_op", t0 + 10, 300))
+        events.append(x("cudaLaunchKernel", "cuda_runtime", t0 + 20, 30, corr=s))
+        events.append(kernel(f"gemm_{s % 2}", t0 + 900, 400, corr=s))
+        events.append(x("between", "cpu_op", t0 + 1100, 200))
+    trace = load_chrome_trace(write_trace(tmp_path / "t.json", events))
+    cats = categorize(trace)
+    steps = analyze_steps(trace, cats)
+    assert len(steps) == 6
+    for step in steps:
+        lo, hi = step.start_us, step.start_us + step.duration_us
+        full = _analyze_window(trace, cats, lo, hi)  # every row of every category
+        assert step.timeline_breakdown == full.timeline_breakdown
+        assert step.bottleneck == full.bottleneck
+
+
+def test_op_args_share_equal_values_and_ids_span_batches() -> None:
+    store = OpArgsStore()
+    text = b'{"Input Dims": [[2, 3], []], "Input type": ["float", ""], "External id": %d}'
+    store.add([0, 4], [text % 10, text % 11])
+    store.add([7], [b'{"Input Dims": [[2, 3], []], "Sequence number": 5, "External id": 1.5}'])
+    a, b, c = store[0], store[4], store[7]
+    assert a.input_dims == [[2, 3], []] and a.input_types == ["float", ""]
+    assert a.input_dims is b.input_dims is c.input_dims  # decoded once
+    assert c.input_types is None and c.concrete_inputs is None
+    assert a == msgspec.json.decode(text % 10, type=type(a))
+    ext_rows, ext, seq_rows, seq = store.int_ids()
+    assert ext_rows.tolist() == [0, 4] and ext.tolist() == [10, 11]
+    assert seq_rows.tolist() == [7] and seq.tolist() == [5]
+
+
+def test_nesting_refuses_a_row_it_does_not_hold() -> None:
+    ts = np.array([0.0, 1.0, 2.0, 50.0])
+    end = np.array([10.0, 5.0, 3.0, 60.0])
+    nest = Nesting(np.array([0, 1, 2]), ts, end, np.zeros(4, dtype=np.int64))
+    assert nest.parent(2) == 1 and nest.parent(1) == 0 and nest.parent(0) == -1
+    assert nest.ancestors(2) == [1, 0]
+    with pytest.raises(KeyError):
+        nest.parent(3)
