@@ -70,7 +70,7 @@ def iter_records(
                     return
                 data = b"".join(pending)
                 if data:
-                    yield from _split(data, lineno, final=True)
+                    yield from _split(data, lineno)
                 return
             newlines = line.see(block)
             if on_block is not None:
@@ -105,7 +105,7 @@ def iter_records(
             pending = [block[cut:]] if cut < len(block) else []
             held = len(block) - cut
             if data:
-                lineno = yield from _split(data, lineno, final=False)
+                lineno = yield from _split(data, lineno)
 
 
 class _Skipped:
@@ -199,7 +199,7 @@ def _last_boundary(block: bytes, *, after_newline: bool) -> int:
     return last
 
 
-def _split(data: bytes, lineno: int, *, final: bool) -> Generator[Record, None, int]:
+def _split(data: bytes, lineno: int) -> Generator[Record, None, int]:
     """Yield the records of ``data`` (which ends at a record boundary); return the next line number.
 
     Line numbers are exact unless the block had blank lines, which shift those after them
