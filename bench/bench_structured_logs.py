@@ -95,7 +95,9 @@ def inputs(workdir: Path, only: list[str] | None = None) -> dict[str, Path]:
     return found
 
 
-def timed(cmd: list[str], workdir: Path) -> tuple[float, float, float, int]:
+def timed(
+    cmd: list[str], workdir: Path, cwd: Path | None = None
+) -> tuple[float, float, float, int]:
     """Wall seconds, CPU seconds (user+sys), peak RSS (MB) and exit status of one child.
 
     RSS comes from /usr/bin/time: a child forked straight from this (large) Python process
@@ -108,6 +110,7 @@ def timed(cmd: list[str], workdir: Path) -> tuple[float, float, float, int]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         check=False,
+        cwd=cwd,
     )
     wall = time.perf_counter() - t0
     user, system, rss_kb = (float(v) for v in report.read_text().split()[-3:])
@@ -128,6 +131,13 @@ def commands(src: Path, out: Path, base: Path | None) -> dict[str, list[str]]:
     return sides
 
 
+def side_cwd(side: str, base: Path | None) -> Path:
+    """Where a side runs. ``python -m`` puts its working directory first on ``sys.path``,
+    ahead of PYTHONPATH: run from this checkout, the base side would import this
+    checkout's ``kerneltracer`` and time the new code twice (as earlier base rows did)."""
+    return base if side == "base" and base is not None else REPO
+
+
 def bench_one(
     name: str, src: Path, workdir: Path, repeats: int, base: Path | None = None
 ) -> dict[str, object]:
@@ -136,7 +146,7 @@ def bench_one(
     for _ in range(repeats):
         for side, cmd in commands(src, workdir / "out", base).items():
             shutil.rmtree(workdir / "out", ignore_errors=True)
-            wall, cpu, rss, rc = timed(cmd, workdir)
+            wall, cpu, rss, rc = timed(cmd, workdir, side_cwd(side, base))
             if rc != 0 and name != "huge_record":
                 raise SystemExit(f"{side} failed on {name} (exit {rc}): {' '.join(cmd)}")
             samples.setdefault(side, []).append((wall, cpu, rss))
@@ -174,6 +184,10 @@ def main() -> None:
     ap.add_argument("--json", type=Path, help="also write the rows as JSON")
     ap.add_argument("--base", type=Path, help="a folder holding another checkout's kerneltracer")
     args = ap.parse_args()
+    if args.base is not None:
+        args.base = args.base.resolve()
+        if not (args.base / "kerneltracer" / "__init__.py").is_file():
+            sys.exit(f"--base {args.base}: no kerneltracer package there")
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-sl-") as tmp:
         work = Path(tmp)

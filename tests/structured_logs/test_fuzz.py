@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from kerneltracer.analysis.structured_logs.parser import LogParser
-from kerneltracer.analysis.structured_logs.records import iter_records
+from kerneltracer.analysis.structured_logs.parser import LogParser, parse_log
+from kerneltracer.analysis.structured_logs.records import _last_boundary, iter_records
 from kerneltracer.analysis.structured_logs.stats import ParseStats
 from kerneltracer.errors import InputFileError
 from kerneltracer.inputguard import binary_without_lines
@@ -223,3 +223,62 @@ def test_one_payload_line_over_the_line_limit_is_a_skipped_record(
     assert got.ok == _baseline(log_lines).ok
     with pytest.raises(InputFileError, match="longer than"):
         _parse(b"".join([b"V" * 30_000 + b"\n", *log_lines]), 1024)
+
+
+def _brute_last_boundary(block: bytes, after_newline: bool) -> int:
+    last = next(
+        (
+            i + 1
+            for i in range(len(block) - 2, -1, -1)
+            if block[i] == 10 and block[i + 1] not in b"\t\r\n"
+        ),
+        -1,
+    )
+    if last < 0 and after_newline and block[:1] not in (b"\t", b"\r", b"\n"):
+        return 0
+    return last
+
+
+@_SETTINGS
+@given(
+    pieces=st.lists(
+        st.sampled_from([b"\n", b"\t", b"\r", b"a", b"\n\t" + b"p" * 40_000]), max_size=12
+    ),
+    after=st.booleans(),
+)
+def test_last_boundary_is_found_however_far_from_the_block_end(
+    pieces: list[bytes], after: bool
+) -> None:
+    """The search from the end in growing windows finds what a full scan finds."""
+    block = b"".join(pieces)
+    assert _last_boundary(block, after_newline=after) == _brute_last_boundary(block, after)
+
+
+_line = st.sampled_from(
+    [b"", b"\r", b"\tpayload", b"\t", b"V0101 00:00:00.000000 1 x.py:1] {}", b"garbage"]
+)
+
+
+@_SETTINGS
+@given(
+    lines=st.lists(_line, max_size=40),
+    ended=st.booleans(),
+    chunk=st.integers(min_value=1, max_value=64),
+)
+def test_line_count_and_record_lines_match_a_plain_count(
+    tmp_path_factory: pytest.TempPathFactory, lines: list[bytes], ended: bool, chunk: int
+) -> None:
+    """Lines are counted once per block (not per record): the total and each record's line
+    number still agree with counting the file's newlines directly."""
+    data = b"\n".join(lines) + (b"\n" if ended and lines else b"")
+    src = tmp_path_factory.mktemp("lines") / "log"
+    src.write_bytes(data)
+    manifest = parse_log(src, src.parent / "inter", hash_source=False)
+    want = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+    assert manifest["stats"]["lines"] == want
+    assert manifest["source_file_hash"] == ""
+    if lines and all(line and b"\r" not in line for line in lines):
+        # Without blank lines every record's line number is exact: a record starts at
+        # the first line and at every line that is not a payload line.
+        starts = [i + 1 for i, line in enumerate(lines) if i == 0 or line[:1] != b"\t"]
+        assert [rec.lineno for rec in iter_records(src, chunk_size=chunk)] == starts

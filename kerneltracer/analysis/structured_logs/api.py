@@ -71,14 +71,16 @@ def parse(
         return _parse_into(source, stage, write_events=write_events)
 
 
-def _parse_into(source: Path, stage: Path, write_events: bool = True) -> ParseResult:
+def _parse_into(
+    source: Path, stage: Path, write_events: bool = True, hash_source: bool = True
+) -> ParseResult:
     if not source.is_dir():
         try:
             check_input_file(source, "log")  # a device or FIFO is no log and no rank dir
         except InputFileError as exc:
             raise UsageError(str(exc)) from None
     if source.is_file():
-        manifest = parse_log(source, stage, write_events=write_events)
+        manifest = parse_log(source, stage, write_events=write_events, hash_source=hash_source)
         stats = _stats(manifest)
         if not stats.ok:
             raise NoRecordsError(source, stats)
@@ -89,7 +91,7 @@ def _parse_into(source: Path, stage: Path, write_events: bool = True) -> ParseRe
     for rank, path in logs.items():
         sub = stage / f"rank_{rank}"
         sub.mkdir()
-        m = parse_log(path, sub, rank=rank, write_events=write_events)
+        m = parse_log(path, sub, rank=rank, write_events=write_events, hash_source=hash_source)
         total.merge(_stats(m))
         for k, v in m["envelope_counts"].items():
             counts[k] = counts.get(k, 0) + v
@@ -219,7 +221,10 @@ def run(
             needs_events = keep_intermediate or any(
                 f.kind == "events" for m in selected for f in m.required_inputs()
             )
-            parsed = _parse_into(source, inter, write_events=needs_events)
+            # A throw-away intermediate: nothing reads its source hash.
+            parsed = _parse_into(
+                source, inter, write_events=needs_events, hash_source=keep_intermediate
+            )
             rendered = _render_into(inter, stage, selected, config)
             if keep_intermediate:
                 inter.rename(stage / INTERMEDIATE_SUBDIR)

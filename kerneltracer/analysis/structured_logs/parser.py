@@ -83,6 +83,10 @@ class LogParser:
         self.seq = 0
         self.chromium_count = 0
         self.tail = Tail()
+        # Per distinct compile id / type: the id's spellings, the type's file name.
+        # A log has few of either, and building them per record was a tenth of the parse.
+        self._ids: dict[CompileId, tuple[str, str]] = {}
+        self._type_files: dict[str, str] = {}
         self.files.touch(_RAW_BODY)
 
     # -- the per-record path ------------------------------------------------------------
@@ -115,6 +119,10 @@ class LogParser:
             stats.fail_json += 1
             stats.fail_glog += rec.payload_lines
             return
+        names = self._ids.get(cid)
+        if names is None:
+            names = self._ids[cid] = (cid.key(), cid.display())
+        key, display = names
         payload = self._check_payload(env, rec)
         rank = env.get("rank", self.default_rank)
         if self.expected_rank is _UNSET:
@@ -129,7 +137,6 @@ class LogParser:
         stats.ok += 1
         seq = self.seq
         self.seq += 1
-        key = cid.key()
         summary = self.summaries.get(key)
         if summary is None:
             summary = self.summaries[key] = CompileSummary(cid)
@@ -137,7 +144,7 @@ class LogParser:
             [STACK_KEY] if STACK_KEY in env else []
         )
         for etype in etypes:
-            self._add_event(etype, env, payload, seq, cid, key, rank, pre, summary)
+            self._add_event(etype, env, payload, seq, display, key, rank, pre, summary)
         if CHROMIUM_KEY not in env:
             self._write_raw(env, body, pre)
 
@@ -169,7 +176,7 @@ class LogParser:
         env: dict[str, Any],
         payload: bytes | None,
         seq: int,
-        cid: CompileId,
+        display: str,
         key: str,
         rank: Any,
         pre: Prefix,
@@ -184,7 +191,7 @@ class LogParser:
             "seq": seq,
             "type": etype,
             "compile_id": key,
-            "display_id": cid.display(),
+            "display_id": display,
             "rank": rank,
             "timestamp": pre.timestamp,
             "thread": pre.thread,
@@ -202,7 +209,10 @@ class LogParser:
         if etype == CHROMIUM_KEY:
             self._add_chromium(payload)
         else:
-            self.files.append(f"by_type/{safe_name(etype)}.jsonl", line)
+            rel = self._type_files.get(etype)
+            if rel is None:
+                rel = self._type_files[etype] = f"by_type/{safe_name(etype)}.jsonl"
+            self.files.append(rel, line)
         if self.write_events:
             self.files.append(f"by_compile_id/{key}/events.jsonl", line)
         if etype == "artifact" and isinstance(meta, dict):
@@ -301,21 +311,28 @@ class LogParser:
 
 
 def parse_log(
-    source: Path, out: Path, *, rank: int | None = None, write_events: bool = True
+    source: Path,
+    out: Path,
+    *,
+    rank: int | None = None,
+    write_events: bool = True,
+    hash_source: bool = True,
 ) -> dict[str, Any]:
     """Parse ``source`` into ``out`` (an empty directory); return the manifest.
 
     ``write_events=False`` skips ``by_compile_id/<id>/events.jsonl`` (a second copy of
     every payload) when no one will read it: a throw-away intermediate of ``run()``.
+    ``hash_source=False`` leaves the manifest's ``source_file_hash`` empty: no renderer
+    reads it, and hashing the whole log costs a tenth of a throw-away parse.
     """
     parser = LogParser(out, rank=rank, write_events=write_events)
-    digest = hashlib.sha256()
+    digest = hashlib.sha256() if hash_source else None
     last = b"\n"
 
-    def on_block(block: bytes) -> None:
+    def on_block(block: bytes, lines: int) -> None:
         nonlocal last
-        digest.update(block)
-        lines = block.count(b"\n")
+        if digest is not None:
+            digest.update(block)
         parser.stats.lines += lines
         last = block[-1:]
         note_read(len(block), lines)
@@ -338,4 +355,4 @@ def parse_log(
         tail.last_line_cut = damaged
     tail.lines = stats.lines
     parser.tail = tail
-    return parser.finish(source, f"sha256:{digest.hexdigest()}")
+    return parser.finish(source, "" if digest is None else f"sha256:{digest.hexdigest()}")
