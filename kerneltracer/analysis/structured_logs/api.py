@@ -234,6 +234,13 @@ def run(
 
 
 def _source_bytes(source: Path) -> int:
-    if source.is_file():
-        return source.stat().st_size
-    return sum(p.stat().st_size for p in source.iterdir() if p.is_file())
+    """A size for choosing the scratch dir; 0 for what is neither a file nor a folder (a
+    device, a FIFO): the parse refuses those with the reason, not this."""
+    try:
+        if source.is_file():
+            return source.stat().st_size
+        if source.is_dir():
+            return sum(p.stat().st_size for p in source.iterdir() if p.is_file())
+    except OSError:
+        pass
+    return 0
