@@ -34,11 +34,24 @@ def testdata_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The tiny Llama, GPT-2 and BERT, built once per test session (offline, deterministic)."""
+    """The tiny Llama, GPT-2 and BERT, built once per test session (offline, deterministic).
+
+    Not the tiny MoE (:func:`tiny_moe`): the tests that run every model here count on
+    these three."""
     from kerneltracer.worker.frameworks.huggingface.tiny import build_tiny_models
 
     root = tmp_path_factory.mktemp("tiny-models")
-    return {name: path for name, (path, _) in build_tiny_models(root).items()}
+    names = ["tiny-llama", "tiny-gpt2", "tiny-bert"]
+    return {name: path for name, (path, _) in build_tiny_models(root, names).items()}
+
+
+@pytest.fixture(scope="session")
+def tiny_moe(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny Qwen3-MoE (TP 2 / EP 2 on real ranks), built once per test session."""
+    from kerneltracer.worker.frameworks.huggingface.tiny import build_tiny_models
+
+    root = tmp_path_factory.mktemp("tiny-moe")
+    return build_tiny_models(root, ["tiny-moe"])["tiny-moe"][0]
 
 
 def clean_env(home: Path) -> dict[str, str]:

@@ -53,12 +53,14 @@ def _run(tmp: Path, models: list[dict[str, Any]], env: dict[str, str], **default
 
 
 @pytest.fixture(scope="module")
-def ranks_run(tmp_path_factory: pytest.TempPathFactory, tiny_models: dict[str, Path]) -> Path:
+def ranks_run(
+    tmp_path_factory: pytest.TempPathFactory, tiny_models: dict[str, Path], tiny_moe: Path
+) -> Path:
     from tests.conftest import clean_env
 
     tmp = tmp_path_factory.mktemp("ranks")
     llama = str(tiny_models["tiny-llama"])
-    moe = str(tiny_models["tiny-moe"])
+    moe = str(tiny_moe)
     dispatch = {"tracers": ["torch_dispatch"]}
     moes = [
         {"path": moe, "name": f"moe-{w}", "weights": w, **dispatch, "parallel": {axis: 2}}
@@ -232,14 +234,14 @@ def test_a_rerun_bypasses_ok_rank_jobs_and_reruns_a_damaged_one(ranks_run: Path)
 
 
 def test_ranks_started_as_fresh_interpreters_trace_what_forked_ones_do(
-    ranks_run: Path, tmp_path: Path, tiny_models: dict[str, Path]
+    ranks_run: Path, tmp_path: Path, tiny_moe: Path
 ) -> None:
     """KT_RANK_START=spawn: the same job, each rank a new interpreter, the same signatures."""
     from tests.conftest import clean_env
 
     env = clean_env(tmp_path)
     env["KT_RANK_START"] = "spawn"
-    models = [{"path": str(tiny_models["tiny-moe"]), "name": "m", "parallel": {"tp": 2}}]
+    models = [{"path": str(tiny_moe), "name": "m", "parallel": {"tp": 2}}]
     run_dir = _run(tmp_path, models, env, tracers=["torch_dispatch"])
     st = status_of(run_dir, "m/torch_dispatch.tp2")
     assert st["status"] == "ok" and st["summary"]["rank_start"] == "spawn", st
