@@ -5,8 +5,12 @@ the ranks a launcher forks (:mod:`kerneltracer.worker.parallel.start`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import traceback
+from collections.abc import Callable
+from typing import NoReturn
 
 
 def redirect_output(log: str) -> None:
@@ -29,3 +33,22 @@ def apply_env_to_preloaded() -> None:
     if torch is not None and threads.isdigit() and int(threads) > 0:
         # OpenMP read the variable when torch was imported; its pool starts at the first op.
         torch.set_num_threads(int(threads))
+
+
+def run_then_exit(become: Callable[[], int]) -> NoReturn:
+    """Run the child's whole life (``become`` returns its exit code), then leave without
+    interpreter teardown: the parent's atexit handlers, threads and buffers are not the
+    child's to run or flush."""
+    code = 1
+    try:
+        code = become()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:
+        with contextlib.suppress(BaseException):
+            traceback.print_exc()
+    finally:
+        with contextlib.suppress(BaseException):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)

@@ -28,7 +28,6 @@ import select
 import signal
 import sys
 import time
-import traceback
 from types import FrameType
 from typing import Any
 
@@ -36,7 +35,7 @@ import orjson
 
 from kerneltracer.environ import ENV_ORCHESTRATOR_PID, KtEnv
 from kerneltracer.process import lifeline
-from kerneltracer.worker.forked import apply_env_to_preloaded, redirect_output
+from kerneltracer.worker.forked import apply_env_to_preloaded, redirect_output, run_then_exit
 
 # The server's children get this long after SIGTERM to take their trees down (their own
 # lifeline grace) before the server SIGKILLs their groups and exits.
@@ -198,8 +197,8 @@ def _preload_tables(tracers: list[str]) -> list[str]:
 
 def _run_child(request: dict[str, Any], server: _Server) -> None:
     """In the forked child: become the job's worker process, then exit without teardown."""
-    code = 1
-    try:
+
+    def become() -> int:
         os.setsid()
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
@@ -215,17 +214,9 @@ def _run_child(request: dict[str, Any], server: _Server) -> None:
         from kerneltracer.worker.main import main
 
         sys.argv = ["kerneltracer.worker", str(request["job_file"])]
-        code = main([str(request["job_file"])])
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    except BaseException:
-        with contextlib.suppress(BaseException):
-            traceback.print_exc()
-    finally:
-        with contextlib.suppress(BaseException):
-            sys.stdout.flush()
-            sys.stderr.flush()
-        os._exit(code)
+        return main([str(request["job_file"])])
+
+    run_then_exit(become)
 
 
 def main(argv: list[str]) -> int:

@@ -26,7 +26,6 @@ import signal
 import subprocess
 import sys
 import time
-import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,7 +34,7 @@ import orjson
 from kerneltracer.environ import ENV_RANK_START, KtEnv
 from kerneltracer.inputguard import SMALL_FILE, read_input
 from kerneltracer.tracers.registry import TRACERS
-from kerneltracer.worker.forked import apply_env_to_preloaded, redirect_output
+from kerneltracer.worker.forked import apply_env_to_preloaded, redirect_output, run_then_exit
 
 if TYPE_CHECKING:
     from kerneltracer.core.jobspec import JobSpec
@@ -136,8 +135,8 @@ def fork_rank(job_file: Path, rank: int, env: dict[str, str], log: Path) -> Rank
 
 def _run_forked(job_file: Path, env: dict[str, str], log: Path, launcher: int) -> None:
     """In the forked child: become the rank, then exit without teardown."""
-    code = 1
-    try:
+
+    def become() -> int:
         # The launcher's handlers are not the rank's: its SIGTERM writes the job's status.
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD, signal.SIGUSR1):
             signal.signal(sig, signal.SIG_DFL)
@@ -153,14 +152,6 @@ def _run_forked(job_file: Path, env: dict[str, str], log: Path, launcher: int) -
         from kerneltracer.worker.parallel.rank import main
 
         sys.argv = ["kerneltracer.worker.parallel.rank", str(job_file)]
-        code = main([str(job_file)], launcher=launcher)
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    except BaseException:
-        with contextlib.suppress(BaseException):
-            traceback.print_exc()
-    finally:
-        with contextlib.suppress(BaseException):
-            sys.stdout.flush()
-            sys.stderr.flush()
-        os._exit(code)
+        return main([str(job_file)], launcher=launcher)
+
+    run_then_exit(become)
