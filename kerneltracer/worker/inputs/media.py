@@ -303,28 +303,13 @@ def video_token_id(spec: InputSpec) -> int | None:
 
 
 def _ask_tokens(spec: InputSpec, built: dict[str, Any], what: str, pixels: str) -> int:
-    import torch
-
     get = _features(spec, what)
     if get is None:
         raise UnsupportedError(
             f"{spec.class_name} takes {what} placeholder tokens but has no get_{what}_features "
             "to count them"
         )
-    # Whatever else the processor sent with the pixels and the feature getter reads (the grid
-    # of dynamic-resolution patches, image sizes, the Q-Former's instruction, pixel masks).
-    accepted = inspect.signature(get).parameters
-    extra = {
-        k: v.to(spec.device)
-        for k, v in built.items()
-        if k != pixels and k in accepted and hasattr(v, "to")
-    }
-    with torch.no_grad():
-        feats = get(**{pixels: built[pixels].to(spec.device)}, **extra)
-    count = _feature_rows(feats) // spec.batch
-    if count <= 0:
-        raise UnsupportedError(f"{spec.class_name}: could not count {what} tokens")
-    return count
+    return _count_feature_rows(spec, built, get, what, pixels, by_name=True)
 
 
 def audio_frames(spec: InputSpec, built: dict[str, Any]) -> int:
@@ -369,25 +354,37 @@ def audio_token_count(spec: InputSpec, built: dict[str, Any]) -> int:
 
 
 def _ask_audio_tokens(spec: InputSpec, built: dict[str, Any]) -> int:
-    import torch
-
     get = getattr(spec.model, "get_audio_features", None) or _audio_tower(spec)
     if get is None:
         raise UnsupportedError(
             f"{spec.class_name} takes audio placeholder tokens but has no get_audio_features "
             "and no audio tower to count them"
         )
+    # An audio tower names its input as it likes: the features go first, by position.
+    return _count_feature_rows(spec, built, get, "audio", "input_features", by_name=False)
+
+
+def _count_feature_rows(
+    spec: InputSpec, built: dict[str, Any], get: Any, what: str, key: str, *, by_name: bool
+) -> int:
+    """Runs the feature getter untraced on the built input under ``key`` and counts the rows
+    it returns per sample: the placeholder tokens the prompt needs."""
+    import torch
+
+    # Whatever else the processor sent with the input and the getter reads (the grid of
+    # dynamic-resolution patches, image sizes, the Q-Former's instruction, masks).
     accepted = inspect.signature(get).parameters
     extra = {
         k: v.to(spec.device)
         for k, v in built.items()
-        if k != "input_features" and k in accepted and hasattr(v, "to")
+        if k != key and k in accepted and hasattr(v, "to")
     }
+    main = built[key].to(spec.device)
     with torch.no_grad():
-        feats = get(built["input_features"].to(spec.device), **extra)
+        feats = get(**{key: main}, **extra) if by_name else get(main, **extra)
     count = _feature_rows(feats) // spec.batch
     if count <= 0:
-        raise UnsupportedError(f"{spec.class_name}: could not count audio tokens")
+        raise UnsupportedError(f"{spec.class_name}: could not count {what} tokens")
     return count
 
 
