@@ -183,6 +183,17 @@ def test_highlighter_escapes_untrusted_code() -> None:
     assert '<span class="k">def</span>' in out and '<span class="nf">f</span>' in out
 
 
+def test_highlighter_marks_whole_tokens_only() -> None:
+    # Keywords, numbers and string prefixes inside identifiers are not tokens; identifiers
+    # stay plain text.
+    code = "if_x = iffy + buf0 + rb'y' + 1e3 if x2 else None\n@torch.jit\nclass C: pass\n"
+    out = highlight_python(code)
+    assert out.count('<span class="k">') == 5  # if, else, None, class, pass
+    assert out.startswith("if_x = iffy + buf0 + <span class=\"s\">rb'y'</span>")
+    assert '<span class="m">1e3</span>' in out and '<span class="m">2' not in out
+    assert '<span class="nd">@torch.jit</span>' in out and '<span class="nf">C</span>' in out
+
+
 def test_module_names_cover_the_seed_set() -> None:
     for name in (
         "index",

@@ -68,3 +68,21 @@ def test_modules_are_chosen_by_their_own_flags_in_run_order() -> None:
     assert "guards" not in [m.name for m in select_modules(False, skip=["guards"])]
     with pytest.raises(UsageError, match=r"unknown render module 'nope' \(valid: chromium, "):
         select_modules(False, ["nope"])
+
+
+def test_file_writer_writes_every_batch_and_reraises_the_first_failure(tmp_path: Path) -> None:
+    from kerneltracer.analysis.structured_logs.rendering.filewriter import _BATCH_FILES, FileWriter
+
+    writer = FileWriter()
+    count = 2 * _BATCH_FILES + 3  # two full batches and a partial one handed over by close
+    for i in range(count):
+        writer.write(tmp_path / f"f{i}.txt", f"page {i}".encode())
+    writer.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"f{i}.txt" for i in range(count))
+    assert (tmp_path / f"f{count - 1}.txt").read_text() == f"page {count - 1}"
+
+    failing = FileWriter()
+    failing.write(tmp_path / "missing" / "a.txt", b"x")  # its folder was never made
+    failing.write(tmp_path / "b.txt", b"y")
+    with pytest.raises(FileNotFoundError):
+        failing.close()

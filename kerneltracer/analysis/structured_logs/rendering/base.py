@@ -124,7 +124,9 @@ class RenderContext:
         path = self.inter / "by_type" / f"{safe_name(etype)}.jsonl"
         if not path.is_file():
             return
-        with open(path, "rb") as fh:
+        # A large buffer: payload lines run to megabytes, and the default 8 KiB one reads
+        # them a few KiB per system call.
+        with open(path, "rb", buffering=1 << 20) as fh:
             for line in fh:
                 yield orjson.loads(line)
 

@@ -12,17 +12,11 @@ from kerneltracer.core.templates import html_environment
 
 @lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
-    env = html_environment(
-        "kerneltracer.analysis.structured_logs", trim=True, filters={"fmt_float": _fmt_float}
-    )
+    env = html_environment("kerneltracer.analysis.structured_logs", trim=True)
     # Else every page (and the parent it extends) asks the disk whether its template file
     # changed: a stat each, thousands per render, for files that never change.
     env.auto_reload = False
     return env
-
-
-def _fmt_float(v: object) -> object:
-    return f"{v:.3f}" if isinstance(v, float) else ("" if v is None else v)
 
 
 def render_page(template: str, **context: Any) -> str:
