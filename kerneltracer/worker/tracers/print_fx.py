@@ -56,6 +56,9 @@ class PrintFxTracer(Tracer["HFContext"]):
     outputs_doc: ClassVar[str] = "graphs/graph_<i>.json, graphs/graph_<i>.txt, graphs/index.json"
     preload_modules: ClassVar[tuple[str, ...]] = (
         "torch._dynamo.utils",
+        # explain's capturing backend: half a second of imports (functorch, AOTAutograd's
+        # partitioner, networkx) that every print_fx job paid after the fork.
+        "torch._dynamo.backends.debugging",
         "kerneltracer.worker.tracers._compiler_errors",
         "kerneltracer.fx.graph_table",
     )
