@@ -256,3 +256,31 @@ def test_full_disk_at_the_gzips_last_flush_is_an_error_not_a_hang() -> None:
 
     with pytest.raises(OSError, match="No space left"), _background_gzip(FullDisk()) as put:
         put(b"{}" * 100)
+
+
+def test_written_first_or_forked_the_outputs_are_the_same(
+    testdata_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Big traces write the InferScope file before the analyses, in-process, and the host
+    nesting is walked a run of rows at a time: the same file and report as one pass and
+    the forked writer."""
+    import gzip
+    import re
+
+    from kerneltracer.analysis.timeline import pipeline
+    from kerneltracer.analysis.timeline.render import convert
+    from kerneltracer.analysis.timeline.writer import run_timeline
+
+    trace = hta_path(testdata_dir, "nccl")
+    run_timeline([trace], tmp_path / "forked", ops=pipeline.OpsOptions())
+    monkeypatch.setattr(pipeline, "WRITE_FIRST_ROWS", 0)
+    monkeypatch.setattr(convert, "_NESTING_CHUNK", 7)
+    run_timeline([trace], tmp_path / "first", ops=pipeline.OpsOptions())
+
+    def text(root: Path, name: str) -> bytes:
+        (path,) = root.glob(f"*/{name}")
+        data = gzip.decompress(path.read_bytes()) if name.endswith(".gz") else path.read_bytes()
+        return re.sub(rb'"timestamp(_created)?": ?"[^"]*"', b"", data)
+
+    for name in ("inferscope_trace.json.gz", "report.json", "ops.csv"):
+        assert text(tmp_path / "first", name) == text(tmp_path / "forked", name)

@@ -31,6 +31,13 @@ if TYPE_CHECKING:
     from kerneltracer.analysis.timeline.model.results import BottleneckResult, StepResult
 
 _REPORT_VERSION = "1.0"
+# From this many rows (~1.6M trace events) the InferScope file is written before the
+# analyses, in this process, instead of by a forked child beside them. The child's
+# conversion state (~250 MiB at 3M events) and the parent's pages it reads (counted again
+# in its resident size) then peaked at the same moment as op attribution; in turn, each
+# peaks alone. It costs the overlap: on two idle cores ~7 s of wall at 3M events, but a
+# small trace's fork, whose overlap is most of its wall time, keeps it.
+WRITE_FIRST_ROWS = 1_000_000
 
 
 @dataclass
@@ -81,7 +88,11 @@ def analyze_file(
     """
     trace = load_chrome_trace(path, strict=strict, op_args=ops is not None, progress=progress)
     writer: ForkedCall[ValidationReport] | None = None
-    if inferscope_file is not None:
+    validation: ValidationReport | None = None
+    if inferscope_file is not None and len(trace) >= WRITE_FIRST_ROWS:
+        validation = write_inferscope(trace, inferscope_file)
+        release_free_heap()  # the writer's freed chunks, before the analyses allocate
+    elif inferscope_file is not None:
         target = inferscope_file
         writer = ForkedCall(lambda: write_inferscope(trace, target))
     # Imported only now (pydantic models, ~0.2 s): while the child writes the file.
@@ -108,12 +119,17 @@ def analyze_file(
         per_device=per_device_temporal(work),
         kernels=kernel_breakdown(work, trace.names),
         inferscope_file=inferscope_file,
-        validation=None,
+        validation=validation,
         overlap=comm_comp_overlap(work),
         collectives=rank_collectives(trace, own_rank),
     )
+    # Whole-trace masks and the GPU work selection (~85 MiB at 3M events): the results
+    # above hold what they need, and op attribution peaks next.
+    del cats, work
     if ops is not None:
         from kerneltracer.analysis.timeline.analyses.ops import compute_ops
+
+        release_free_heap()
 
         analysis.ops = compute_ops(
             trace, capture=ops.capture, device=ops.device, devices=ops.devices

@@ -36,7 +36,11 @@ from typing import Any
 import numpy as np
 
 from kerneltracer.analysis.nesting import Nesting, thread_keys
-from kerneltracer.analysis.timeline.load.loader import PH_COMPLETE, ChromeTrace
+from kerneltracer.analysis.timeline.load.loader import (
+    PH_COMPLETE,
+    ChromeTrace,
+    release_free_heap,
+)
 from kerneltracer.analysis.timeline.model.categories import CUDA_API, GPU_ACTIVITY
 
 METHODS = ("correlation", "flow", "external_id", "graph_capture", "repeated_correlation")
@@ -185,6 +189,9 @@ def attribute(trace: ChromeTrace) -> Attribution:
         op_row[outside] = notes.innermost(thread[lrows], trace.ts[lrows], trace.end[lrows])
     steps = StepSpans(trace)
     when = np.where(launch >= 0, trace.ts[np.maximum(launch, 0)], trace.ts[rows])
+    # The links' lookups are freed by now but glibc keeps their pages (~70 MiB at 3M
+    # events): handed back before the instances, the last and largest allocation here.
+    release_free_heap()
     instances = _Instances(trace, ops, thread, steps)
     op = np.array([instances.of(int(r)) if r >= 0 else -1 for r in op_row], dtype=np.int64)
     return Attribution(
@@ -288,33 +295,43 @@ def _by_flow(links: _Links, runtime: np.ndarray, thread: np.ndarray) -> None:
     todo = np.flatnonzero(links.launch < 0)
     if flows is None or not todo.size or not flows["id"].size:
         return
-    fthread = thread_keys(flows["pid"], flows["tid"])
-    start, fid = flows["start"], flows["id"]
-    end = ~start
+    start, fid, fts = flows["start"], flows["id"], flows["ts"]
+    q_rows = rows[todo]
+    q_thread, q_ts = thread[q_rows].tolist(), trace.ts[q_rows].tolist()
+    # The lookups are built only from the flows an unlinked GPU event can meet: an end at
+    # one of their start times, a start with one of the ids those ends give. Built over
+    # every flow they held ~240 MiB at 3M events (op attribution's peak), where
+    # correlation ids had already linked all or most GPU events.
+    e_idx = np.flatnonzero(~start)
+    e_idx = e_idx[np.isin(fts[e_idx], trace.ts[q_rows])]
+    e_thread = thread_keys(flows["pid"][e_idx], flows["tid"][e_idx])
     ends = dict(
         zip(
-            zip(fthread[end].tolist(), flows["ts"][end].astype(np.float64).tolist(), strict=True),
-            fid[end].tolist(),
+            zip(e_thread.tolist(), fts[e_idx].tolist(), strict=True),
+            fid[e_idx].tolist(),
             strict=True,
         )
     )
+    flow_ids = [ends.get(key) for key in zip(q_thread, q_ts, strict=True)]
+    needed = np.array([i for i in flow_ids if i is not None], dtype=fid.dtype)
+    s_idx = np.flatnonzero(start)
+    s_idx = s_idx[np.isin(fid[s_idx], needed)]
     # A flow id that starts twice does not say which start a GPU event's flow came from.
-    ids, times = np.unique(fid[start], return_counts=True)
+    ids, times = np.unique(fid[s_idx], return_counts=True)
     once = set(ids[times == 1].tolist())
+    s_thread = thread_keys(flows["pid"][s_idx], flows["tid"][s_idx])
     begins = {
         i: (k, t)
         for k, t, i in zip(
-            fthread[start].tolist(),
-            flows["ts"][start].astype(np.float64).tolist(),
-            fid[start].tolist(),
+            s_thread.tolist(),
+            fts[s_idx].tolist(),
+            fid[s_idx].tolist(),
             strict=True,
         )
         if i in once
     }
     found: list[tuple[int, int, float]] = []
-    for q in todo.tolist():
-        r = rows[q]
-        flow_id = ends.get((int(thread[r]), float(trace.ts[r])))
+    for q, flow_id in zip(todo.tolist(), flow_ids, strict=True):
         begin = begins.get(flow_id) if flow_id is not None else None
         if begin is not None:
             found.append((q, *begin))
@@ -328,6 +345,9 @@ def _by_flow(links: _Links, runtime: np.ndarray, thread: np.ndarray) -> None:
     links.link(gpu_pos[ok], calls[ok], FLOW)
 
 
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
 def _by_external_id(links: _Links, op_rows: np.ndarray, op_row: np.ndarray) -> None:
     """GPU events still unlinked, charged straight to the op carrying their External id (the
     launch call stays unknown)."""
@@ -335,15 +355,25 @@ def _by_external_id(links: _Links, op_rows: np.ndarray, op_row: np.ndarray) -> N
     todo = np.flatnonzero(links.launch < 0)
     if not todo.size or not trace.op_args:
         return
-    by_id: dict[int, int] = {}
+    queries: list[tuple[int, int]] = []
+    for q in todo.tolist():
+        ext = trace.args.get(int(links.rows[q]), {}).get("External id")
+        if type(ext) is int and _INT64_MIN <= ext <= _INT64_MAX:  # no op's id is outside
+            queries.append((q, ext))
+    if not queries:
+        return
     id_rows, ids, _, _ = trace.op_args.int_ids()  # one decode, the ops' shapes skipped
     pos = np.minimum(np.searchsorted(id_rows, op_rows), max(id_rows.size - 1, 0))
     has = id_rows[pos] == op_rows if id_rows.size else np.zeros(op_rows.size, dtype=bool)
-    for r, ext in zip(op_rows[has].tolist(), ids[pos[has]].tolist(), strict=True):
+    rows, exts = op_rows[has], ids[pos[has]]
+    # Only the ops with an id some GPU event asks for: a dict over every op's id was
+    # ~100 MiB at 3M events, for the few GPU events that correlation and flows left.
+    wanted = np.isin(exts, np.array([ext for _, ext in queries], dtype=np.int64))
+    by_id: dict[int, int] = {}
+    for r, ext in zip(rows[wanted].tolist(), exts[wanted].tolist(), strict=True):
         by_id.setdefault(ext, r)  # the first (outermost) op with the id
-    for q in todo.tolist():
-        ext = trace.args.get(int(links.rows[q]), {}).get("External id")
-        r = by_id.get(ext) if type(ext) is int else None
+    for q, ext in queries:
+        r = by_id.get(ext)
         if r is not None:
             op_row[q] = r
             links.method[q] = EXTERNAL_ID
@@ -402,7 +432,10 @@ class _Instances:
     ) -> None:
         self.trace, self.ops, self.thread, self.steps = trace, ops, thread, steps
         self.items: list[OpInstance] = []
-        self.index: dict[int, int] = {}
+        # Row -> its instance (-1: none yet), over every row: as a dict of the rows made it
+        # held ~80 MiB at 3M events (an entry and two int objects a row) for as long as the
+        # attribution lives (``make_instance`` keeps it).
+        self.index = np.full(len(trace), -1, dtype=np.int32)
         complete = trace.ph == PH_COMPLETE
         py = np.flatnonzero(complete & trace.category_mask({"python_function"}))
         self.python = Nesting(py, trace.ts, trace.end, thread) if py.size else None
@@ -413,25 +446,25 @@ class _Instances:
 
         Iterative, outermost first: a trace nesting ops thousands deep must not meet
         Python's recursion limit."""
-        found = self.index.get(row)
-        if found is not None:
+        found = int(self.index[row])
+        if found >= 0:
             return found
         chain = [row]
         t = self.trace
         while t.categories[int(t.cat[chain[-1]])] == "cpu_op":
             parent_row = self.ops.parent(chain[-1])
-            if parent_row < 0 or parent_row in self.index:
+            if parent_row < 0 or self.index[parent_row] >= 0:
                 break
             chain.append(parent_row)
         for r in reversed(chain):
             self._make(r)
-        return self.index[row]
+        return int(self.index[row])
 
     def _make(self, row: int) -> None:
         t = self.trace
         is_op = t.categories[int(t.cat[row])] == "cpu_op"
         parent_row = self.ops.parent(row) if is_op else -1
-        parent = self.index[parent_row] if parent_row >= 0 else -1
+        parent = int(self.index[parent_row]) if parent_row >= 0 else -1
         a = t.op_args.get(row)
         module, frame = self._python_context(row)
         if a is not None and isinstance(a.module_hierarchy, str) and a.module_hierarchy:

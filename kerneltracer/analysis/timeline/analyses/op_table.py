@@ -170,7 +170,11 @@ def detect_device(trace_props: list[dict[str, Any]], table: DeviceTable) -> Devi
 
 
 def op_table(a: Attribution, device: Device | None) -> OpTable:
-    keys = [_key(inst) for inst in a.instances]
+    # One tuple per distinct key, shared: a model repeats a few thousand ops, and a tuple
+    # (with its folded strings) per instance was ~100 MiB at 3M events.
+    distinct: dict[Key, Key] = {}
+    keys = [distinct.setdefault(k, k) for k in map(_key, a.instances)]
+    del distinct
     rows: dict[Key, OpRow] = {}
     kernels: dict[tuple[Any, ...], KernelRow] = {}
     dur = a.dur

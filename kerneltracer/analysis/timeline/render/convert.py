@@ -36,14 +36,17 @@ FORMAT_VERSION = "1.0"
 # Kineto timestamps are µs since the epoch unless the trace gives a base time; anything
 # smaller than this (year 2001) is taken as relative and gets no wall clock.
 _EPOCH_US_FLOOR = 1e15
+_NESTING_CHUNK = 65_536
 
 
 @dataclass
 class _Plan:
     events: np.ndarray  # rows that become events, sorted by start
     scopes: np.ndarray  # rows that become scopes, sorted by start
-    depth: list[int]  # by row
-    parent_scope: list[int]  # by row: the innermost enclosing scope row, -1 if none
+    # By row, as int32 arrays: a list (a pointer and often an int object a row) held
+    # ~100 MiB at 3M events in the writer, on top of the trace's pages it shares.
+    depth: np.ndarray  # call depth of host ops (0 elsewhere)
+    parent_scope: np.ndarray  # the innermost enclosing scope row, -1 if none
     scope_parent: dict[int, int]  # scope row -> parent scope row
 
 
@@ -90,9 +93,6 @@ class InferScopeConverter:
         self.trace = trace
         self.created = created
         self.plan = _plan(trace)
-        # Event ids are positions; this maps a trace row to its position (-1: not an event).
-        self.position = np.full(len(trace), -1, dtype=np.int64)
-        self.position[self.plan.events] = np.arange(self.plan.events.size)
         self.scope_ids = {int(r): f"s{i}" for i, r in enumerate(self.plan.scopes.tolist())}
         self.wall = _wall_clock_base(trace)
         self.is_cpu_call = (trace.ph == PH_COMPLETE) & trace.category_mask(CPU_BUSY)
@@ -172,10 +172,22 @@ class InferScopeConverter:
         )
 
     def relationships(self) -> dict[str, Any]:
+        hosts, ops = _launches(self.trace, self.plan.events)
         return {
-            "scopes": _scopes(self.trace, self.plan, self.scope_ids),
-            "launches": _launches(self.trace, self.position),
+            "scopes": self.scopes(),
+            "launches": [[f"e{h}", f"e{g}"] for h, g in zip(hosts, ops, strict=True)],
         }
+
+    def scopes(self) -> list[dict[str, Any]]:
+        return _scopes(self.trace, self.plan, self.scope_ids)
+
+    def encoded_launches(self, size: int = 20_000) -> Iterator[bytes]:
+        """``relationships()["launches"]`` as JSON text, its pairs comma-separated, a run of
+        pairs at a time: as a list of lists of id strings it held ~60 MiB at 3M events."""
+        hosts, ops = _launches(self.trace, self.plan.events)
+        for lo in range(0, hosts.size, size):
+            pairs = zip(hosts[lo : lo + size].tolist(), ops[lo : lo + size].tolist(), strict=True)
+            yield b",".join([b'["e%d","e%d"]' % pair for pair in pairs])
 
 
 def to_inferscope(trace: ChromeTrace, created: datetime | None = None) -> dict[str, Any]:
@@ -198,11 +210,11 @@ def _plan(trace: ChromeTrace) -> _Plan:
 
 def _nesting(
     trace: ChromeTrace, order: np.ndarray, is_scope: np.ndarray
-) -> tuple[list[int], list[int], dict[int, int]]:
+) -> tuple[np.ndarray, np.ndarray, dict[int, int]]:
     """Call depth of host events and innermost enclosing scope (-1: none), per thread."""
     host = is_scope | ((trace.ph == PH_COMPLETE) & trace.category_mask(CPU_BUSY))
-    depth = [0] * len(trace)
-    parent_scope = [-1] * len(trace)
+    depth = np.zeros(len(trace), dtype=np.int32)
+    parent_scope = np.full(len(trace), -1, dtype=np.int32)
     scope_parent: dict[int, int] = {}
     rows = order[host[order]]
     # One thread after another (a stable sort keeps start order within each), so that the
@@ -212,31 +224,43 @@ def _nesting(
     rows, thread = rows[by_thread], thread[by_thread]
     new_thread = np.ones(rows.size, dtype=bool)
     new_thread[1:] = thread[1:] != thread[:-1]
+    del thread, by_thread
     # Stack entries: (end, host ops open up to and including it, innermost scope row); the
     # running counts make depth and enclosing scope O(1) instead of a stack walk.
     stack: list[tuple[float, int, int]] = []
-    columns = zip(
-        rows.tolist(),
-        trace.ts[rows].tolist(),
-        trace.end[rows].tolist(),
-        is_scope[rows].tolist(),
-        new_thread.tolist(),
-        strict=True,
-    )
-    for r, ts, end, scope, new in columns:
-        if new:
-            stack = []
-        while stack and stack[-1][0] <= ts:
-            stack.pop()
-        ops, enclosing = (stack[-1][1], stack[-1][2]) if stack else (0, -1)
-        if scope:
-            if enclosing >= 0:
-                scope_parent[r] = enclosing
-            stack.append((end, ops, r))
-        else:
-            depth[r] = ops
-            parent_scope[r] = enclosing
-            stack.append((end, ops + 1, enclosing))
+    # A bounded run of rows at a time: the columns as Python lists cost ~100 bytes a row
+    # (~230 MiB at 3M events, the writer's peak when made at once).
+    for lo in range(0, rows.size, _NESTING_CHUNK):
+        part = rows[lo : lo + _NESTING_CHUNK]
+        scopes = is_scope[part]
+        ts = trace.ts[part]
+        depths: list[int] = []
+        parents: list[int] = []
+        columns = zip(
+            part.tolist(),
+            ts.tolist(),
+            (ts + trace.dur[part]).tolist(),
+            scopes.tolist(),
+            new_thread[lo : lo + _NESTING_CHUNK].tolist(),
+            strict=True,
+        )
+        for r, start, end, scope, new in columns:
+            if new:
+                stack = []
+            while stack and stack[-1][0] <= start:
+                stack.pop()
+            ops, enclosing = (stack[-1][1], stack[-1][2]) if stack else (0, -1)
+            if scope:
+                if enclosing >= 0:
+                    scope_parent[r] = enclosing
+                stack.append((end, ops, r))
+            else:
+                depths.append(ops)
+                parents.append(enclosing)
+                stack.append((end, ops + 1, enclosing))
+        ops_rows = part[~scopes]
+        depth[ops_rows] = depths
+        parent_scope[ops_rows] = parents
     return depth, parent_scope, scope_parent
 
 
@@ -312,11 +336,11 @@ def _cpu_meta(
         "category": cat,
         "process_id": trace.thread_labels[c.pid[i]],
         "thread_id": trace.thread_labels[c.tid[i]],
-        "call_depth": plan.depth[r],
+        "call_depth": int(plan.depth[r]),
         "parent_scope": None,
         "parent_scope_id": None,
     }
-    scope = plan.parent_scope[r]
+    scope = int(plan.parent_scope[r])
     if scope >= 0:
         meta["parent_scope"] = trace.names[int(trace.name[scope])]
         meta["parent_scope_id"] = scope_ids[scope]
@@ -420,23 +444,25 @@ def _scopes(trace: ChromeTrace, plan: _Plan, scope_ids: dict[int, str]) -> list[
     return out
 
 
-def _launches(trace: ChromeTrace, position: np.ndarray) -> list[list[str]]:
-    """[host call id, GPU op id] by correlation id, in GPU-row order; where several host
-    calls share a correlation id the last row wins."""
+def _launches(trace: ChromeTrace, events: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """[host call id, GPU op id] by correlation id, in GPU-row order, as the two event
+    positions; where several host calls share a correlation id the last row wins."""
+    # Event ids are positions; this maps a trace row to its position (-1: not an event).
+    position = np.full(len(trace), -1, dtype=np.int64)
+    position[events] = np.arange(events.size)
     rows = np.flatnonzero(position >= 0)
     has_corr = rows[trace.correlation[rows] >= 0]
+    del rows
     gpu = has_corr[trace.category_mask({"kernel", "gpu_memcpy", "gpu_memset"})[has_corr]]
     api = has_corr[trace.category_mask({"cuda_runtime", "cuda_driver"})[has_corr]]
     backwards = api[::-1]  # np.unique keeps the first of equal keys: the last row
     keys, first = np.unique(trace.correlation[backwards], return_index=True)
     if not keys.size:
-        return []
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     wanted = trace.correlation[gpu]
     at = np.minimum(np.searchsorted(keys, wanted), keys.size - 1)
     found = keys[at] == wanted
-    hosts = position[backwards[first[at[found]]]].tolist()
-    ops = position[gpu[found]].tolist()
-    return [[f"e{h}", f"e{g}"] for h, g in zip(hosts, ops, strict=True)]
+    return position[backwards[first[at[found]]]], position[gpu[found]]
 
 
 def _wall_clock_base(trace: ChromeTrace) -> float | None:
@@ -489,7 +515,9 @@ def _iso_split(base: float, ts_us: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
 def _trace_metadata(trace: ChromeTrace, created: datetime | None) -> dict[str, Any]:
     created = created or datetime.now(UTC)
     timed = (trace.ph == PH_COMPLETE) & ~trace.category_mask({"trace"})
-    span = float(trace.end[timed].max() - trace.ts[timed].min()) if timed.any() else 0.0
+    # Not trace.end: in the forked writer that would be a whole-trace column of its own.
+    ts = trace.ts[timed]
+    span = float((ts + trace.dur[timed]).max() - ts.min()) if timed.any() else 0.0
     props = trace.device_properties
     info = trace.metadata.get("distributedInfo")
     info = info if isinstance(info, dict) else {}

@@ -26,27 +26,36 @@ class CpuCallBuilder:
     def __init__(
         self,
         trace: ChromeTrace,
-        depth: list[int],
-        parent_scope: list[int],
+        depth: np.ndarray,
+        parent_scope: np.ndarray,
         scope_ids: dict[int, str],
     ) -> None:
         self.trace = trace
         self.names = np.array([*trace.names, None], dtype=object)  # [-1] -> None
         self.categories = np.array(trace.categories, dtype=object)
         self.labels = np.array(trace.thread_labels, dtype=object)
-        self.depth = np.asarray(depth, dtype=np.int64)
-        self.parent = np.asarray(parent_scope, dtype=np.int64)
-        sid = np.full(len(trace) + 1, None, dtype=object)  # [-1] -> None
-        sid_json = np.full(len(trace) + 1, b"null", dtype=object)
-        for row, s in scope_ids.items():
-            sid[row] = s
-            sid_json[row] = f'"{s}"'.encode()
+        self.depth = depth
+        self.parent = parent_scope
+        # Scope ids by scope, not by row: a table over every row held two pointers a row
+        # (48 MiB at 3M events) for the few thousand scopes there are.
+        rows = np.fromiter(scope_ids, dtype=np.int64, count=len(scope_ids))
+        order = np.argsort(rows, kind="stable")
+        self.scope_rows = rows[order]
+        ids = [*scope_ids.values()]
+        sid = np.array([*(ids[i] for i in order.tolist()), None], dtype=object)  # [-1] -> None
         self.scope_id = sid
         # The same tables with every entry already JSON text (None -> null), for encode.
         self.names_json = _as_json(self.names)
         self.categories_json = _as_json(self.categories)
         self.labels_json = _as_json(self.labels)
-        self.scope_id_json = sid_json
+        self.scope_id_json = _as_json(sid)
+
+    def _scope_index(self, parent: np.ndarray) -> np.ndarray:
+        """Each parent scope row's entry in the scope id tables (-1, no scope: the last)."""
+        at = np.searchsorted(self.scope_rows, parent)
+        found = (parent >= 0) & (at < self.scope_rows.size)
+        found[found] = self.scope_rows[at[found]] == parent[found]
+        return np.where(found, at, -1)
 
     def _spans(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Start, end, parent scope row and that scope's name index, for ``rows``."""
@@ -98,7 +107,7 @@ class CpuCallBuilder:
                 self.labels[t.tid[rows]].tolist(),
                 self.depth[rows].tolist(),
                 self.names[parent_name_idx].tolist(),
-                self.scope_id[parent].tolist(),
+                self.scope_id[self._scope_index(parent)].tolist(),
                 strict=True,
             )
         ]
@@ -140,7 +149,7 @@ class CpuCallBuilder:
                 self.labels_json[t.tid[rows]].tolist(),
                 _json_column(self.depth[rows]),
                 self.names_json[parent_name_idx].tolist(),
-                self.scope_id_json[parent].tolist(),
+                self.scope_id_json[self._scope_index(parent)].tolist(),
                 corr,
                 *walls,
                 strict=True,

@@ -45,9 +45,15 @@ def write_inferscope(
             if text:
                 put(sep + text)
                 sep = b","
-        relationships = conv.relationships()
-        put(b'],"relationships":' + orjson.dumps(relationships) + b"}")
-    return validator.finish(relationships["scopes"])
+        # The text orjson makes of relationships(), its launches written a run at a time.
+        scopes = conv.scopes()
+        put(b'],"relationships":{"scopes":' + orjson.dumps(scopes) + b',"launches":[')
+        sep = b""
+        for text in conv.encoded_launches(chunk_size):
+            put(sep + text)
+            sep = b","
+        put(b"]}}")
+    return validator.finish(scopes)
 
 
 @contextmanager
