@@ -86,3 +86,28 @@ def test_file_writer_writes_every_batch_and_reraises_the_first_failure(tmp_path:
     failing.write(tmp_path / "b.txt", b"y")
     with pytest.raises(FileNotFoundError):
         failing.close()
+
+
+def test_metrics_rows_escape_what_the_log_says() -> None:
+    from kerneltracer.analysis.structured_logs.rendering.modules.metrics import _rows_html
+
+    html = str(
+        _rows_html(
+            {
+                "<b>key": "</td><script>x</script>",
+                "list": ["<i>", "a'b"],
+                "map": {"z": 1, "a": "&"},
+                "ratio": 0.12345,
+                "none": None,
+                "flag": True,
+            }
+        )
+    )
+    assert "<script>" not in html and "<b>" not in html and "<i>" not in html
+    assert (
+        "<tr><th>&lt;b&gt;key</th><td>&lt;/td&gt;&lt;script&gt;x&lt;/script&gt;</td></tr>" in html
+    )
+    assert '<code>{"a": "\\u0026", "z": 1}</code>' in html  # keys sorted, as jinja's tojson
+    assert "<td>0.123</td>" in html and "<th>none</th><td></td>" in html
+    assert "<th>flag</th><td>True</td>" in html
+    assert html.index("<th>&lt;b&gt;key") < html.index("<th>flag") < html.index("<th>list")
