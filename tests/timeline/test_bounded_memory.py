@@ -1,4 +1,5 @@
-"""The big-trace paths: per-step windows, sort-based set operations, shared op args."""
+"""The big-trace paths: per-step windows, sort-based set operations, shared op args, args
+texts spilled to a temp file."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ import pytest
 from kerneltracer.analysis.nesting import Nesting
 from kerneltracer.analysis.timeline.analyses.bottleneck import _analyze_window, analyze_steps
 from kerneltracer.analysis.timeline.analyses.category_rows import categorize
-from kerneltracer.analysis.timeline.load.events import OpArgsStore
+from kerneltracer.analysis.timeline.load.events import OpArgsStore, json_list
 from kerneltracer.analysis.timeline.load.loader import load_chrome_trace
+from kerneltracer.analysis.timeline.load.packed import PackedTexts
 from kerneltracer.analysis.timeline.model.arrays import isin_sorted, sorted_unique, unique_codes
 from tests.timeline.traces import kernel, write_trace, x
 
@@ -77,3 +79,24 @@ def test_nesting_refuses_a_row_it_does_not_hold() -> None:
     assert nest.ancestors(2) == [1, 0]
     with pytest.raises(KeyError):
         nest.parent(3)
+
+
+@pytest.mark.parametrize("spill_bytes", [0, 40, 1 << 30])
+def test_packed_texts_read_the_same_spilled_or_held(spill_bytes: int) -> None:
+    # 0: in the temp file from the first batch; 40: from the second; 1 GiB: never.
+    texts = PackedTexts(spill_bytes=spill_bytes)
+    batches = [
+        ([0, 3, 4], [b'{"a": 1}', b'{"b": [1, 2]}', b'{"c": "x"}']),
+        ([9], [b'{"d": null}']),
+        ([10, 12], [b'{"e": 2.5}', b'{"f": {"g": 1}}']),
+    ]
+    for rows, items in batches:
+        texts.add(rows, items)
+    held = {r: t for rows, items in batches for r, t in zip(rows, items, strict=True)}
+    assert texts.rows() == sorted(held) and len(texts) == len(held)
+    for row in [12, 0, 9, 3, 10, 4]:  # out of order: each blob read back as needed
+        assert texts.text(row) == held[row]
+    assert texts.text(5) is None and texts.text(13) is None
+    arrays = list(texts.json_arrays())
+    assert [r.tolist() for r, _ in arrays] == [rows for rows, _ in batches]
+    assert [t for _, t in arrays] == [json_list(items) for _, items in batches]

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from kerneltracer.analysis.timeline.analyses.multirank import RankCollectives
     from kerneltracer.analysis.timeline.analyses.ops import OpsResult
     from kerneltracer.analysis.timeline.model.results import BottleneckResult, StepResult
+    from kerneltracer.analysis.timeline.render.html import Lane
 
 _REPORT_VERSION = "1.0"
 # From this many rows (~1.6M trace events) the InferScope file is written before the
@@ -54,6 +55,8 @@ class TraceAnalysis:
     ops: OpsResult | None = None  # op attribution (None when not asked for)
     overlap: CommCompOverlap | None = None  # HTA's comm / comp overlap (None: no GPU work)
     collectives: RankCollectives | None = None  # for the cross-rank waits and stragglers
+    # The HTML report's timeline lanes (with ``analyze_file(lanes=True)``).
+    lanes: list[Lane] | None = None
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,7 @@ def analyze_file(
     while_writing: Callable[[], object] | None = None,
     ops: OpsOptions | None = None,
     progress: Callable[[LoadProgress], object] | None = None,
+    lanes: bool = False,
 ) -> TraceAnalysis:
     """Everything the reports need for one trace; ``rank`` defaults to the trace's own.
 
@@ -84,7 +88,8 @@ def analyze_file(
     ``while_writing`` runs once the analyses are done, before waiting for the file: the
     writing takes longer, so work the caller needs next (loading templates) is free there.
     With ``ops`` the kernels are attributed to ops (``analysis.ops``). ``progress`` is
-    called as the trace is read (see :func:`load_chrome_trace`).
+    called as the trace is read (see :func:`load_chrome_trace`). With ``lanes`` the HTML
+    report's timeline lanes are made too (``analysis.lanes``).
     """
     trace = load_chrome_trace(path, strict=strict, op_args=ops is not None, progress=progress)
     writer: ForkedCall[ValidationReport] | None = None
@@ -109,6 +114,9 @@ def analyze_file(
 
     cats = categorize(trace)
     work = select_gpu_work(trace, include_last_step=include_last_step)
+    # Their whole-trace masks, freed, sat as holes under the rows they keep (~75 MiB at
+    # 3M events): handed back before the window analyses make their own temporaries.
+    release_free_heap()
     own_rank = trace.rank if trace.rank is not None else (rank or 0)
     analysis = TraceAnalysis(
         trace=trace,
@@ -126,6 +134,13 @@ def analyze_file(
     # Whole-trace masks and the GPU work selection (~85 MiB at 3M events): the results
     # above hold what they need, and op attribution peaks next.
     del cats, work
+    if lanes:
+        from kerneltracer.analysis.timeline.render.html import timeline_lanes
+
+        # Here, not when the report is written: their per-thread temporaries (~80 MiB at
+        # 3M events) then came on top of the op attribution's instances.
+        b = analysis.bottleneck
+        analysis.lanes = timeline_lanes(trace, b.window_start_us, b.window_end_us)
     if ops is not None:
         from kerneltracer.analysis.timeline.analyses.ops import compute_ops
 

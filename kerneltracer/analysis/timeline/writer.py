@@ -73,7 +73,9 @@ def _write_trace_reports(
         written.append(a.inferscope_file)
     doc = report_document(a, outputs)
     b = a.bottleneck
-    lanes = timeline_lanes(a.trace, b.window_start_us, b.window_end_us)
+    lanes = a.lanes
+    if lanes is None:
+        lanes = timeline_lanes(a.trace, b.window_start_us, b.window_end_us)
     targets: list[tuple[str, Callable[[Path], None]]] = [
         ("report.json", lambda p: atomic_write_json(p, doc)),
         (
@@ -172,6 +174,7 @@ def run_timeline(
             while_writing=template.get,
             ops=ops,
             progress=load_progress,
+            lanes=True,
         )
         if on_analysed:
             on_analysed(a)

@@ -106,10 +106,11 @@ def compute_ops(
     from kerneltracer.analysis.timeline.analyses.attribution import attribute
     from kerneltracer.analysis.timeline.analyses.cuda_graphs import join_capture
     from kerneltracer.analysis.timeline.analyses.op_table import detect_device, op_table
-    from kerneltracer.analysis.timeline.load.loader import load_chrome_trace
+    from kerneltracer.analysis.timeline.load.loader import load_chrome_trace, release_free_heap
     from kerneltracer.costmodel import load_devices
 
     a = attribute(trace)
+    release_free_heap()  # attribution's freed lookups, before the op table's own
     graphs = None
     if capture is not None:
         graphs = join_capture(a, attribute(load_chrome_trace(capture, op_args=True)))

@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from kerneltracer.analysis.timeline.load.heap import release_free_heap
+
 _DTYPES: dict[str, Any] = {
     "ph": np.uint8,
     "cat": np.int32,
@@ -90,9 +92,14 @@ class Flows:
 def concat(chunks: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     if not chunks:
         return {k: np.empty(0, dtype=d) for k, d in _DTYPES.items()}
-    # Column by column, each column's chunks dropped once joined: the load's peak is the
-    # columns plus one column, not twice the columns.
-    return {k: np.concatenate([c.pop(k) for c in chunks]) for k in _DTYPES}
+    # Column by column, each column's chunks dropped once joined and their heap handed
+    # back: the load's peak is the columns plus one column, not twice the columns (the
+    # freed chunks stayed resident until the load's trim: +116 MiB at 3M events).
+    out = {}
+    for k in _DTYPES:
+        out[k] = np.concatenate([c.pop(k) for c in chunks])
+        release_free_heap()
+    return out
 
 
 def int_column(values: list[Any]) -> np.ndarray:

@@ -16,10 +16,9 @@ is refused once it passes ``_MAX_PENDING`` instead of growing the buffer without
 
 from __future__ import annotations
 
-import ctypes
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import cache, cached_property
+from functools import cached_property
 from pathlib import Path
 from typing import IO, Any
 
@@ -27,6 +26,7 @@ import numpy as np
 
 from kerneltracer.analysis.timeline.load.builder import PH_COMPLETE, PH_INSTANT, Builder
 from kerneltracer.analysis.timeline.load.events import OpArgsStore, loads_lenient
+from kerneltracer.analysis.timeline.load.heap import release_free_heap
 from kerneltracer.errors import TraceLoadError
 from kerneltracer.inputguard import InputLimits, input_position, open_input
 
@@ -273,25 +273,3 @@ def _take_events(doc: Any, builder: Builder) -> dict[str, Any]:
         raise TraceLoadError(f"{builder.path}: JSON has no traceEvents array")
     builder.add_dicts(doc.pop("traceEvents"))
     return doc
-
-
-def release_free_heap() -> None:
-    """Hand the heap's free pages back to the system (glibc; elsewhere nothing happens).
-
-    The batches' short-lived objects are freed around the long-lived column chunks and
-    packed texts, so glibc keeps the holes: a 3M-event trace's load left 447 MiB resident
-    of which 138 MiB was free heap. Trimming after the load and the op attribution keeps
-    the resident size to what is in use, and a forked writer does not start from the holes.
-    """
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
-
-
-@cache
-def _malloc_trim() -> Callable[[int], int] | None:
-    try:
-        trim: Callable[[int], int] = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to trim with
-        return None
-    return trim

@@ -28,7 +28,7 @@ from kerneltracer.analysis.timeline.model.categories import (
     memcpy_host_kind,
 )
 from kerneltracer.analysis.timeline.model.validate import EventColumns
-from kerneltracer.analysis.timeline.render.cpu_calls import CpuCallBuilder
+from kerneltracer.analysis.timeline.render.cpu_calls import CpuCallBuilder, exact
 
 # The InferScope file format written here (schema.py models it; kept out of that module so
 # that converting does not import pydantic).
@@ -149,7 +149,7 @@ class InferScopeConverter:
         others = []
         for k, (i, r) in enumerate(zip(other.tolist(), rows[other].tolist(), strict=True)):
             event = _event(t, cols, k, r, f"e{start + i}", self.plan, self.scope_ids)
-            texts[i] = orjson.dumps(event)
+            texts[i] = exact(orjson.dumps(event))
             spans[i] = event["type"] != "instant"
             others.append(event)
         ts = t.ts[rows]
@@ -163,7 +163,7 @@ class InferScopeConverter:
         if not np.isfinite(end).all():  # repr would write inf; orjson writes null, as before
             starts, ends = _iso_column(self.wall, ts), _iso_column(self.wall, end)
             built = self.cpu_calls.build(rows, positions, starts, ends)
-            return [orjson.dumps(e) for e in built]
+            return [exact(orjson.dumps(e)) for e in built]
         if self.wall is None:
             return self.cpu_calls.encode(rows, positions, None)
         wall = self.wall
@@ -181,10 +181,19 @@ class InferScopeConverter:
     def scopes(self) -> list[dict[str, Any]]:
         return _scopes(self.trace, self.plan, self.scope_ids)
 
-    def encoded_launches(self, size: int = 20_000) -> Iterator[bytes]:
+    def launch_pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """The launches as two arrays of event positions (host call, GPU op): made over
+        whole-trace columns (~45 MiB of temporaries at 3M events), so best made before the
+        events' chunks are under way."""
+        return _launches(self.trace, self.plan.events)
+
+    def encoded_launches(
+        self, size: int = 20_000, made: tuple[np.ndarray, np.ndarray] | None = None
+    ) -> Iterator[bytes]:
         """``relationships()["launches"]`` as JSON text, its pairs comma-separated, a run of
-        pairs at a time: as a list of lists of id strings it held ~60 MiB at 3M events."""
-        hosts, ops = _launches(self.trace, self.plan.events)
+        pairs at a time: as a list of lists of id strings it held ~60 MiB at 3M events.
+        ``made``: what ``launch_pairs`` gave, when already made."""
+        hosts, ops = self.launch_pairs() if made is None else made
         for lo in range(0, hosts.size, size):
             pairs = zip(hosts[lo : lo + size].tolist(), ops[lo : lo + size].tolist(), strict=True)
             yield b",".join([b'["e%d","e%d"]' % pair for pair in pairs])

@@ -28,7 +28,9 @@ from kerneltracer.analysis.timeline.render.convert import InferScopeConverter
 from kerneltracer.jsonio import atomic_writer
 
 _COMPRESS_LEVEL = 1
-_QUEUED_PIECES = 4  # bounds the bytes waiting for the compressor
+# Bounds the bytes waiting for the compressor: a piece is a chunk's text (~7 MiB for the
+# default 20,000 events) or a separator, and encoding a chunk takes longer than deflating it.
+_QUEUED_PIECES = 2
 
 
 def write_inferscope(
@@ -36,6 +38,7 @@ def write_inferscope(
 ) -> ValidationReport:
     """Write ``path`` (gzipped JSON) and return the constraint check of what was written."""
     conv = InferScopeConverter(trace, created)
+    launches = conv.launch_pairs()  # its temporaries before the chunks' pieces pile up
     validator = Validator()
     with _no_cyclic_gc(), atomic_writer(path) as raw, _background_gzip(raw) as put:
         put(orjson.dumps(conv.header())[:-1] + b',"events":[')
@@ -43,13 +46,14 @@ def write_inferscope(
         for text, columns in conv.encoded_chunks(chunk_size):
             validator.feed_columns(columns)
             if text:
-                put(sep + text)
+                put(sep)  # on its own: joined, each chunk's text was copied once more
+                put(text)
                 sep = b","
         # The text orjson makes of relationships(), its launches written a run at a time.
         scopes = conv.scopes()
         put(b'],"relationships":{"scopes":' + orjson.dumps(scopes) + b',"launches":[')
         sep = b""
-        for text in conv.encoded_launches(chunk_size):
+        for text in conv.encoded_launches(chunk_size, launches):
             put(sep + text)
             sep = b","
         put(b"]}}")
