@@ -40,6 +40,9 @@ MIN_DEPTH = 6
 _DEPTH_ATTRS = ("num_hidden_layers", "n_layer", "num_layers")
 _INT = re.compile(r"\d+")
 _GRAPH_MODULE_KEYS = ("_parameters", "_buffers", "_modules")
+# What FX's code generation prints of a node's meta besides its value and source line
+# (``desc``, AOT's input descriptions naming the layer, only with expanded_def, unused here).
+_SHOWN_META = ("custom", "recompute", "ac_graph_id", "is_wrapped")
 
 
 class NotRepeating(Exception):
@@ -208,7 +211,8 @@ def _meta_key(node: fx.Node) -> Any:
     """What of a node's meta shows in the written graph: value types and source line."""
     meta = node.meta
     value = meta.get("val", meta.get("example_value"))
-    return (_value_key(value), _value_key(meta.get("tensor_meta")), meta.get("stack_trace"))
+    shown = tuple(repr(meta.get(k)) for k in _SHOWN_META)
+    return (_value_key(value), _value_key(meta.get("tensor_meta")), meta.get("stack_trace"), shown)
 
 
 def _value_key(value: Any) -> Any:
@@ -318,8 +322,8 @@ def _check_layer(layout: _Layout) -> None:
     """Layer d's nodes are layer d-1's, one layer on."""
 
     def same_ref(new: fx.Node, old: fx.Node) -> bool:
-        if new is old:  # outside the layers: the rotary tables, the mask
-            return True
+        if new is old:  # outside the layers: the rotary tables, the mask, layer 0's values
+            return new not in layout.next_of and new not in layout.run_of
         if new in layout.prev_of:
             return layout.prev_of[new] is old
         # Layer d-1 reading layer d-2 (not a run: layer 0's names differ).
