@@ -134,6 +134,11 @@ def _aot_graphs(ctx: HFContext, *, repeat_layers: bool = True) -> list[CapturedG
     from kerneltracer.worker.tracers._layers import NotRepeating, find_stack
 
     stack = find_stack(ctx.model) if repeat_layers else None
+    if stack is not None and ctx.mode == "train":
+        # The backward runs the layers last to first, which extend() does not model: the
+        # two short traces would only be paid on top of the full one.
+        log.info("print_aten traces every layer: train mode's backward is not extended")
+        stack = None
     if stack is not None:
         # The same graphs at depths 2 and 3 from one Dynamo graph are the full depth's
         # graphs with the last layer repeated (see _layers); anything else traces all.
