@@ -11,7 +11,13 @@ the untraced forward every job runs first, trace = the forward under the recorde
 dispatch_ops.jsonl and friends) and the worker tree's peak RSS.
 Then `kerneltracer corpus` on the last run, --repeat times (median), with its output size.
 
+--tracers runs other tracers instead (print_fx,print_aten: the graph tracers at full depth;
+their "sigs" column is the node count of the first graph). Each run also reports the CPU
+seconds of the whole `kerneltracer run` (orchestrator, server and workers; the machine is
+shared, so CPU seconds are the figure to compare) and the load average when it ended.
+
 Usage: python bench/bench_fake_weights.py [--seq-len 4096] [--repeat 3] [--only SUBSTR,...]
+       [--tracers torch_dispatch,...]
 Results are printed and written to bench/out/fake_weights.json.
 """
 
@@ -20,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -36,33 +43,51 @@ OUT = REPO / "bench" / "out" / "fake_weights.json"
 KT = [sys.executable, "-m", "kerneltracer.cli.main"]
 
 
-def run_once(dirs: list[Path], seq_len: int, work: Path) -> dict[str, dict[str, Any]]:
-    """One `kerneltracer run --force -j 1` of every model; per model its status numbers."""
+def run_once(
+    dirs: list[Path], seq_len: int, work: Path, tracers: list[str]
+) -> dict[str, dict[str, Any]]:
+    """One `kerneltracer run --force -j 1` of every model; per job its status numbers."""
     cfg = work / "fake.yaml"
     cfg.write_text(yaml.safe_dump({
         "output_dir": str(work / "run"),
-        "defaults": {"weights": "fake", "seq_len": seq_len, "tracers": ["torch_dispatch"],
+        "defaults": {"weights": "fake", "seq_len": seq_len, "tracers": tracers,
                      "timeout_s": 1200},
         "models": [{"path": str(d), "name": d.name} for d in dirs],
     }))
     env = dict(os.environ, OMP_NUM_THREADS="1")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run([*KT, "run", str(cfg), "--force", "-j", "1"], env=env,
                           capture_output=True, text=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    print(f"  run CPU {cpu:.1f} s, load {os.getloadavg()[0]:.2f}", flush=True)
     rows: dict[str, dict[str, Any]] = {}
     for d in dirs:
-        status_file = work / "run" / "jobs" / d.name / "torch_dispatch" / "_TRACE_STATUS.json"
-        if not status_file.is_file():
-            rows[d.name] = {"status": "missing", "reason": proc.stderr[-300:]}
-            continue
-        st = json.loads(status_file.read_text())
-        ops = status_file.parent / "dispatch_ops.jsonl"
-        rows[d.name] = {
-            "status": st["status"], "reason": st.get("reason"),
-            "duration_s": st.get("duration_s"), "phases": st.get("phases") or {},
-            "peak_rss_mb": round((st.get("peak_rss_bytes") or 0) / 2**20),
-            "signatures": sum(1 for _ in ops.open()) if ops.is_file() else 0,
-        }
+        for tracer in tracers:
+            name = d.name if tracer == "torch_dispatch" else f"{d.name} {tracer}"
+            rows[name] = _row(work / "run" / "jobs" / d.name / tracer, proc.stderr)
     return rows
+
+
+def _row(job_dir: Path, stderr: str) -> dict[str, Any]:
+    status_file = job_dir / "_TRACE_STATUS.json"
+    if not status_file.is_file():
+        return {"status": "missing", "reason": stderr[-300:]}
+    st = json.loads(status_file.read_text())
+    ops = job_dir / "dispatch_ops.jsonl"
+    index = job_dir / "graphs" / "index.json"
+    if ops.is_file():
+        signatures = sum(1 for _ in ops.open())
+    elif index.is_file():
+        signatures = json.loads(index.read_text())["graphs"][0]["nodes"]
+    else:
+        signatures = 0
+    return {
+        "status": st["status"], "reason": st.get("reason"),
+        "duration_s": st.get("duration_s"), "phases": st.get("phases") or {},
+        "peak_rss_mb": round((st.get("peak_rss_bytes") or 0) / 2**20),
+        "signatures": signatures,
+    }
 
 
 def time_corpus(run_dir: Path, out: Path, repeat: int) -> dict[str, Any]:
@@ -128,6 +153,7 @@ def main() -> None:
     parser.add_argument("--seq-len", type=int, default=4096)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only", default="", help="comma-separated substrings of dir names")
+    parser.add_argument("--tracers", default="torch_dispatch", help="comma-separated tracers")
     args = parser.parse_args()
     wanted = [s for s in args.only.split(",") if s]
     dirs = [p for p in sorted(CONFIGS.iterdir()) if (p / "config.json").is_file()
@@ -137,13 +163,14 @@ def main() -> None:
         runs = []
         for i in range(args.repeat):
             t0 = time.perf_counter()
-            runs.append(run_once(dirs, args.seq_len, work))
+            runs.append(run_once(dirs, args.seq_len, work, args.tracers.split(",")))
             print(f"run {i + 1}/{args.repeat}: {time.perf_counter() - t0:.0f} s", flush=True)
         table = summarise(runs)
         corpus = time_corpus(work / "run", work / "corpus", args.repeat)
     print_table(table, corpus)
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps({"seq_len": args.seq_len, "repeat": args.repeat,
+                               "tracers": args.tracers.split(","),
                                "models": table, "corpus": corpus}, indent=1))
     print(f"written: {OUT.relative_to(REPO)}")
 

@@ -17,6 +17,7 @@ tracer to try the remaining ones.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -37,6 +38,8 @@ from kerneltracer.worker.tracers._graphs import (
 
 if TYPE_CHECKING:
     from kerneltracer.worker.frameworks.huggingface import HFContext
+
+log = logging.getLogger("kerneltracer.worker.tracers")
 
 _AtenMethod = Literal["aot", "export", "make_fx"]
 
@@ -127,17 +130,55 @@ def _bind(fn: Callable[[HFContext], list[CapturedGraph]], ctx: HFContext) -> Any
     return lambda: fn(ctx)
 
 
-def _aot_graphs(ctx: HFContext) -> list[CapturedGraph]:
+def _aot_graphs(ctx: HFContext, *, repeat_layers: bool = True) -> list[CapturedGraph]:
+    from kerneltracer.worker.tracers._layers import NotRepeating, find_stack
+
+    stack = find_stack(ctx.model) if repeat_layers else None
+    if stack is not None and ctx.mode == "train":
+        # The backward runs the layers last to first, which extend() does not model: the
+        # two short traces would only be paid on top of the full one.
+        log.info("print_aten traces every layer: train mode's backward is not extended")
+        stack = None
+    if stack is not None:
+        # The same graphs at depths 2 and 3 from one Dynamo graph are the full depth's
+        # graphs with the last layer repeated (see _layers); anything else traces all.
+        kinds: list[list[str]] = []
+
+        def trace() -> list[Any]:
+            got = _aot_capture(ctx, keep=True)
+            kinds.append([kind for kind, _, _ in got])
+            if {frame for _, frame, _ in got} != {0} or kinds[0] != kinds[-1]:
+                raise NotRepeating(f"graphs {kinds}, Dynamo frames {[f for _, f, _ in got]}")
+            return [gm for _, _, gm in got]
+
+        try:
+            modules = stack.extended(trace)
+        except NotRepeating as exc:
+            log.info("print_aten traces every layer: %s", exc)
+        else:
+            return [
+                capture_graph(gm, kind, f"graph_{i}", dynamo_graph=0)
+                for i, (kind, gm) in enumerate(zip(kinds[-1], modules, strict=True))
+            ]
+    return [graph for _, _, graph in _aot_capture(ctx, keep=False)]
+
+
+def _aot_capture(ctx: HFContext, *, keep: bool) -> list[tuple[str, int, Any]]:
+    """(kind, Dynamo graph number, graph) per graph AOTAutograd hands the backend; the
+    graph is the GraphModule itself if ``keep``, else captured at once (the module may
+    not outlive the compile)."""
     import torch
     from functorch.compile import make_boxed_func
     from torch._functorch.aot_autograd import aot_module_simplified
 
-    graphs: list[CapturedGraph] = []
+    graphs: list[tuple[str, int, Any]] = []
     frame = {"n": -1}
 
     def capturing(kind: str) -> Any:
         def compiler(gm: Any, example_inputs: Any) -> Any:
-            graphs.append(capture_graph(gm, kind, f"graph_{len(graphs)}", dynamo_graph=frame["n"]))
+            n = frame["n"]
+            graph = gm if keep else capture_graph(gm, kind, f"graph_{len(graphs)}", dynamo_graph=n)
+            graphs.append((kind, n, graph))
             return make_boxed_func(gm.forward)
 
         return compiler

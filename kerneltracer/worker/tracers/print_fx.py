@@ -8,6 +8,7 @@ is already ATen-level (export IR), which the summary says.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -26,6 +27,8 @@ from kerneltracer.worker.tracers._graphs import (
 
 if TYPE_CHECKING:
     from kerneltracer.worker.frameworks.huggingface import HFContext
+
+log = logging.getLogger("kerneltracer.worker.tracers")
 
 _FxMethod = Literal["dynamo", "export"]
 
@@ -97,27 +100,59 @@ def _grad_mode(ctx: HFContext) -> Any:
     return torch.enable_grad() if ctx.mode == "train" else torch.no_grad()
 
 
-def _dynamo_graphs(ctx: HFContext, extra: dict[str, Any]) -> list[CapturedGraph]:
+def _dynamo_graphs(
+    ctx: HFContext, extra: dict[str, Any], *, repeat_layers: bool = True
+) -> list[CapturedGraph]:
+    from kerneltracer.worker.tracers._layers import NotRepeating, find_stack
+
+    stack = find_stack(ctx.model) if repeat_layers else None
+    if stack is not None:
+        # One graph without breaks at depths 2 and 3 is the full depth's one graph with
+        # its last layer repeated (see _layers); anything else traces every layer.
+        try:
+            (gm,) = stack.extended(lambda: _unbroken_graph(ctx))
+        except NotRepeating as exc:
+            log.info("print_fx traces every layer: %s", exc)
+        else:
+            extra["breaks"], extra["reasons"] = [], []
+            return [capture_graph(gm, "dynamo", "graph_0", ops=len(gm.graph.nodes))]
+    explained, reasons = _explain(ctx)
+    extra["breaks"] = [_break_row(r) for r in explained.break_reasons]
+    extra["reasons"] = reasons
+    return [
+        capture_graph(gm, "dynamo", f"graph_{i}", ops=len(gm.graph.nodes))
+        for i, gm in enumerate(explained.graphs)
+    ]
+
+
+def _explain(ctx: HFContext) -> tuple[Any, list[dict[str, Any]]]:
+    """explain's result and the graph-break reasons Dynamo counted."""
     import torch
     from torch._dynamo.utils import counters
 
     torch._dynamo.reset()
     counters.clear()
-    with _grad_mode(ctx):
-        explained = torch._dynamo.explain(ctx.model)(**ctx.example_inputs)
-    extra["breaks"] = [_break_row(r) for r in explained.break_reasons]
-    # explain lists only breaks that split a graph; the counters also hold those met in
-    # resumed frames with nothing left to capture (a print right after an .item()).
-    extra["reasons"] = [
-        {"reason": _first_line(r), "count": int(n)}
-        for r, n in counters.get("graph_break", {}).items()
-    ]
-    graphs = [
-        capture_graph(gm, "dynamo", f"graph_{i}", ops=len(gm.graph.nodes))
-        for i, gm in enumerate(explained.graphs)
-    ]
-    torch._dynamo.reset()
-    return graphs
+    try:
+        with _grad_mode(ctx):
+            explained = torch._dynamo.explain(ctx.model)(**ctx.example_inputs)
+        # explain lists only breaks that split a graph; the counters also hold those met in
+        # resumed frames with nothing left to capture (a print right after an .item()).
+        reasons = [
+            {"reason": _first_line(r), "count": int(n)}
+            for r, n in counters.get("graph_break", {}).items()
+        ]
+    finally:
+        torch._dynamo.reset()
+    return explained, reasons
+
+
+def _unbroken_graph(ctx: HFContext) -> list[Any]:
+    from kerneltracer.worker.tracers._layers import NotRepeating
+
+    explained, reasons = _explain(ctx)
+    if len(explained.graphs) != 1 or explained.break_reasons or reasons:
+        raise NotRepeating(f"{len(explained.graphs)} graph(s), {len(reasons)} break reason(s)")
+    return list(explained.graphs)
 
 
 def _break_row(reason: Any) -> dict[str, Any]:

@@ -1,0 +1,506 @@
+"""Full-depth graphs of a stack of alike layers, from traces at depths 2 and 3.
+
+Dynamo (and AOTAutograd after it) inline every decoder layer anew, so an 8B's graph costs
+32 times one layer's trace. When the model has one stack of layers built alike (module
+types, attributes, parameter shapes, hooks; per-layer config lists uniform), its graph at
+full depth is its graph at depth 3 with the last layer's nodes repeated: FX numbers each
+base name in the order names are asked for, so every name moves on by a fixed count per
+layer; a layer's nodes read the layer before's; the nodes after the stack read the last
+layer; the output gains one group of values per layer (a cache's keys and values).
+
+:func:`extend` learns that from the graphs at depths d and d+1: the nodes of layer d must be
+layer d-1's, one layer on (same ops, targets, constants, shapes, strides, devices, source
+lines, and arguments one layer on; only the numbers in names may differ), and every other
+node must be the same at both depths but for the numbers in its name. Anything else raises
+:class:`NotRepeating`, and the tracer traces every layer. tests/compile/test_layers.py holds
+the written graphs equal to the full trace's on several architectures; the 8B's were
+compared byte for byte (docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+from itertools import islice
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from torch import fx, nn
+
+# Layers traced for the small graph; the big one has one more. Layer 0 names its nodes
+# without suffixes (``silu`` where later layers have ``silu_1``), so the repeated layer
+# must be at least the second.
+TRACE_DEPTH = 2
+# Below this the two short traces (5 layers) save nothing worth the checks.
+MIN_DEPTH = 6
+_DEPTH_ATTRS = ("num_hidden_layers", "n_layer", "num_layers")
+_INT = re.compile(r"\d+")
+_GRAPH_MODULE_KEYS = ("_parameters", "_buffers", "_modules")
+# What FX's code generation prints of a node's meta besides its value and source line
+# (``desc``, AOT's input descriptions naming the layer, only with expanded_def, unused here).
+_SHOWN_META = ("custom", "recompute", "ac_graph_id", "is_wrapped")
+
+
+class NotRepeating(Exception):
+    """The layers' graphs do not repeat provably: trace every layer."""
+
+
+@dataclass(frozen=True)
+class LayerStack:
+    """The model's one stack of alike layers and the config entries that size it."""
+
+    layers: nn.ModuleList
+    config: Any
+    depth_attr: str
+    # Config attributes with one entry per layer (all entries equal).
+    per_layer: tuple[str, ...]
+
+    @property
+    def depth(self) -> int:
+        return len(self.layers)
+
+    @contextmanager
+    def truncated(self, depth: int) -> Iterator[None]:
+        """The first ``depth`` layers only, the config saying so: the model sizes its
+        cache from the config, and an 8B's depth-2 Dynamo trace took ~4 s with the config
+        left at 32 layers, ~2 s with it cut."""
+        modules = self.layers._modules
+        saved = {a: getattr(self.config, a) for a in (self.depth_attr, *self.per_layer)}
+        self.layers._modules = dict(islice(modules.items(), depth))
+        try:
+            setattr(self.config, self.depth_attr, depth)
+            for attr in self.per_layer:
+                setattr(self.config, attr, saved[attr][:depth])
+            yield
+        finally:
+            self.layers._modules = modules
+            for attr, value in saved.items():
+                setattr(self.config, attr, value)
+
+    def extended(self, trace: Callable[[], Sequence[fx.GraphModule]]) -> list[fx.GraphModule]:
+        """``trace``'s graphs at full depth, from its graphs at two small depths."""
+        with self.truncated(TRACE_DEPTH):
+            small = list(trace())
+        with self.truncated(TRACE_DEPTH + 1):
+            big = list(trace())
+        if len(small) != len(big) or not big:
+            raise NotRepeating(f"{len(small)} graph(s) at depth 2, {len(big)} at depth 3")
+        extra = self.depth - TRACE_DEPTH - 1
+        return [extend(s, b, extra) for s, b in zip(small, big, strict=True)]
+
+
+def find_stack(model: Any) -> LayerStack | None:
+    """The model's one stack of alike layers, if it has exactly one and it is deep enough."""
+    from torch import nn
+
+    stacks: list[tuple[str, nn.ModuleList]] = []
+    for name, module in model.named_modules():
+        nested = any(name.startswith(f"{outer}.") for outer, _ in stacks)
+        if isinstance(module, nn.ModuleList) and len(module) >= 2 and not nested:
+            stacks.append((name, module))
+    if len(stacks) != 1 or len(stacks[0][1]) < MIN_DEPTH:
+        return None  # an encoder and a decoder, a vision tower beside the LM: trace all
+    layers = stacks[0][1]
+    config = getattr(model, "config", None)
+    if not hasattr(config, "__dict__"):
+        return None
+    # Its own attribute, not an alias (GPT-2's num_hidden_layers reads n_layer).
+    attrs = [a for a in _DEPTH_ATTRS if vars(config).get(a) == len(layers)]
+    if len(attrs) != 1:
+        return None
+    per_layer = tuple(
+        k
+        for k, v in vars(config).items()
+        if isinstance(v, list | tuple) and len(v) == len(layers) and k != attrs[0]
+    )
+    # Alternating attention kinds, dense layers before MoE ones: not one repeated layer.
+    if any(len({repr(x) for x in getattr(config, k)}) != 1 for k in per_layer):
+        return None
+    if not _alike(list(layers)):
+        return None
+    return LayerStack(layers, config, attrs[0], per_layer)
+
+
+def _alike(layers: Sequence[nn.Module]) -> bool:
+    """The layers are built the same: equal leaves of their descriptions, but for numbers
+    that are the layer's own index (plus one fixed offset: ``layer_idx``, ``layer_number``)."""
+    described = [list(_leaves(_describe(layer))) for layer in layers]
+    if len({len(d) for d in described}) != 1:
+        return False
+    for column in zip(*described, strict=True):
+        if len({repr(v) for v in column}) == 1:
+            continue
+        ints = [v for v in column if type(v) is int]
+        if len(ints) != len(column) or len({v - i for i, v in enumerate(ints)}) != 1:
+            return False
+    return True
+
+
+def _describe(layer: nn.Module) -> list[Any]:
+    """What makes a layer trace the way it does."""
+    rows: list[Any] = []
+    for path, module in layer.named_modules(remove_duplicate=False):
+        attrs = [(k, _token(v)) for k, v in vars(module).items() if k not in _GRAPH_MODULE_KEYS]
+        params = [
+            (n, tuple(p.shape), str(p.dtype), p.requires_grad, type(p).__name__)
+            for n, p in module.named_parameters(recurse=False)
+        ]
+        buffers = [
+            (n, tuple(b.shape), str(b.dtype), type(b).__name__)
+            for n, b in module.named_buffers(recurse=False)
+        ]
+        rows.append((path, type(module).__qualname__, sorted(attrs), params, buffers))
+    return rows
+
+
+def _leaves(value: Any) -> Iterator[Any]:
+    if isinstance(value, list | tuple):
+        yield f"<{len(value)}>"
+        for v in value:
+            yield from _leaves(v)
+    else:
+        yield value
+
+
+def _token(value: Any) -> Any:
+    import torch
+
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, list | tuple):
+        return [_token(v) for v in value]
+    if isinstance(value, set | frozenset):
+        return sorted(repr(_token(v)) for v in value)
+    if isinstance(value, dict):  # hooks among them: their count and kinds
+        return sorted((repr(k), repr(_token(v))) for k, v in value.items())
+    if isinstance(value, torch.Tensor):
+        return ("tensor", tuple(value.shape), str(value.dtype))
+    if callable(value) and hasattr(value, "__qualname__"):
+        return f"{getattr(value, '__module__', '')}.{value.__qualname__}"
+    # Any other object: the same one in every layer (the shared config), else not alike.
+    return f"<{type(value).__qualname__} {id(value)}>"
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(m) for m in _INT.findall(text))
+
+
+def _shifted(text: str, step: Sequence[int], times: int) -> str:
+    if not times or not any(step):
+        return text
+    numbers = iter(step)
+    return _INT.sub(lambda m: str(int(m.group()) + times * next(numbers)), text)
+
+
+def _target_text(node: fx.Node) -> str | None:
+    return node.target if isinstance(node.target, str) else None
+
+
+def _shape(node: fx.Node) -> tuple[Any, ...]:
+    """What must agree for two nodes to be the same node (at another depth or layer)."""
+    text = _target_text(node)
+    target = _INT.sub("#", text) if text is not None else node.target
+    return (node.op, target, _INT.sub("#", node.name), _meta_key(node))
+
+
+def _meta_key(node: fx.Node) -> Any:
+    """What of a node's meta shows in the written graph: value types and source line."""
+    meta = node.meta
+    value = meta.get("val", meta.get("example_value"))
+    shown = tuple(repr(meta.get(k)) for k in _SHOWN_META)
+    return (_value_key(value), _value_key(meta.get("tensor_meta")), meta.get("stack_trace"), shown)
+
+
+def _value_key(value: Any) -> Any:
+    import torch
+
+    if isinstance(value, list | tuple):
+        return tuple(_value_key(v) for v in value)
+    if isinstance(value, torch.Tensor):
+        return ("t", str(value.shape), str(value.dtype), str(value.stride()), str(value.device))
+    return repr(value)
+
+
+@dataclass
+class _Layout:
+    """Where the depth-(d+1) graph's nodes sit: layer d's runs and the rest, matched."""
+
+    nodes: list[fx.Node]
+    pos: dict[fx.Node, int]
+    run_of: dict[fx.Node, tuple[int, int]]  # node of layer d -> (run start, run length)
+    prev_of: dict[fx.Node, fx.Node]  # node of layer d -> the same node of layer d-1
+    next_of: dict[fx.Node, fx.Node]  # its inverse
+    match: dict[fx.Node, fx.Node]  # node of the small graph -> node of the big one
+    step: dict[fx.Node, tuple[int, ...]]  # numbers of a big node's name, per layer
+    target_step: dict[fx.Node, tuple[int, ...]]
+
+
+def extend(small: fx.GraphModule, big: fx.GraphModule, extra: int) -> fx.GraphModule:
+    """``big`` (traced one layer deeper than ``small``) with ``extra`` more layers."""
+    layout = _layout(small, big)
+    _check_layer(layout)
+    _check_rest(layout)
+    _check_steps(layout)
+    return _build(big, layout, extra)
+
+
+def _layout(small: fx.GraphModule, big: fx.GraphModule) -> _Layout:
+    a, b = list(small.graph.nodes), list(big.graph.nodes)
+    matcher = SequenceMatcher(None, [_shape(n) for n in a], [_shape(n) for n in b], False)
+    b_to_a: dict[int, int] = {}
+    runs: list[tuple[int, int]] = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            b_to_a.update(zip(range(j1, j2), range(i1, i2), strict=True))
+        elif tag == "insert":
+            runs.append((j1, j2 - j1))
+        else:
+            where = b[j1].name if j1 < len(b) else "the end"
+            raise NotRepeating(f"the graphs differ by more than a layer ({tag} at {where})")
+    if not runs:
+        raise NotRepeating("one more layer added no nodes")
+    runs = [_latest(a, b, b_to_a, start, length) for start, length in runs]
+    match = {a[i]: b[j] for j, i in b_to_a.items()}
+    run_of: dict[fx.Node, tuple[int, int]] = {}
+    prev_of: dict[fx.Node, fx.Node] = {}
+    for start, length in runs:
+        if start < length:
+            raise NotRepeating("a layer's nodes have no layer before them")
+        for k in range(length):
+            node, prev = b[start + k], b[start - length + k]
+            if _shape(node) != _shape(prev) or prev in run_of:
+                raise NotRepeating(f"{node.name} is not {prev.name} one layer on")
+            run_of[node] = (start, length)
+            prev_of[node] = prev
+    layout = _Layout(
+        nodes=b,
+        pos={n: i for i, n in enumerate(b)},
+        run_of=run_of,
+        prev_of=prev_of,
+        next_of={p: n for n, p in prev_of.items()},
+        match=match,
+        step={},
+        target_step={},
+    )
+    pairs = [*prev_of.items(), *((y, x) for x, y in match.items())]
+    for later, earlier in pairs:
+        layout.step[later] = _delta(later.name, earlier.name)
+        text, before = _target_text(later), _target_text(earlier)
+        if text is not None and before is not None:
+            layout.target_step[later] = _delta(text, before)
+    return layout
+
+
+def _latest(
+    a: list[fx.Node], b: list[fx.Node], b_to_a: dict[int, int], start: int, length: int
+) -> tuple[int, int]:
+    """Layer d's run where it is, not one layer early: the matcher may insert a period of
+    a periodic stretch anywhere in it. While the run's first node is the very node (name,
+    arguments, value) the small graph has where the run ends, that node precedes it."""
+    while (end := start + length) in b_to_a and _exact(b[start]) == _exact(a[b_to_a[end]]):
+        b_to_a[start] = b_to_a.pop(end)
+        start += 1
+    return start, length
+
+
+def _exact(node: fx.Node) -> Any:
+    from torch import fx
+
+    refs = fx.map_arg((node.args, node.kwargs), lambda r: r.name)
+    return (node.op, str(node.target), node.name, repr(refs), _meta_key(node))
+
+
+def _delta(later: str, earlier: str) -> tuple[int, ...]:
+    return tuple(x - y for x, y in zip(_ints(later), _ints(earlier), strict=True))
+
+
+def _check_layer(layout: _Layout) -> None:
+    """Layer d's nodes are layer d-1's, one layer on."""
+
+    def same_ref(new: fx.Node, old: fx.Node) -> bool:
+        if new is old:  # outside the layers: the rotary tables, the mask, layer 0's values
+            return new not in layout.next_of and new not in layout.run_of
+        if new in layout.prev_of:
+            return layout.prev_of[new] is old
+        # Layer d-1 reading layer d-2 (not a run: layer 0's names differ).
+        for start, length in set(layout.run_of.values()):
+            if start - length <= layout.pos[new] < start:
+                return layout.pos.get(old) == layout.pos[new] - length
+        return False
+
+    for node, prev in layout.prev_of.items():
+        if not _same_values((node.args, node.kwargs), (prev.args, prev.kwargs), same_ref):
+            raise NotRepeating(f"{node.name}'s arguments are not {prev.name}'s one layer on")
+        if _meta_key(node) != _meta_key(prev) or node.type != prev.type:
+            raise NotRepeating(f"{node.name}'s value or source is not {prev.name}'s")
+
+
+def _check_rest(layout: _Layout) -> None:
+    """Every node outside layer d is the same at both depths (the output: one group more)."""
+    for old, new in layout.match.items():
+        if new.op == "output":
+            ok = _same_output(new.args, old.args, layout)
+        else:
+            ok = _same_values((new.args, new.kwargs), (old.args, old.kwargs), _reads(new, layout))
+        if not ok:
+            raise NotRepeating(f"{new.name}'s arguments change with depth")
+        if _meta_key(new) != _meta_key(old) or new.type != old.type:
+            raise NotRepeating(f"{new.name}'s value or source changes with depth")
+
+
+def _reads(reader: fx.Node, layout: _Layout) -> Callable[[fx.Node, fx.Node], bool]:
+    def same_ref(new: fx.Node, old: fx.Node) -> bool:
+        moved = layout.match.get(old)
+        if new is moved:
+            return True
+        # After the stack a node reads the last layer, which is now layer d.
+        run = layout.run_of.get(new)
+        return run is not None and layout.prev_of[new] is moved and layout.pos[reader] >= sum(run)
+
+    return same_ref
+
+
+def _same_values(new: Any, old: Any, same_ref: Callable[[fx.Node, fx.Node], bool]) -> bool:
+    from torch import fx
+
+    if isinstance(new, fx.Node) or isinstance(old, fx.Node):
+        return isinstance(new, fx.Node) and isinstance(old, fx.Node) and same_ref(new, old)
+    if isinstance(new, list | tuple):
+        return (
+            type(new) is type(old)
+            and len(new) == len(old)
+            and all(_same_values(x, y, same_ref) for x, y in zip(new, old, strict=True))
+        )
+    if isinstance(new, dict):
+        return (
+            isinstance(old, dict)
+            and list(new) == list(old)
+            and all(_same_values(new[k], old[k], same_ref) for k in new)
+        )
+    return type(new) is type(old) and repr(new) == repr(old)
+
+
+def _same_output(new: Any, old: Any, layout: _Layout) -> bool:
+    """The output at depth d+1 is the one at depth d with each group of layer-d values
+    appended after the same group of layer d-1 (a cache's keys and values), and values of
+    the last layer read from layer d instead (an encoder's last hidden state)."""
+    if _is_node(new) or _is_node(old):
+        moved = layout.match.get(old)
+        return new is moved or (new in layout.run_of and layout.prev_of[new] is moved)
+    if not isinstance(new, list | tuple):
+        return _same_values(new, old, lambda x, y: False)
+    if type(new) is not type(old):
+        return False
+    kept = [v for group, appended in _groups(new, layout) if not appended for v in group]
+    return len(kept) == len(old) and all(
+        _same_output(x, y, layout) for x, y in zip(kept, old, strict=True)
+    )
+
+
+def _groups(values: Sequence[Any], layout: _Layout) -> Iterator[tuple[list[Any], bool]]:
+    """The values in runs, each saying whether it is a group of layer-d nodes that follows
+    the same nodes of layer d-1 (one group more per layer)."""
+    group: list[Any] = []
+    in_layer = False
+    done = 0
+    for i, value in enumerate([*values, None]):
+        flag = _is_node(value) and value in layout.run_of
+        if group and (flag != in_layer or i == len(values)):
+            before = list(values[max(0, done - len(group)) : done])
+            appended = in_layer and [layout.prev_of[n] for n in group] == before
+            yield group, appended
+            done, group = i, []
+        group.append(value)
+        in_layer = flag
+
+
+def _is_node(value: Any) -> bool:
+    from torch import fx
+
+    return isinstance(value, fx.Node)
+
+
+def _check_steps(layout: _Layout) -> None:
+    for node, step in [*layout.step.items(), *layout.target_step.items()]:
+        if any(x < 0 for x in step):
+            raise NotRepeating(f"{node.name}: its numbers go down with depth")
+
+
+def _build(big: fx.GraphModule, layout: _Layout, extra: int) -> fx.GraphModule:
+    import copy
+
+    from torch import fx
+
+    graph = fx.Graph()
+    graph._codegen = copy.deepcopy(big.graph._codegen)
+    made: dict[tuple[fx.Node, int], fx.Node] = {}
+    attrs: dict[str, Any] = {}
+
+    def made_for(ref: fx.Node, reader_copy: int | None) -> fx.Node:
+        if ref in layout.run_of:
+            # A layer reads its own copy; the nodes after the stack read the last.
+            return made[(ref, extra if reader_copy is None else reader_copy)]
+        if reader_copy and ref in layout.next_of:
+            return made[(layout.next_of[ref], reader_copy - 1)]  # the layer before
+        return made[(ref, 0)]
+
+    def emit(node: fx.Node, copy_index: int | None) -> None:
+        # A node outside layer d moves with depth by its own step; layer d's copy c by c
+        # layer steps, and with depth as layer d-1 does (Mistral's cache makes one tensor
+        # per layer before the first layer: every later tensor_<n> moves on by one).
+        name, target = node.name, node.target
+        moves = [(node, extra)]
+        if copy_index is not None:
+            moves = [(node, copy_index), (layout.prev_of[node], extra)]
+        for source, times in moves:
+            name = _shifted(name, layout.step.get(source, ()), times)
+            if isinstance(target, str):
+                target = _shifted(target, layout.target_step.get(source, ()), times)
+        if node.op == "output":
+            args = _expanded_output(node.args, layout, made, extra)
+            kwargs: Any = {}
+        else:
+            args, kwargs = fx.map_arg((node.args, node.kwargs), lambda r: made_for(r, copy_index))
+        new = graph.create_node(node.op, target, args, kwargs, name=name, type_expr=node.type)
+        if new.name != name:
+            raise NotRepeating(f"name {name} taken twice")
+        new.meta = dict(node.meta)
+        if node.op in ("get_attr", "call_module"):
+            attrs[str(target)] = operator.attrgetter(str(node.target))(big)
+        made[(node, copy_index or 0)] = new
+
+    i = 0
+    nodes = layout.nodes
+    while i < len(nodes):
+        node = nodes[i]
+        if node in layout.run_of:
+            start, length = layout.run_of[node]
+            for c in range(extra + 1):
+                for k in range(length):
+                    emit(nodes[start + k], c)
+            i = start + length
+        else:
+            emit(node, None)
+            i += 1
+    graph.lint()
+    return fx.GraphModule(attrs, graph, class_name=type(big).__name__)
+
+
+def _expanded_output(
+    value: Any, layout: _Layout, made: dict[tuple[fx.Node, int], fx.Node], extra: int
+) -> Any:
+    if _is_node(value):
+        return made[(value, extra if value in layout.run_of else 0)]
+    if not isinstance(value, list | tuple):
+        return value
+    out: list[Any] = []
+    for group, appended in _groups(value, layout):
+        if appended:
+            out.extend(made[(v, c)] for c in range(extra + 1) for v in group)
+        else:
+            out.extend(_expanded_output(v, layout, made, extra) for v in group)
+    return type(value)(out)
