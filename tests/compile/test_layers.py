@@ -122,6 +122,8 @@ def _fx(ctx: Any, repeat: bool) -> Captured:
     extra: dict[str, Any] = {}
     with ctx.values_read():
         graphs = _dynamo_graphs(ctx, extra, repeat_layers=repeat)
+    # Which way the graph was made: what the tracer's summary reports, not graph content.
+    extra.pop("extended", None)
     return graphs, extra
 
 
@@ -177,6 +179,27 @@ def test_alike_layers_give_the_full_trace(
         # print_aten in train mode must fall back (print_fx's graph is the forward's).
         assert bool(_fell_back(caplog)) == (tracer == "print_aten" and mode == "train")
         _assert_same(capture(ctx, False), short)
+
+
+@pytest.mark.parametrize("tracer", list(CAPTURES))
+def test_the_summary_says_how_the_graph_was_made_and_the_option_turns_it_off(
+    model_root: Path, tmp_path: Path, tracer: str
+) -> None:
+    from kerneltracer.worker.tracers.print_aten import PrintAtenTracer
+    from kerneltracer.worker.tracers.print_fx import PrintFxTracer
+
+    cls = {"print_fx": PrintFxTracer, "print_aten": PrintAtenTracer}[tracer]
+    path = _model_dir(model_root, "llama", ALIKE["llama"])
+    for ctx in _context(path, tracer, "eval", tmp_path):
+        short = cls(cls.Options()).trace(ctx)
+        full = cls(cls.Options(extend_layers=False)).trace(ctx)
+        assert short.extra["layers_extended"] is True
+        assert full.extra["layers_extended"] is False
+        assert [g.text for g in short.graphs] == [g.text for g in full.graphs]
+    # A shallow model, or one whose layers differ, is traced in full and says so.
+    path = _model_dir(model_root, "gemma2", UNLIKE["gemma2"])
+    for ctx in _context(path, tracer, "eval", tmp_path):
+        assert cls(cls.Options()).trace(ctx).extra["layers_extended"] is False
 
 
 @pytest.mark.parametrize("model_type", list(UNLIKE))

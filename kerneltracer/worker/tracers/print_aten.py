@@ -56,6 +56,14 @@ class PrintAtenOptions(TracerOptions):
         min_length=1,
         description="Capture methods, tried in order until one yields graphs",
     )
+    extend_layers: bool = Field(
+        True,
+        description=(
+            "aot: trace a deep model's one stack of alike layers at depths 2 and 3 and "
+            "extend those graphs to full depth (checked per job, else every layer is "
+            "traced); false traces every layer"
+        ),
+    )
 
 
 class PrintAtenExportOptions(PrintAtenOptions):
@@ -94,8 +102,10 @@ class PrintAtenTracer(Tracer["HFContext"]):
 
     def trace(self, ctx: HFContext) -> Capture:
         assert isinstance(self.options, PrintAtenOptions)
+        extend = self.options.extend_layers
+        note: dict[str, Any] = {}
         runners: dict[str, Callable[[HFContext], list[CapturedGraph]]] = {
-            "aot": _aot_graphs,
+            "aot": lambda c: _aot_graphs(c, note, repeat_layers=extend),
             "export": _export_graphs,
             "make_fx": _make_fx_graphs,
         }
@@ -104,6 +114,8 @@ class PrintAtenTracer(Tracer["HFContext"]):
             g.kind in ("backward", "joint") for g in capture.graphs
         )
         capture.extra["aten_ops"] = aten_ops(capture.graphs)
+        # Says which way the graphs were made: from depths 2 and 3, or every layer traced.
+        capture.extra["layers_extended"] = capture.method == "aot" and note.get("extended", False)
         return capture
 
     def write(self, ctx: HFContext, traced: Any, job_dir: Path) -> TraceResult:
@@ -130,7 +142,9 @@ def _bind(fn: Callable[[HFContext], list[CapturedGraph]], ctx: HFContext) -> Any
     return lambda: fn(ctx)
 
 
-def _aot_graphs(ctx: HFContext, *, repeat_layers: bool = True) -> list[CapturedGraph]:
+def _aot_graphs(
+    ctx: HFContext, note: dict[str, Any] | None = None, *, repeat_layers: bool = True
+) -> list[CapturedGraph]:
     from kerneltracer.worker.tracers._layers import NotRepeating, find_stack
 
     stack = find_stack(ctx.model) if repeat_layers else None
@@ -156,6 +170,8 @@ def _aot_graphs(ctx: HFContext, *, repeat_layers: bool = True) -> list[CapturedG
         except NotRepeating as exc:
             log.info("print_aten traces every layer: %s", exc)
         else:
+            if note is not None:
+                note["extended"] = True
             return [
                 capture_graph(gm, kind, f"graph_{i}", dynamo_graph=0)
                 for i, (kind, gm) in enumerate(zip(kinds[-1], modules, strict=True))

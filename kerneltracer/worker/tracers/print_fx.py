@@ -44,6 +44,14 @@ class PrintFxOptions(TracerOptions):
         min_length=1,
         description="Capture methods, tried in order until one yields graphs",
     )
+    extend_layers: bool = Field(
+        True,
+        description=(
+            "dynamo: trace a deep model's one stack of alike layers at depths 2 and 3 and "
+            "extend that graph to full depth (checked per job, else every layer is traced); "
+            "false traces every layer"
+        ),
+    )
 
 
 class PrintFxTracer(Tracer["HFContext"]):
@@ -70,7 +78,11 @@ class PrintFxTracer(Tracer["HFContext"]):
 
     def trace(self, ctx: HFContext) -> Capture:
         assert isinstance(self.options, PrintFxOptions)
-        runners = {"dynamo": _dynamo_graphs, "export": _export_graphs}
+        extend = self.options.extend_layers
+        runners = {
+            "dynamo": lambda c, h: _dynamo_graphs(c, h, repeat_layers=extend),
+            "export": _export_graphs,
+        }
         holder: dict[str, Any] = {}
         # Dynamo and export call the model themselves, outside ctx.step.
         with ctx.values_read():
@@ -79,6 +91,8 @@ class PrintFxTracer(Tracer["HFContext"]):
             )
         breaks = holder.get("breaks", [])
         capture.extra.update(
+            # Says which way the graph was made: from depths 2 and 3, or every layer traced.
+            layers_extended=capture.method == "dynamo" and holder.get("extended", False),
             graph_break_count=len(breaks),
             graph_breaks=breaks,
             graph_break_reasons=holder.get("reasons", []),
@@ -114,7 +128,7 @@ def _dynamo_graphs(
         except NotRepeating as exc:
             log.info("print_fx traces every layer: %s", exc)
         else:
-            extra["breaks"], extra["reasons"] = [], []
+            extra["breaks"], extra["reasons"], extra["extended"] = [], [], True
             return [capture_graph(gm, "dynamo", "graph_0", ops=len(gm.graph.nodes))]
     explained, reasons = _explain(ctx)
     extra["breaks"] = [_break_row(r) for r in explained.break_reasons]
