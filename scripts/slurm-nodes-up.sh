@@ -121,6 +121,9 @@ report() {
 # a home directory on NFS would: it is bound into the node's /tmp before that hides the host's.
 REPO=$(cd "$(dirname "$0")/.." && pwd -P)
 case "$REPO/" in /tmp/?*) KEEP=$REPO ;; *) KEEP="" ;; esac
+# The bound checkout by path and inode: a checkout deleted and cloned again at the same path
+# (a CI run killed and restarted) is another directory, which running nodes would not see.
+KEEP_ID=${KEEP:+"$KEEP $(stat -c '%d:%i' "$KEEP")"}
 start() {  # namespace, hostname, pid file, log, node tmp ("" for none), command...
     local ns=$1 host=$2 pidfile=$3 log=$4 tmp=$5
     shift 5
@@ -145,7 +148,7 @@ start_node() {  # index
 # checkout under /tmp, which they would not see.
 if [ -f "$CONF" ] && ours "$MUNGE/munged.pid" "$MUNGE/munge.socket" \
     && ours "$RUN/slurmctld.pid" "-f $CONF"; then
-    [ "$(cat "$RUN/keep" 2>/dev/null || true)" = "$KEEP" ] && same_keep=1 || same_keep=""
+    [ "$(cat "$RUN/keep" 2>/dev/null || true)" = "$KEEP_ID" ] && same_keep=1 || same_keep=""
     for i in $(seq 1 "$NODES"); do
         [ -n "$same_keep" ] && ours "$RUN/slurmd.kt-n$i.pid" "-f $CONF" && continue
         [ -e "/run/netns/${PREFIX}n$i" ] || continue
@@ -155,7 +158,7 @@ if [ -f "$CONF" ] && ours "$MUNGE/munged.pid" "$MUNGE/munge.socket" \
         start_node "$i"
         echo "slurm-nodes-up: restarted node kt-n$i"
     done
-    echo "$KEEP" >"$RUN/keep"
+    echo "$KEEP_ID" >"$RUN/keep"
 fi
 
 if all_up && [ -f "$CONF" ]; then
@@ -280,7 +283,7 @@ done
 
 start "${PREFIX}ctl" kt-ctl "$RUN/slurmctld.pid" "$LOGS/slurmctld.out" "" \
     /usr/sbin/slurmctld -D -f "$CONF"
-echo "$KEEP" >"$RUN/keep"
+echo "$KEEP_ID" >"$RUN/keep"
 for i in $(seq 1 "$NODES"); do start_node "$i"; done
 
 wait_ready || exit 1
