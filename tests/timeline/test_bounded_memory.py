@@ -100,3 +100,31 @@ def test_packed_texts_read_the_same_spilled_or_held(spill_bytes: int) -> None:
     arrays = list(texts.json_arrays())
     assert [r.tolist() for r, _ in arrays] == [rows for rows, _ in batches]
     assert [t for _, t in arrays] == [json_list(items) for _, items in batches]
+
+
+def test_no_room_for_the_spilled_args_says_so_not_that_the_trace_is_bad(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    from kerneltracer.analysis.timeline.load import packed
+    from kerneltracer.errors import TraceLoadError
+
+    class FullDisk:
+        def write(self, data: bytes) -> int:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(packed.tempfile, "TemporaryFile", lambda **_: FullDisk())
+    monkeypatch.setattr(PackedTexts.__init__, "__defaults__", (0,))  # spill from the start
+    path = write_trace(
+        tmp_path / "t.json",
+        [
+            x("aten::mm", "cpu_op", 0, 10, **{"External id": 1, "Input Dims": [[2, 2], [2, 2]]}),
+            kernel("gemm", 2, 5, corr=1, grid=[1, 1, 1], **{"External id": 1}),
+        ],
+    )
+    with pytest.raises(TraceLoadError, match=r"no space left for the temporary file.*TMPDIR"):
+        load_chrome_trace(path, op_args=True)

@@ -16,6 +16,8 @@ is refused once it passes ``_MAX_PENDING`` instead of growing the buffer without
 
 from __future__ import annotations
 
+import errno
+import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -151,7 +153,15 @@ def load_chrome_trace(
             report = _reporter(path, fh, builder, progress)
             metadata = _parse_stream(fh, builder, limits, report)
             report(done=True)
-    except (OSError, ValueError, RecursionError) as exc:
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            # The trace is fine: its args texts spill to a temp file (load/packed.py).
+            raise TraceLoadError(
+                f"{path}: no space left for the temporary file of its args in "
+                f"{tempfile.gettempdir()} (set TMPDIR to a directory with room)"
+            ) from exc
+        raise TraceLoadError(f"{path}: not a readable chrome trace ({exc})") from exc
+    except (ValueError, RecursionError) as exc:
         raise TraceLoadError(f"{path}: not a readable chrome trace ({exc})") from exc
     cols = builder.finish()
     trace = ChromeTrace(path=path, metadata=metadata, **cols)
