@@ -66,6 +66,20 @@ ALIKE: dict[str, dict[str, Any]] = {
     },
 }
 ALIKE["bert"] = {**_SMALL, "num_hidden_layers": 6}  # an encoder, no LM head
+# Scalar multipliers on embeddings, residuals and logits.
+ALIKE["granite"] = {**_SMALL, "num_hidden_layers": 6, "num_key_value_heads": 2}
+# A state-space model: no attention, a conv and an SSM state per layer.
+ALIKE["mamba2"] = {
+    "vocab_size": 128,
+    "hidden_size": 32,
+    "num_hidden_layers": 6,
+    "state_size": 8,
+    "num_heads": 4,
+    "head_dim": 16,
+    "n_groups": 1,
+    "expand": 2,
+    "chunk_size": 8,
+}
 # Layers not alike: alternating sliding/full attention, dense layers before MoE ones.
 UNLIKE: dict[str, dict[str, Any]] = {
     "gemma2": {**_SMALL, "num_hidden_layers": 6, "num_key_value_heads": 2, "head_dim": 8},
