@@ -80,6 +80,10 @@ ALIKE["mamba2"] = {
     "expand": 2,
     "chunk_size": 8,
 }
+# Its MLP's activation is a functools.partial made afresh in every layer.
+ALIKE["starcoder2"] = {**_SMALL, "num_hidden_layers": 6, "num_key_value_heads": 2}
+# Its depth is ``n_layers`` (no num_hidden_layers of its own).
+ALIKE["mpt"] = {"vocab_size": 128, "d_model": 32, "n_heads": 4, "n_layers": 6, "max_seq_len": 64}
 # Layers not alike: alternating sliding/full attention, dense layers before MoE ones.
 UNLIKE: dict[str, dict[str, Any]] = {
     "gemma2": {**_SMALL, "num_hidden_layers": 6, "num_key_value_heads": 2, "head_dim": 8},

@@ -19,6 +19,7 @@ compared byte for byte (docs/performance.md).
 
 from __future__ import annotations
 
+import functools
 import operator
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 TRACE_DEPTH = 2
 # Below this the two short traces (5 layers) save nothing worth the checks.
 MIN_DEPTH = 6
-_DEPTH_ATTRS = ("num_hidden_layers", "n_layer", "num_layers")
+_DEPTH_ATTRS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
 _INT = re.compile(r"\d+")
 _GRAPH_MODULE_KEYS = ("_parameters", "_buffers", "_modules")
 # What FX's code generation prints of a node's meta besides its value and source line
@@ -179,6 +180,11 @@ def _token(value: Any) -> Any:
         return sorted((repr(k), repr(_token(v))) for k, v in value.items())
     if isinstance(value, torch.Tensor):
         return ("tensor", tuple(value.shape), str(value.dtype))
+    # A fresh partial per layer (StarCoder2's ``gelu(approximate="tanh")``): alike when it
+    # binds the same function to the same arguments.
+    if isinstance(value, functools.partial):
+        keywords = sorted((k, _token(v)) for k, v in value.keywords.items())
+        return ("partial", _token(value.func), _token(value.args), keywords)
     if callable(value) and hasattr(value, "__qualname__"):
         return f"{getattr(value, '__module__', '')}.{value.__qualname__}"
     # Any other object: the same one in every layer (the shared config), else not alike.
