@@ -320,3 +320,32 @@ def test_stacks_that_are_not_one_alike_stack() -> None:
     model.extra = nn.ModuleList([nn.Linear(8, 8), nn.Linear(8, 8)])
     assert find_stack(model) is None  # two stacks: an encoder and a decoder, say
     assert find_stack(_toy(4)) is None  # too shallow to gain anything
+
+
+# Architectures whose default config (cut down) builds one stack of alike layers, and ones
+# whose layers differ by design (sliding/full attention, dense then MoE, hybrid attention).
+# Found on the meta device: nothing is traced, so a description that tells alike layers
+# apart (a fresh object per layer, a depth attribute not known) shows here first.
+_FOUND_ALIKE = [
+    "llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "phi", "gemma", "olmo2",
+    "starcoder2", "mpt", "gpt2", "gpt_neox", "gptj", "falcon", "bloom", "opt", "codegen",
+    "cohere", "stablelm", "granite", "deepseek_v2", "mamba2", "bert",
+]
+_FOUND_UNLIKE = ["gemma2", "gpt_oss", "deepseek_v3", "qwen3_next", "jamba", "gpt_neo"]
+
+
+@pytest.mark.parametrize("model_type", _FOUND_ALIKE + _FOUND_UNLIKE)
+def test_which_architectures_have_one_alike_stack(model_type: str) -> None:
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from kerneltracer.worker.tracers._layers import find_stack
+
+    config = AutoConfig.for_model(model_type)
+    sizes = {**_SMALL, "num_key_value_heads": 2, "num_hidden_layers": 6}
+    for key, value in sizes.items():
+        if key == "num_hidden_layers" or hasattr(config, key):
+            setattr(config, key, value)
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config)
+    assert (find_stack(model) is not None) == (model_type in _FOUND_ALIKE)
