@@ -1,11 +1,13 @@
 """print_fx / print_aten at full depth from traces at depths 2 and 3 (tracers/_layers.py):
 the graphs written must be the ones tracing every layer gives, byte for byte.
 
-In-process on fake weights, several architectures with 6-7 alike layers, each traced both
-ways through the tracers' own capture functions: node tables, graph texts, index info and
-break reports must be equal, and the short path must have been taken. Models whose layers
-differ (alternating attention, dense layers before MoE ones, two stacks), whose layers read
-their own index, or whose graph breaks, must fall back to tracing every layer.
+In-process on fake weights, several architectures with 6-7 alike layers (8 for print_aten in
+train mode, traced at depths 3 and 4: its backward runs the layers last to first), each
+traced both ways through the tracers' own capture functions: node tables, graph texts,
+index info and break reports must be equal, and the short path must have been taken.
+Models whose layers differ (alternating attention, dense layers before MoE ones, two
+stacks), whose layers read their own index, or whose graph breaks, must fall back to
+tracing every layer.
 """
 
 from __future__ import annotations
@@ -100,10 +102,10 @@ UNLIKE: dict[str, dict[str, Any]] = {
 }
 
 
-def _model_dir(root: Path, model_type: str, fields: dict[str, Any]) -> Path:
+def _model_dir(root: Path, model_type: str, fields: dict[str, Any], name: str = "") -> Path:
     from transformers import AutoConfig
 
-    path = root / model_type
+    path = root / (name or model_type)
     if not (path / "config.json").is_file():
         AutoConfig.for_model(model_type, **fields).save_pretrained(path)
     return path
@@ -171,7 +173,8 @@ def _fell_back(caplog: pytest.LogCaptureFixture) -> list[str]:
 @pytest.mark.parametrize(
     ("model_type", "tracer", "mode"),
     [(m, t, "eval") for m in ALIKE for t in CAPTURES]
-    + [("llama", "print_aten", "train"), ("llama", "print_fx", "train")]
+    + [(m, "print_aten", "train") for m in ("llama", "qwen2", "phi3", "mistral")]
+    + [("llama", "print_fx", "train")]
     + [("llama", "print_fx", "decode"), ("llama", "print_aten", "decode")],
 )
 def test_alike_layers_give_the_full_trace(
@@ -184,7 +187,13 @@ def test_alike_layers_give_the_full_trace(
 ) -> None:
     from kerneltracer.worker.tracers._layers import find_stack
 
-    path = _model_dir(model_root, model_type, ALIKE[model_type])
+    fields, name = ALIKE[model_type], model_type
+    if tracer == "print_aten" and mode == "train":
+        # Traced at depths 3 and 4 (the backward's first layer is named like layer 0):
+        # 8 layers, so that the short traces are worth taking.
+        depth_key = "n_layer" if "n_layer" in fields else "num_hidden_layers"
+        fields, name = {**fields, depth_key: 8}, f"{model_type}-8"
+    path = _model_dir(model_root, model_type, fields, name)
     capture = CAPTURES[tracer]
     # "decode": one decode step after a prefill, its cache an input of every layer.
     phase = "decode" if mode == "decode" else "prefill"
@@ -193,9 +202,7 @@ def test_alike_layers_give_the_full_trace(
         assert find_stack(ctx.model) is not None
         with caplog.at_level(logging.INFO, logger="kerneltracer.worker.tracers"):
             short = capture(ctx, True)
-        # The backward runs the layers last to first, which extend() does not model yet:
-        # print_aten in train mode must fall back (print_fx's graph is the forward's).
-        assert bool(_fell_back(caplog)) == (tracer == "print_aten" and mode == "train")
+        assert not _fell_back(caplog)
         _assert_same(capture(ctx, False), short)
 
 
@@ -349,3 +356,15 @@ def test_which_architectures_have_one_alike_stack(model_type: str) -> None:
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(config)
     assert (find_stack(model) is not None) == (model_type in _FOUND_ALIKE)
+
+
+def test_train_mode_print_aten_on_too_few_layers_traces_them_all(
+    model_root: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = _model_dir(model_root, "llama", ALIKE["llama"])  # 6 layers: 3 + 4 traced is more
+    for ctx in _context(path, "print_aten", "train", tmp_path):
+        with caplog.at_level(logging.INFO, logger="kerneltracer.worker.tracers"):
+            _aten(ctx, True)
+        assert _fell_back(caplog) == [
+            "print_aten traces every layer: 6 layers cost no more than the short traces"
+        ]

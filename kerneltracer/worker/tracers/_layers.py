@@ -12,9 +12,16 @@ layer; the output gains one group of values per layer (a cache's keys and values
 layer d-1's, one layer on (same ops, targets, constants, shapes, strides, devices, source
 lines, and arguments one layer on; only the numbers in names may differ), and every other
 node must be the same at both depths but for the numbers in its name. Anything else raises
-:class:`NotRepeating`, and the tracer traces every layer. tests/compile/test_layers.py holds
-the written graphs equal to the full trace's on several architectures; the 8B's were
-compared byte for byte (docs/performance.md).
+:class:`NotRepeating`, and the tracer traces every layer.
+
+A backward runs the layers last to first: its new layer's computation sits after the top
+layer's and before its own layer before (a *mirrored* run), reads the layer above where
+that one read it, and its copies are made highest layer first. Its inputs (saved values,
+parameters, cotangents) still come in layer order. Where the matcher put a run is one guess
+among alike layers; whole layers earlier, and mirrored, are tried in turn.
+
+tests/compile/test_layers.py holds the written graphs equal to the full trace's on several
+architectures; the 8B's were compared byte for byte (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -24,9 +31,9 @@ import operator
 import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from difflib import SequenceMatcher
-from itertools import islice
+from itertools import islice, product
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -82,15 +89,19 @@ class LayerStack:
             for attr, value in saved.items():
                 setattr(self.config, attr, value)
 
-    def extended(self, trace: Callable[[], Sequence[fx.GraphModule]]) -> list[fx.GraphModule]:
-        """``trace``'s graphs at full depth, from its graphs at two small depths."""
-        with self.truncated(TRACE_DEPTH):
+    def extended(
+        self, trace: Callable[[], Sequence[fx.GraphModule]], depth: int = TRACE_DEPTH
+    ) -> list[fx.GraphModule]:
+        """``trace``'s graphs at full depth, from its graphs at ``depth`` and one more."""
+        with self.truncated(depth):
             small = list(trace())
-        with self.truncated(TRACE_DEPTH + 1):
+        with self.truncated(depth + 1):
             big = list(trace())
         if len(small) != len(big) or not big:
-            raise NotRepeating(f"{len(small)} graph(s) at depth 2, {len(big)} at depth 3")
-        extra = self.depth - TRACE_DEPTH - 1
+            raise NotRepeating(
+                f"{len(small)} graph(s) at depth {depth}, {len(big)} at depth {depth + 1}"
+            )
+        extra = self.depth - depth - 1
         return [extend(s, b, extra) for s, b in zip(small, big, strict=True)]
 
 
@@ -195,11 +206,17 @@ def _ints(text: str) -> tuple[int, ...]:
     return tuple(int(m) for m in _INT.findall(text))
 
 
-def _shifted(text: str, step: Sequence[int], times: int) -> str:
-    if not times or not any(step):
+def _shifted(text: str, moves: Sequence[tuple[Sequence[int], int]]) -> str:
+    """``text`` with each number moved on by ``times`` ``step`` for every move, summed
+    first: a mirrored copy's name goes down one way and up the other."""
+    total = [0] * len(_INT.findall(text))
+    for step, times in moves:
+        if times and any(step):
+            total = [t + times * x for t, x in zip(total, step, strict=True)]
+    if not any(total):
         return text
-    numbers = iter(step)
-    return _INT.sub(lambda m: str(int(m.group()) + times * next(numbers)), text)
+    numbers = iter(total)
+    return _INT.sub(lambda m: str(int(m.group()) + next(numbers)), text)
 
 
 def _target_text(node: fx.Node) -> str | None:
@@ -243,19 +260,35 @@ class _Layout:
     match: dict[fx.Node, fx.Node]  # node of the small graph -> node of the big one
     step: dict[fx.Node, tuple[int, ...]]  # numbers of a big node's name, per layer
     target_step: dict[fx.Node, tuple[int, ...]]
+    # Runs whose layer before comes after them: a backward runs the layers last to first.
+    mirrored: set[tuple[int, int]] = field(default_factory=set)
+    # A mirrored run's input from the layer above (before it) -> the run's node that the
+    # layer below reads in its place.
+    chain: dict[fx.Node, fx.Node] = field(default_factory=dict)
+
+    def is_mirrored(self, node: fx.Node) -> bool:
+        return self.run_of.get(node) in self.mirrored
 
 
 def extend(small: fx.GraphModule, big: fx.GraphModule, extra: int) -> fx.GraphModule:
     """``big`` (traced one layer deeper than ``small``) with ``extra`` more layers."""
-    layout = _layout(small, big)
-    _check_layer(layout)
-    _check_rest(layout)
-    _check_steps(layout)
-    return _build(big, layout, extra)
-
-
-def _layout(small: fx.GraphModule, big: fx.GraphModule) -> _Layout:
     a, b = list(small.graph.nodes), list(big.graph.nodes)
+    b_to_a, runs = _aligned(a, b)
+    first: NotRepeating | None = None
+    for placed in _placements(b, b_to_a, runs):
+        try:
+            layout = _layout(a, b, *placed)
+            _check_layer(layout)
+            _check_rest(layout)
+            _check_steps(layout)
+        except NotRepeating as exc:
+            first = first or exc
+            continue
+        return _build(big, layout, extra)
+    raise first or NotRepeating("no placement of the new layer")
+
+
+def _aligned(a: list[fx.Node], b: list[fx.Node]) -> tuple[dict[int, int], list[tuple[int, int]]]:
     matcher = SequenceMatcher(None, [_shape(n) for n in a], [_shape(n) for n in b], False)
     b_to_a: dict[int, int] = {}
     runs: list[tuple[int, int]] = []
@@ -269,15 +302,77 @@ def _layout(small: fx.GraphModule, big: fx.GraphModule) -> _Layout:
             raise NotRepeating(f"the graphs differ by more than a layer ({tag} at {where})")
     if not runs:
         raise NotRepeating("one more layer added no nodes")
-    runs = [_latest(a, b, b_to_a, start, length) for start, length in runs]
+    return b_to_a, [_latest(a, b, b_to_a, start, length) for start, length in runs]
+
+
+def _placements(
+    b: list[fx.Node], b_to_a: dict[int, int], runs: list[tuple[int, int]]
+) -> Iterator[tuple[dict[int, int], list[tuple[int, int]], set[tuple[int, int]]]]:
+    """Where the new layer's runs may sit, the matcher's choice first. In a stretch of
+    alike layers the matcher cannot tell which one is new, so each run may move whole
+    layers earlier where the nodes there look the same: the runs in layer order (the
+    forward's, a backward's inputs: saved values, parameters, cotangents) all by the same
+    count; a backward's computation, which runs the layers last to first, has its layer
+    before after it (mirrored) and its own count."""
+    shifts = [_shifts(b, start, length) for start, length in runs]
+    # Inputs of the graph only (no arguments): their order says nothing, keep it forward.
+    computed = [
+        any(b[start + i].op != "placeholder" for i in range(length)) for start, length in runs
+    ]
+    ks = range(max(len(x) for x in shifts))
+    choices: list[tuple[tuple[int, ...], tuple[bool, ...]]] = [
+        (tuple(k for _ in runs), tuple(False for _ in runs)) for k in ks
+    ]
+    if any(computed):
+        for k in ks:
+            options = [x if c else [k] for x, c in zip(shifts, computed, strict=True)]
+            choices += [(chosen, tuple(computed)) for chosen in product(*options)]
+    for chosen, mirror in choices:
+        if any(k not in x for k, x in zip(chosen, shifts, strict=True)):
+            continue
+        moved = dict(b_to_a)
+        placed: list[tuple[int, int]] = []
+        mirrored: set[tuple[int, int]] = set()
+        for (start, length), k, way in zip(runs, chosen, mirror, strict=True):
+            new_start = start - k * length
+            # The matched nodes the run passes over move on by its length, matches kept.
+            for p in range(new_start, start):
+                moved[p + length] = b_to_a[p]
+            for p in range(new_start, new_start + length):
+                moved.pop(p, None)
+            placed.append((new_start, length))
+            if way:
+                mirrored.add((new_start, length))
+        yield moved, placed, mirrored
+
+
+def _shifts(b: list[fx.Node], start: int, length: int) -> list[int]:
+    """How many whole layers earlier the run may sit: as far as the nodes look the same."""
+    shifts = [0]
+    while (k := len(shifts)) * length <= start - length and all(
+        _shape(b[start - k * length + i]) == _shape(b[start + i]) for i in range(length)
+    ):
+        shifts.append(k)
+    return shifts
+
+
+def _layout(
+    a: list[fx.Node],
+    b: list[fx.Node],
+    b_to_a: dict[int, int],
+    runs: list[tuple[int, int]],
+    mirrored: set[tuple[int, int]],
+) -> _Layout:
     match = {a[i]: b[j] for j, i in b_to_a.items()}
     run_of: dict[fx.Node, tuple[int, int]] = {}
     prev_of: dict[fx.Node, fx.Node] = {}
     for start, length in runs:
-        if start < length:
+        # The layer before: ahead of the run, or after it in a backward.
+        prev_start = start + length if (start, length) in mirrored else start - length
+        if prev_start < 0 or prev_start + length > len(b):
             raise NotRepeating("a layer's nodes have no layer before them")
         for k in range(length):
-            node, prev = b[start + k], b[start - length + k]
+            node, prev = b[start + k], b[prev_start + k]
             if _shape(node) != _shape(prev) or prev in run_of:
                 raise NotRepeating(f"{node.name} is not {prev.name} one layer on")
             run_of[node] = (start, length)
@@ -291,6 +386,7 @@ def _layout(small: fx.GraphModule, big: fx.GraphModule) -> _Layout:
         match=match,
         step={},
         target_step={},
+        mirrored=mirrored,
     )
     pairs = [*prev_of.items(), *((y, x) for x, y in match.items())]
     for later, earlier in pairs:
@@ -332,8 +428,16 @@ def _check_layer(layout: _Layout) -> None:
             return new not in layout.next_of and new not in layout.run_of
         if new in layout.prev_of:
             return layout.prev_of[new] is old
+        if layout.is_mirrored(old):
+            # A backward: the run reads the layer above (ahead of it) where the layer
+            # below read the run.
+            start, length = layout.run_of[old]
+            if layout.pos[new] == layout.pos[old] - length and new not in layout.run_of:
+                layout.chain[new] = old
+                return True
+            return False
         # Layer d-1 reading layer d-2 (not a run: layer 0's names differ).
-        for start, length in set(layout.run_of.values()):
+        for start, length in set(layout.run_of.values()) - layout.mirrored:
             if start - length <= layout.pos[new] < start:
                 return layout.pos.get(old) == layout.pos[new] - length
         return False
@@ -363,9 +467,14 @@ def _reads(reader: fx.Node, layout: _Layout) -> Callable[[fx.Node, fx.Node], boo
         moved = layout.match.get(old)
         if new is moved:
             return True
-        # After the stack a node reads the last layer, which is now layer d.
+        # After the stack a node reads the last layer, which is now layer d; after a
+        # mirrored run, the run's node that stands where the layer above's was read.
         run = layout.run_of.get(new)
-        return run is not None and layout.prev_of[new] is moved and layout.pos[reader] >= sum(run)
+        if run is None or layout.pos[reader] < sum(run):
+            return False
+        if run in layout.mirrored:
+            return moved is not None and layout.chain.get(moved) is new
+        return layout.prev_of[new] is moved
 
     return same_ref
 
@@ -396,7 +505,11 @@ def _same_output(new: Any, old: Any, layout: _Layout) -> bool:
     the last layer read from layer d instead (an encoder's last hidden state)."""
     if _is_node(new) or _is_node(old):
         moved = layout.match.get(old)
-        return new is moved or (new in layout.run_of and layout.prev_of[new] is moved)
+        if new is moved:
+            return True
+        if layout.is_mirrored(new):
+            return moved is not None and layout.chain.get(moved) is new
+        return new in layout.run_of and layout.prev_of[new] is moved
     if not isinstance(new, list | tuple):
         return _same_values(new, old, lambda x, y: False)
     if type(new) is not type(old):
@@ -432,6 +545,8 @@ def _is_node(value: Any) -> bool:
 
 def _check_steps(layout: _Layout) -> None:
     for node, step in [*layout.step.items(), *layout.target_step.items()]:
+        if layout.is_mirrored(node):
+            step = tuple(-x for x in step)  # named before its layer before
         if any(x < 0 for x in step):
             raise NotRepeating(f"{node.name}: its numbers go down with depth")
 
@@ -446,10 +561,18 @@ def _build(big: fx.GraphModule, layout: _Layout, extra: int) -> fx.GraphModule:
     made: dict[tuple[fx.Node, int], fx.Node] = {}
     attrs: dict[str, Any] = {}
 
-    def made_for(ref: fx.Node, reader_copy: int | None) -> fx.Node:
+    # Copy c of a run is layer d+c. A mirrored run's copies are made the highest layer
+    # first, and the nodes after it read its lowest, layer d's own.
+    def made_for(ref: fx.Node, reader_copy: int | None, reader: fx.Node) -> fx.Node:
         if ref in layout.run_of:
             # A layer reads its own copy; the nodes after the stack read the last.
-            return made[(ref, extra if reader_copy is None else reader_copy)]
+            if reader_copy is None:
+                return made[(ref, 0 if layout.is_mirrored(ref) else extra)]
+            return made[(ref, reader_copy)]
+        if ref in layout.chain and layout.is_mirrored(reader):
+            if reader_copy is not None and reader_copy < extra:
+                return made[(layout.chain[ref], reader_copy + 1)]  # the layer above
+            return made[(ref, 0)]
         if reader_copy and ref in layout.next_of:
             return made[(layout.next_of[ref], reader_copy - 1)]  # the layer before
         return made[(ref, 0)]
@@ -462,15 +585,18 @@ def _build(big: fx.GraphModule, layout: _Layout, extra: int) -> fx.GraphModule:
         moves = [(node, extra)]
         if copy_index is not None:
             moves = [(node, copy_index), (layout.prev_of[node], extra)]
-        for source, times in moves:
-            name = _shifted(name, layout.step.get(source, ()), times)
-            if isinstance(target, str):
-                target = _shifted(target, layout.target_step.get(source, ()), times)
+        name = _shifted(name, [(layout.step.get(source, ()), times) for source, times in moves])
+        if isinstance(target, str):
+            target = _shifted(
+                target, [(layout.target_step.get(source, ()), times) for source, times in moves]
+            )
         if node.op == "output":
             args = _expanded_output(node.args, layout, made, extra)
             kwargs: Any = {}
         else:
-            args, kwargs = fx.map_arg((node.args, node.kwargs), lambda r: made_for(r, copy_index))
+            args, kwargs = fx.map_arg(
+                (node.args, node.kwargs), lambda r: made_for(r, copy_index, node)
+            )
         new = graph.create_node(node.op, target, args, kwargs, name=name, type_expr=node.type)
         if new.name != name:
             raise NotRepeating(f"name {name} taken twice")
@@ -485,7 +611,8 @@ def _build(big: fx.GraphModule, layout: _Layout, extra: int) -> fx.GraphModule:
         node = nodes[i]
         if node in layout.run_of:
             start, length = layout.run_of[node]
-            for c in range(extra + 1):
+            copies = range(extra + 1)
+            for c in reversed(copies) if layout.is_mirrored(node) else copies:
                 for k in range(length):
                     emit(nodes[start + k], c)
             i = start + length
@@ -500,7 +627,8 @@ def _expanded_output(
     value: Any, layout: _Layout, made: dict[tuple[fx.Node, int], fx.Node], extra: int
 ) -> Any:
     if _is_node(value):
-        return made[(value, extra if value in layout.run_of else 0)]
+        last = value in layout.run_of and not layout.is_mirrored(value)
+        return made[(value, extra if last else 0)]
     if not isinstance(value, list | tuple):
         return value
     out: list[Any] = []

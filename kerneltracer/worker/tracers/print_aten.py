@@ -145,13 +145,18 @@ def _bind(fn: Callable[[HFContext], list[CapturedGraph]], ctx: HFContext) -> Any
 def _aot_graphs(
     ctx: HFContext, note: dict[str, Any] | None = None, *, repeat_layers: bool = True
 ) -> list[CapturedGraph]:
-    from kerneltracer.worker.tracers._layers import NotRepeating, find_stack
+    from kerneltracer.worker.tracers._layers import TRACE_DEPTH, NotRepeating, find_stack
 
     stack = find_stack(ctx.model) if repeat_layers else None
-    if stack is not None and ctx.mode == "train":
-        # The backward runs the layers last to first, which extend() does not model: the
-        # two short traces would only be paid on top of the full one.
-        log.info("print_aten traces every layer: train mode's backward is not extended")
+    # The backward runs the layers last to first and names its first layer's nodes without
+    # suffixes, as the forward does its layer 0: the alike pair it is extended from must lie
+    # between the two, so train mode traces at depths 3 and 4.
+    depth = TRACE_DEPTH + 1 if ctx.mode == "train" else TRACE_DEPTH
+    if stack is not None and stack.depth <= 2 * depth + 1:
+        log.info(
+            "print_aten traces every layer: %d layers cost no more than the short traces",
+            stack.depth,
+        )
         stack = None
     if stack is not None:
         # The same graphs at depths 2 and 3 from one Dynamo graph are the full depth's
@@ -166,7 +171,7 @@ def _aot_graphs(
             return [gm for _, _, gm in got]
 
         try:
-            modules = stack.extended(trace)
+            modules = stack.extended(trace, depth)
         except NotRepeating as exc:
             log.info("print_aten traces every layer: %s", exc)
         else:
