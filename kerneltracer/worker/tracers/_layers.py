@@ -305,6 +305,10 @@ def _aligned(a: list[fx.Node], b: list[fx.Node]) -> tuple[dict[int, int], list[t
     return b_to_a, [_latest(a, b, b_to_a, start, length) for start, length in runs]
 
 
+# Placements tried before tracing every layer (each try is linear in the graph).
+_MAX_PLACEMENTS = 64
+
+
 def _placements(
     b: list[fx.Node], b_to_a: dict[int, int], runs: list[tuple[int, int]]
 ) -> Iterator[tuple[dict[int, int], list[tuple[int, int]], set[tuple[int, int]]]]:
@@ -327,9 +331,8 @@ def _placements(
         for k in ks:
             options = [x if c else [k] for x, c in zip(shifts, computed, strict=True)]
             choices += [(chosen, tuple(computed)) for chosen in product(*options)]
-    for chosen, mirror in choices:
-        if any(k not in x for k, x in zip(chosen, shifts, strict=True)):
-            continue
+    valid = [(c, m) for c, m in choices if all(k in x for k, x in zip(c, shifts, strict=True))]
+    for chosen, mirror in valid[:_MAX_PLACEMENTS]:
         moved = dict(b_to_a)
         placed: list[tuple[int, int]] = []
         mirrored: set[tuple[int, int]] = set()
