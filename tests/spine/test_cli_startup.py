@@ -161,3 +161,35 @@ def test_status_of_a_run_dir_loads_no_pydantic_and_no_array_library(tmp_path: Pa
         # rich prints the table; nothing else heavy: the status files and the manifest are
         # as written, so no pydantic model reads them (kerneltracer.core.wellformed).
         assert [m for m in heavy if not m.startswith("rich")] == [], args
+
+
+# What their outputs need: the Parquet file (pyarrow, and the numpy it imports), the HTML
+# page (jinja2), the trace's arrays (numpy). Nothing else heavy: no pydantic (the timeline's
+# results are dataclasses; the device table is read only for a GPU it names), no yaml, no
+# pandas.
+_OUTPUTS_NEED = {"numpy", "pyarrow", "jinja2"}
+
+
+def _heavy_tops(modules: list[str]) -> set[str]:
+    heavy = [m for m in _heavy(modules) if m.split(".")[0] not in _OUTPUTS_NEED]
+    # A library by its name, a package of ours by kerneltracer.<package>.
+    return {".".join(m.split(".")[: 2 if m.startswith("kerneltracer.") else 1]) for m in heavy}
+
+
+def test_compile_health_of_a_small_log_loads_only_what_its_files_need(
+    testdata_dir: Path, tmp_path: Path
+) -> None:
+    log = testdata_dir / "tlparse" / "simple.log"
+    modules = _modules_of_a_run(["compile-health", str(log), "-o", str(tmp_path / "out")])
+    assert _heavy_tops(modules) == {"kerneltracer.analysis"}
+    assert not {"pandas", "pydantic", "yaml"} & set(modules)
+
+
+def test_timeline_of_a_small_cpu_trace_loads_only_what_its_files_need(
+    testdata_dir: Path, tmp_path: Path
+) -> None:
+    trace = testdata_dir / "hta" / "call_stack" / "backward_thread.json"
+    modules = _modules_of_a_run(["timeline", str(trace), "-o", str(tmp_path / "out")])
+    assert _heavy_tops(modules) == {"kerneltracer.analysis", "kerneltracer.costmodel"}
+    assert not {"pandas", "pydantic", "yaml"} & set(modules)
+    assert "kerneltracer.costmodel.devicespec" not in modules  # no GPU: no table read
