@@ -7,14 +7,27 @@ device (every required field), a known name overrides only the fields it gives.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from kerneltracer.errors import UsageError, choices
 
 DEFAULT_DEVICE = "H100"
 DTYPE_KEYS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8")
 TERA = 1e12
+
+# Plausible ranges, wide enough for a laptop CPU and a whole rack taken as one device:
+# a value outside them is a typo or a unit mix-up (1e-310 TB/s made every time overflow,
+# .inf made every op compute-bound), never a device.
+BANDWIDTH_RANGE_TBS = (1e-3, 1e4)
+RATE_RANGE_TFLOPS = (1e-3, 1e6)
+# A link from a slow Ethernet NIC (1 GB/s) to a whole NVLink switch domain; latencies from a
+# fraction of a microsecond to a congested WAN. Outside them: a unit mix-up (Gb/s for GB/s).
+LINK_BANDWIDTH_RANGE_GBS = (0.1, 1e5)
+LINK_LATENCY_RANGE_US = (0.0, 1e4)
 
 # torch dtype name -> the device rate it computes at
 _KEY_OF_DTYPE = {
@@ -98,8 +111,111 @@ class DeviceTable:
 
 def load_devices(extra: Path | None = None) -> DeviceTable:
     """The built-in device table, with the devices of the YAML ``extra`` merged over it."""
-    # Reading and validating the YAML (PyYAML, pydantic: ~0.1 s to import) only here: an
-    # estimate without a device, or none at all, needs neither.
+    table = _built_in_table() if extra is None else None
+    if table is not None:
+        return table
+    # Validating a YAML (pydantic: ~0.1 s to import and build the models) only here: for a
+    # user's file, or a built-in one not as shipped.
     from kerneltracer.costmodel.devicespec import read_table
 
     return read_table(extra)
+
+
+def _built_in_table() -> DeviceTable | None:
+    """``devices.yaml`` as a table without pydantic, when every field of it is one that
+    :mod:`kerneltracer.costmodel.devicespec`'s models take as it stands (then the table is
+    theirs, tests/costmodel/test_devices.py holds the two equal); else None, and the models
+    say what is wrong."""
+    import yaml  # ~20 ms: only when a table is read
+
+    try:
+        text = resources.files("kerneltracer.costmodel").joinpath("devices.yaml").read_text()
+        raw = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except (OSError, yaml.YAMLError):
+        return None
+    if type(raw) is not dict or set(raw) != {"devices"} or type(raw["devices"]) is not dict:
+        return None
+    devices: dict[str, Device] = {}
+    aliases: dict[str, str] = {}
+    for name, spec in raw["devices"].items():
+        device = _device(name, spec)
+        if device is None:
+            return None
+        devices[name] = device
+    for name, spec in raw["devices"].items():
+        for alias in [name, *spec.get("aliases", [])]:
+            aliases[alias.lower()] = name
+    return DeviceTable(devices, aliases)
+
+
+_SPEC_FIELDS = {"name", "aliases", "memory_bandwidth_tbs", "peak_tflops", "vector_tflops"}
+_LINK_FIELDS = {"link", "bandwidth_gbs", "latency_us"}
+
+
+def _number(value: Any, valid: tuple[float, float]) -> float | None:
+    """``value`` as the models' range check takes it (a finite int or float in range)."""
+    if type(value) not in (int, float) or not math.isfinite(value):
+        return None
+    return float(value) if valid[0] <= value <= valid[1] else None
+
+
+def _rates(value: Any) -> dict[str, float] | None:
+    if type(value) is not dict or not set(value) <= set(DTYPE_KEYS):
+        return None
+    rates = {k: _number(v, RATE_RANGE_TFLOPS) for k, v in value.items()}
+    return (
+        None if None in rates.values() else {k: v * TERA for k, v in rates.items() if v is not None}
+    )
+
+
+def _device(name: Any, spec: Any) -> Device | None:
+    """A built-in entry as DeviceSpec validates it; None for anything it would not take as
+    it stands."""
+    if type(name) is not str or type(spec) is not dict:
+        return None
+    if (
+        not {"name", "memory_bandwidth_tbs", "peak_tflops"}
+        <= set(spec)
+        <= _SPEC_FIELDS | {"interconnect"}
+    ):
+        return None
+    aliases = spec.get("aliases", [])
+    if type(spec["name"]) is not str or type(aliases) is not list:
+        return None
+    if not all(type(a) is str for a in aliases):
+        return None
+    bandwidth = _number(spec["memory_bandwidth_tbs"], BANDWIDTH_RANGE_TBS)
+    peak, vector = _rates(spec["peak_tflops"]), _rates(spec.get("vector_tflops", {}))
+    if bandwidth is None or peak is None or vector is None or "fp32" not in peak:
+        return None
+    interconnect: Interconnect | None = None
+    if spec.get("interconnect") is not None:
+        interconnect = _interconnect(spec["interconnect"])
+        if interconnect is None:
+            return None
+    return Device(name, spec["name"], bandwidth * TERA, peak, vector, interconnect)
+
+
+def _link(spec: Any) -> Link | None:
+    if type(spec) is not dict or set(spec) != _LINK_FIELDS or type(spec["link"]) is not str:
+        return None
+    bandwidth = _number(spec["bandwidth_gbs"], LINK_BANDWIDTH_RANGE_GBS)
+    latency = _number(spec["latency_us"], LINK_LATENCY_RANGE_US)
+    if bandwidth is None or latency is None:
+        return None
+    return Link(spec["link"], bandwidth * 1e9, latency * 1e-6)
+
+
+def _interconnect(spec: Any) -> Interconnect | None:
+    if type(spec) is not dict or not {"gpus_per_node", "intra_node"} <= set(spec):
+        return None
+    if not set(spec) <= {"gpus_per_node", "intra_node", "inter_node"}:
+        return None
+    gpus = spec["gpus_per_node"]
+    if type(gpus) is not int or not 1 <= gpus <= 4096:
+        return None
+    intra = _link(spec["intra_node"])
+    inter = None if spec.get("inter_node") is None else _link(spec["inter_node"])
+    if intra is None or (inter is None and spec.get("inter_node") is not None):
+        return None
+    return Interconnect(gpus, intra, inter)

@@ -18,7 +18,11 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictStr, V
 from pydantic_core import PydanticCustomError
 
 from kerneltracer.costmodel.devices import (
+    BANDWIDTH_RANGE_TBS,
     DTYPE_KEYS,
+    LINK_BANDWIDTH_RANGE_GBS,
+    LINK_LATENCY_RANGE_US,
+    RATE_RANGE_TFLOPS,
     TERA,
     Device,
     DeviceTable,
@@ -33,13 +37,6 @@ from kerneltracer.inputguard import SMALL_FILE, read_input_text
 _LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 _DTypeKey = Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8"]
-
-
-# Plausible ranges, wide enough for a laptop CPU and a whole rack taken as one device:
-# a value outside them is a typo or a unit mix-up (1e-310 TB/s made every time overflow,
-# .inf made every op compute-bound), never a device.
-BANDWIDTH_RANGE_TBS = (1e-3, 1e4)
-RATE_RANGE_TFLOPS = (1e-3, 1e6)
 
 
 def _in_range(low: float, high: float, unit: str) -> Callable[[Any], float]:
@@ -79,12 +76,8 @@ def _is_float(text: str) -> bool:
 
 Bandwidth = Annotated[float, BeforeValidator(_in_range(*BANDWIDTH_RANGE_TBS, "TB/s"))]
 _Rate = Annotated[float, BeforeValidator(_in_range(*RATE_RANGE_TFLOPS, "TFLOP/s"))]
-# A link from a slow Ethernet NIC (1 GB/s) to a whole NVLink switch domain; latencies from a
-# fraction of a microsecond to a congested WAN. Outside them: a unit mix-up (Gb/s for GB/s).
-_LINK_BANDWIDTH_RANGE_GBS = (0.1, 1e5)
-_LINK_LATENCY_RANGE_US = (0.0, 1e4)
-_LinkBandwidth = Annotated[float, BeforeValidator(_in_range(*_LINK_BANDWIDTH_RANGE_GBS, "GB/s"))]
-_LinkLatency = Annotated[float, BeforeValidator(_in_range(*_LINK_LATENCY_RANGE_US, "us"))]
+_LinkBandwidth = Annotated[float, BeforeValidator(_in_range(*LINK_BANDWIDTH_RANGE_GBS, "GB/s"))]
+_LinkLatency = Annotated[float, BeforeValidator(_in_range(*LINK_LATENCY_RANGE_US, "us"))]
 
 
 class LinkSpec(BaseModel):

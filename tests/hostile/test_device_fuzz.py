@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kerneltracer.costmodel import load_devices
-from kerneltracer.costmodel.devices import DTYPE_KEYS, TERA
-from kerneltracer.costmodel.devicespec import BANDWIDTH_RANGE_TBS, RATE_RANGE_TFLOPS, DeviceSpec
+from kerneltracer.costmodel.devices import BANDWIDTH_RANGE_TBS, DTYPE_KEYS, RATE_RANGE_TFLOPS, TERA
+from kerneltracer.costmodel.devicespec import DeviceSpec
 from kerneltracer.errors import ConfigError
 
 _SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))

@@ -193,3 +193,12 @@ def test_timeline_of_a_small_cpu_trace_loads_only_what_its_files_need(
     assert _heavy_tops(modules) == {"kerneltracer.analysis", "kerneltracer.costmodel"}
     assert not {"pandas", "pydantic", "yaml"} & set(modules)
     assert "kerneltracer.costmodel.devicespec" not in modules  # no GPU: no table read
+
+
+def test_timeline_of_a_small_gpu_trace_reads_the_device_table_without_pydantic(
+    testdata_dir: Path, tmp_path: Path
+) -> None:
+    trace = testdata_dir / "hta" / "critical_path" / "cuda_event_sync" / "event_sync_trace.json.gz"
+    modules = _modules_of_a_run(["timeline", str(trace), "-o", str(tmp_path / "out")])
+    assert "kerneltracer.costmodel.devices" in modules and "yaml" in modules  # an H100: read
+    assert not {"pandas", "pydantic", "kerneltracer.costmodel.devicespec"} & set(modules)
