@@ -13,22 +13,17 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from kerneltracer.costmodel.devicelimits import (
+    BANDWIDTH_RANGE_TBS,
+    DTYPE_KEYS,
+    LINK_BANDWIDTH_RANGE_GBS,
+    LINK_LATENCY_RANGE_US,
+    RATE_RANGE_TFLOPS,
+    TERA,
+)
 from kerneltracer.errors import UsageError, choices
 
 DEFAULT_DEVICE = "H100"
-DTYPE_KEYS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8")
-TERA = 1e12
-
-# Plausible ranges, wide enough for a laptop CPU and a whole rack taken as one device:
-# a value outside them is a typo or a unit mix-up (1e-310 TB/s made every time overflow,
-# .inf made every op compute-bound), never a device.
-BANDWIDTH_RANGE_TBS = (1e-3, 1e4)
-RATE_RANGE_TFLOPS = (1e-3, 1e6)
-# A link from a slow Ethernet NIC (1 GB/s) to a whole NVLink switch domain; latencies from a
-# fraction of a microsecond to a congested WAN. Outside them: a unit mix-up (Gb/s for GB/s).
-LINK_BANDWIDTH_RANGE_GBS = (0.1, 1e5)
-LINK_LATENCY_RANGE_US = (0.0, 1e4)
-
 # torch dtype name -> the device rate it computes at
 _KEY_OF_DTYPE = {
     "float64": "fp64",
@@ -111,21 +106,22 @@ class DeviceTable:
 
 def load_devices(extra: Path | None = None) -> DeviceTable:
     """The built-in device table, with the devices of the YAML ``extra`` merged over it."""
-    table = _built_in_table() if extra is None else None
+    table = _table(_built_in_specs()) if extra is None else None
     if table is not None:
         return table
     # Validating a YAML (pydantic: ~0.1 s to import and build the models) only here: for a
     # user's file, or a built-in one not as shipped.
-    from kerneltracer.costmodel.devicespec import read_table
+    from kerneltracer.costmodel.devicespec import read_specs
 
-    return read_table(extra)
+    table = _table(read_specs(extra))
+    if table is None:  # the models' output is always one _table takes
+        raise RuntimeError("validated device specs did not make a device table")
+    return table
 
 
-def _built_in_table() -> DeviceTable | None:
-    """``devices.yaml`` as a table without pydantic, when every field of it is one that
-    :mod:`kerneltracer.costmodel.devicespec`'s models take as it stands (then the table is
-    theirs, tests/costmodel/test_devices.py holds the two equal); else None, and the models
-    say what is wrong."""
+def _built_in_specs() -> dict[str, Any] | None:
+    """``devices.yaml``'s devices as parsed, None when it cannot be read or parsed (the
+    models' reader then says why)."""
     import yaml  # ~20 ms: only when a table is read
 
     try:
@@ -135,14 +131,25 @@ def _built_in_table() -> DeviceTable | None:
         return None
     if type(raw) is not dict or set(raw) != {"devices"} or type(raw["devices"]) is not dict:
         return None
+    specs: dict[str, Any] = raw["devices"]
+    return specs
+
+
+def _table(specs: dict[str, Any] | None) -> DeviceTable | None:
+    """The table of ``specs`` (name -> entry as a devices YAML gives it), when every field
+    of it is one that :mod:`kerneltracer.costmodel.devicespec`'s models take as it stands:
+    the built-in file as shipped needs no pydantic, and the models' own output (their
+    validated specs, dumped) is always taken. Else None: the models say what is wrong."""
+    if specs is None:
+        return None
     devices: dict[str, Device] = {}
     aliases: dict[str, str] = {}
-    for name, spec in raw["devices"].items():
+    for name, spec in specs.items():
         device = _device(name, spec)
         if device is None:
             return None
         devices[name] = device
-    for name, spec in raw["devices"].items():
+    for name, spec in specs.items():
         for alias in [name, *spec.get("aliases", [])]:
             aliases[alias.lower()] = name
     return DeviceTable(devices, aliases)

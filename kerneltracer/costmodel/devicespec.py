@@ -1,8 +1,9 @@
 """The device table's files: ``devices.yaml`` and a user's YAML, read and validated.
 
 Apart from :mod:`kerneltracer.costmodel.devices` (the table as the cost model uses it) so
-that PyYAML and pydantic load only when a table is read (:func:`~kerneltracer.costmodel.
-devices.load_devices`), not with every command that imports the cost model.
+that pydantic loads only when a user's table (or a built-in one not as shipped) is read
+(:func:`~kerneltracer.costmodel.devices.load_devices`), not with every command that
+imports the cost model.
 """
 
 from __future__ import annotations
@@ -17,17 +18,12 @@ import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictStr, ValidationError
 from pydantic_core import PydanticCustomError
 
-from kerneltracer.costmodel.devices import (
+from kerneltracer.costmodel.devicelimits import (
     BANDWIDTH_RANGE_TBS,
     DTYPE_KEYS,
     LINK_BANDWIDTH_RANGE_GBS,
     LINK_LATENCY_RANGE_US,
     RATE_RANGE_TFLOPS,
-    TERA,
-    Device,
-    DeviceTable,
-    Interconnect,
-    Link,
 )
 from kerneltracer.errors import ConfigError, InputFileError
 from kerneltracer.inputguard import SMALL_FILE, read_input_text
@@ -183,19 +179,9 @@ def _validate(raw: dict[str, Any], path: Path | None) -> dict[str, DeviceSpec]:
         raise ConfigError(f"{field}: {msg}{more}", where) from None
 
 
-def _link(spec: LinkSpec) -> Link:
-    return Link(spec.link, spec.bandwidth_gbs * 1e9, spec.latency_us * 1e-6)
-
-
-def _interconnect(spec: InterconnectSpec | None) -> Interconnect | None:
-    if spec is None:
-        return None
-    inter = _link(spec.inter_node) if spec.inter_node is not None else None
-    return Interconnect(spec.gpus_per_node, _link(spec.intra_node), inter)
-
-
-def read_table(extra: Path | None = None) -> DeviceTable:
-    """The built-in device table, with the devices of the YAML ``extra`` merged over it."""
+def read_specs(extra: Path | None = None) -> dict[str, dict[str, Any]]:
+    """The built-in device specs, with the devices of the YAML ``extra`` merged over them,
+    validated (ConfigError: one line, naming the file and the field), as plain values."""
     raw = _read(None)
     if extra is not None:
         user = _read(extra)
@@ -208,19 +194,4 @@ def read_table(extra: Path | None = None) -> DeviceTable:
         if "fp32" not in spec.peak_tflops:
             where = extra if extra is not None else Path("devices.yaml")
             raise ConfigError(f"devices.{name}.peak_tflops: fp32 is required", where)
-    devices = {
-        name: Device(
-            key=name,
-            name=spec.name,
-            bandwidth=spec.memory_bandwidth_tbs * TERA,
-            peak={k: v * TERA for k, v in spec.peak_tflops.items()},
-            vector={k: v * TERA for k, v in spec.vector_tflops.items()},
-            interconnect=_interconnect(spec.interconnect),
-        )
-        for name, spec in specs.items()
-    }
-    aliases = {}
-    for name, spec in specs.items():
-        for alias in [name, *spec.aliases]:
-            aliases[alias.lower()] = name
-    return DeviceTable(devices, aliases)
+    return {name: spec.model_dump() for name, spec in specs.items()}

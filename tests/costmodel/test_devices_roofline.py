@@ -200,12 +200,12 @@ def test_bad_device_file_stops_timeline_before_any_file(
 def test_the_built_in_table_read_without_pydantic_is_the_validated_one() -> None:
     # load_devices() builds devices.yaml's table without pydantic when every field is as the
     # models take it as it stands; the models' own table must be the same, to the last bit.
-    from kerneltracer.costmodel.devices import _built_in_table
-    from kerneltracer.costmodel.devicespec import read_table
+    from kerneltracer.costmodel.devices import _built_in_specs, _table
+    from kerneltracer.costmodel.devicespec import read_specs
 
-    plain = _built_in_table()
+    plain = _table(_built_in_specs())
     assert plain is not None
-    assert plain == read_table(None) == load_devices()
+    assert plain == _table(read_specs(None)) == load_devices()
     assert len(plain.devices) >= 7 and "h100-sxm" in plain.aliases
 
 
@@ -236,7 +236,7 @@ def test_a_built_in_entry_not_as_shipped_goes_to_the_models(
         "peak_tflops": {"fp32": 1},
     }
     monkeypatch.setattr(yaml, "load", lambda *_a, **_k: {"devices": {"X": entry}})
-    table = devices._built_in_table()
+    table = devices._table(devices._built_in_specs())
     assert table is not None and table.get("x").bandwidth == 1e12  # as it stands: taken
     entry.update(change)
-    assert devices._built_in_table() is None
+    assert devices._table(devices._built_in_specs()) is None

@@ -15,7 +15,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kerneltracer.costmodel import load_devices
-from kerneltracer.costmodel.devices import BANDWIDTH_RANGE_TBS, DTYPE_KEYS, RATE_RANGE_TFLOPS, TERA
+from kerneltracer.costmodel.devicelimits import (
+    BANDWIDTH_RANGE_TBS,
+    DTYPE_KEYS,
+    RATE_RANGE_TFLOPS,
+    TERA,
+)
 from kerneltracer.costmodel.devicespec import DeviceSpec
 from kerneltracer.errors import ConfigError
 
