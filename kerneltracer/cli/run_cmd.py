@@ -118,8 +118,7 @@ def run(
             observer.close()
     from kerneltracer.cli.status_cmd import row_of
     from kerneltracer.core.layout import RunPaths
-    from kerneltracer.core.manifest import ManifestJob
-    from kerneltracer.core.rundir import JobRecord
+    from kerneltracer.core.rundir import JobRecord, PlannedJob
 
     # The statuses are known already: those that ran from the result, the rest from the plan.
     planned = {p.job.key: p.status for p in session.plan.jobs}
@@ -128,7 +127,7 @@ def run(
     for job in session.jobs:
         done = result.statuses.get(job.key)
         raw = done.model_dump(mode="json") if done is not None else planned.get(job.key)
-        meta = ManifestJob(key=job.key, model=job.model.display, tracer=job.tracer, mode=job.mode)
+        meta = PlannedJob(key=job.key, model=job.model.display, tracer=job.tracer, mode=job.mode)
         record = JobRecord.known(paths.job(job.key).dir, job.key, raw, meta)
         rows.append(row_of(record))
     out = console()

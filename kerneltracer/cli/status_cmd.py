@@ -28,7 +28,8 @@ def row_of(record: JobRecord) -> JobRow:
 
     state = record.state
     raw = record.raw
-    if raw is None or record.status is None:
+    # problem, not status: a status file as we write it needs no pydantic to read.
+    if raw is None or record.problem is not None:
         return JobRow(
             record.key,
             record.model,

@@ -11,12 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from kerneltracer.core import layout
-from kerneltracer.errors import InputFileError
-from kerneltracer.inputguard import SMALL_FILE, read_input
+from kerneltracer.core.wellformed import manifest_data
 from kerneltracer.jsonio import atomic_write_json
 
 
@@ -60,60 +58,19 @@ class RunManifest(BaseModel):
         return self.finished_at is None
 
 
-def _is_str(v: Any) -> bool:
-    return isinstance(v, str)
-
-
-def _is_number(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool)
-
-
-_FIELD_CHECKS = {
-    "kerneltracer_version": _is_str,
-    "shard": _is_str,
-    "config": _is_str,
-    "argv": lambda v: isinstance(v, list) and all(isinstance(a, str) for a in v),
-    "orchestrator": lambda v: isinstance(v, dict),
-    "started_at": _is_str,
-    "finished_at": _is_str,
-    "interrupted": lambda v: isinstance(v, bool),
-    "wall_s": _is_number,
-}
-
-
-def _lenient(data: dict[str, Any]) -> dict[str, Any]:
-    """``data`` without the fields a reader cannot use (so the rest of the file still counts)."""
-    out = dict(data)
-    for name, check in _FIELD_CHECKS.items():
-        if name in out and out[name] is not None and not check(out[name]):
-            del out[name]
-    if "jobs" in out:
-        jobs = out["jobs"] if isinstance(out["jobs"], list) else []
-        out["jobs"] = [j for j in jobs if isinstance(j, dict) and isinstance(j.get("key"), str)]
-    return out
-
-
 def read_manifest(path: Path) -> RunManifest | None:
     """The manifest at ``path``, or None if it is missing, not JSON or not an object."""
+    data = manifest_data(path)
+    return None if data is None else manifest_of(data)
+
+
+def manifest_of(data: dict[str, Any]) -> RunManifest | None:
+    """A manifest's object (from :func:`~kerneltracer.core.wellformed.manifest_data`), or
+    None when its fields do not validate."""
     try:
-        data = orjson.loads(read_input(path, SMALL_FILE, what="run manifest", gzip=False))
-    except (InputFileError, orjson.JSONDecodeError):
-        return None
-    if not isinstance(data, dict):
-        return None
-    try:
-        return RunManifest.model_validate(_lenient(data))
+        return RunManifest.model_validate(data)
     except ValidationError:
         return None
-
-
-def manifest_paths(run_dir: Path) -> list[Path]:
-    """``run.json`` and every shard's manifest in ``run_dir``, sorted by name."""
-    try:
-        names = [p.name for p in run_dir.iterdir()]
-    except OSError:
-        return []
-    return [run_dir / n for n in sorted(names) if layout.is_manifest_name(n)]
 
 
 def write_manifest(run_dir: Path, manifest: RunManifest, shard_tag: str | None = None) -> Path:

@@ -4,7 +4,9 @@ Every command that looks at a finished or running run (status, analyze, report, 
 diff, slurm) reads jobs through here, so they agree on which job dirs exist and on what a
 missing, truncated or foreign status file means. A record parses its status file once with
 orjson (cheap: a run of thousands of jobs is read on every ``status``) and validates it
-with pydantic only when a view asks for the typed :attr:`JobRecord.status`.
+with pydantic only when a view asks for the typed :attr:`JobRecord.status`. A job's state
+and the jobs the manifests plan need no pydantic for files written as we write them
+(:mod:`kerneltracer.core.wellformed`): ``status`` then loads none (~0.1 s).
 """
 
 from __future__ import annotations
@@ -15,16 +17,24 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
-from pydantic import ValidationError
 
 from kerneltracer.core import layout
-from kerneltracer.core.manifest import ManifestJob, RunManifest, manifest_paths, read_manifest
-from kerneltracer.core.status import SCHEMA_VERSION, TraceStatus
+from kerneltracer.core.wellformed import (
+    SCHEMA_VERSION,
+    manifest_data,
+    manifest_paths,
+    manifest_wellformed,
+    status_wellformed,
+)
 from kerneltracer.errors import InputFileError, RunDirError
 from kerneltracer.inputguard import SMALL_FILE, read_input
+
+if TYPE_CHECKING:
+    from kerneltracer.core.manifest import ManifestJob, RunManifest
+    from kerneltracer.core.status import TraceStatus
 
 
 class StatusProblem(StrEnum):
@@ -54,6 +64,22 @@ _PROBLEM_TEXT = {
 }
 
 
+@dataclass(frozen=True)
+class PlannedJob:
+    """A manifest's entry for one job (:class:`~kerneltracer.core.manifest.ManifestJob`'s
+    fields): enough to show the job before it has a status file."""
+
+    key: str
+    model: str | None = None  # display id
+    tracer: str | None = None
+    mode: str | None = None
+    phase: str | None = None
+
+    @classmethod
+    def of(cls, job: ManifestJob) -> PlannedJob:
+        return cls(job.key, job.model, job.tracer, job.mode, job.phase)
+
+
 @dataclass
 class JobRecord:
     """One job dir as found on disk, with its status file parsed (or why it cannot be)."""
@@ -63,14 +89,14 @@ class JobRecord:
     raw: dict[str, Any] | None  # the status file's object, of this schema version
     read_problem: StatusProblem | None  # set exactly when raw is None
     detail: str = ""  # the OS error, for UNREADABLE
-    planned: ManifestJob | None = None  # the manifest's entry, if a manifest planned it
+    planned: PlannedJob | None = None  # the manifest's entry, if a manifest planned it
     parts: layout.JobKey = field(init=False)
 
     def __post_init__(self) -> None:
         self.parts = layout.JobKey.parse(self.key)
 
     @classmethod
-    def read(cls, job_dir: Path | str, key: str, planned: ManifestJob | None = None) -> JobRecord:
+    def read(cls, job_dir: Path | str, key: str, planned: PlannedJob | None = None) -> JobRecord:
         path = layout.JobPaths(Path(job_dir)).status
         if not os.path.lexists(path):
             return cls(key, Path(job_dir), None, StatusProblem.MISSING, planned=planned)
@@ -88,7 +114,7 @@ class JobRecord:
 
     @classmethod
     def known(
-        cls, job_dir: Path, key: str, raw: dict[str, Any] | None, planned: ManifestJob | None
+        cls, job_dir: Path, key: str, raw: dict[str, Any] | None, planned: PlannedJob | None
     ) -> JobRecord:
         """A record of a status already in memory (read by the planner, or just written)."""
         if raw is None:
@@ -100,23 +126,36 @@ class JobRecord:
         """The validated status; None when there is none or it does not validate."""
         if self.raw is None:
             return None
+        # Here: pydantic (~0.1 s) only for a view that needs the model, or for a status
+        # file not as we write it.
+        from pydantic import ValidationError
+
+        from kerneltracer.core.status import TraceStatus
+
         try:
             return TraceStatus.model_validate(self.raw)
         except ValidationError:
             return None
+
+    @cached_property
+    def _wellformed(self) -> bool:
+        """The status is as we write it: it validates, told without pydantic."""
+        return self.raw is not None and status_wellformed(self.raw)
 
     @property
     def problem(self) -> StatusProblem | None:
         """Why :attr:`status` is None (validating it if that is not known yet)."""
         if self.read_problem is not None:
             return self.read_problem
-        return StatusProblem.INVALID if self.status is None else None
+        return None if self._wellformed or self.status is not None else StatusProblem.INVALID
 
     @property
     def state(self) -> str:
         """The job's state as every view shows it (status, report, run's summary): the
         status written, else :data:`PENDING` or :data:`UNREADABLE`."""
         problem = self.problem
+        if problem is None and self._wellformed and self.raw is not None:
+            return str(self.raw["status"])  # a JobStatus value: the check says so
         if problem is None and self.status is not None:
             return self.status.status.value
         return PENDING if problem is StatusProblem.MISSING else UNREADABLE
@@ -273,14 +312,20 @@ class RunDir:
 
     def manifests(self) -> list[RunManifest]:
         """Every readable manifest (run.json, shards' run.<tag>.json), by file name."""
+        from kerneltracer.core.manifest import read_manifest  # pydantic: only here
+
         found = (read_manifest(p) for p in self.manifest_paths())
         return [m for m in found if m is not None]
 
-    def planned(self, manifests: Iterable[RunManifest] | None = None) -> dict[str, ManifestJob]:
+    def planned(self, manifests: Iterable[RunManifest] | None = None) -> dict[str, PlannedJob]:
         """Every job a manifest planned, by key, in plan order (the first entry wins)."""
-        out: dict[str, ManifestJob] = {}
-        for manifest in self.manifests() if manifests is None else manifests:
-            for job in manifest.jobs:
+        if manifests is None:
+            lists = [_planned_in(p) for p in self.manifest_paths()]
+        else:
+            lists = [[PlannedJob.of(j) for j in m.jobs] for m in manifests]
+        out: dict[str, PlannedJob] = {}
+        for jobs in lists:
+            for job in jobs:
                 out.setdefault(job.key, job)
         return out
 
@@ -302,7 +347,7 @@ class RunDir:
             )
         ]
 
-    def record(self, key: str, planned: ManifestJob | None = None) -> JobRecord:
+    def record(self, key: str, planned: PlannedJob | None = None) -> JobRecord:
         return JobRecord.read(self.paths.job(key).dir, key, planned)
 
     def records(
@@ -319,6 +364,23 @@ class RunDir:
             for key in ordered
             if layout.is_safe_key(key) and (wanted is None or key in wanted)
         ]
+
+
+def _planned_in(path: Path) -> list[PlannedJob]:
+    """The jobs the manifest at ``path`` plans; none when it is unreadable, or when
+    :func:`~kerneltracer.core.manifest.read_manifest` would refuse it."""
+    data = manifest_data(path)
+    if data is None:
+        return []
+    if manifest_wellformed(data):
+        return [PlannedJob(**{k: j.get(k) for k in _PLANNED_FIELDS}) for j in data.get("jobs", ())]
+    from kerneltracer.core.manifest import manifest_of  # pydantic: a manifest not as written
+
+    manifest = manifest_of(data)
+    return [] if manifest is None else [PlannedJob.of(j) for j in manifest.jobs]
+
+
+_PLANNED_FIELDS = ("key", "model", "tracer", "mode", "phase")
 
 
 def _subdirs(path: Path) -> list[str]:

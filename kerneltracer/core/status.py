@@ -25,8 +25,6 @@ from kerneltracer.errors import InputFileError
 from kerneltracer.inputguard import SMALL_FILE, read_input
 from kerneltracer.jsonio import atomic_write_bytes, sha256_file
 
-SCHEMA_VERSION = 1
-
 
 class JobStatus(StrEnum):
     OK = "ok"

@@ -21,13 +21,8 @@ from kerneltracer.costmodel.aggregate import (
     module_group,
 )
 from kerneltracer.costmodel.call import CATEGORIES, OpCost
-from kerneltracer.costmodel.devices import (
-    DEFAULT_DEVICE,
-    DTYPE_KEYS,
-    Device,
-    DeviceTable,
-    load_devices,
-)
+from kerneltracer.costmodel.devicelimits import DTYPE_KEYS
+from kerneltracer.costmodel.devices import DEFAULT_DEVICE, Device, DeviceTable, load_devices
 from kerneltracer.costmodel.estimate import INT64_MAX, estimate, estimate_gemm_like, is_known
 from kerneltracer.costmodel.roofline import Achieved, RooflinePoint, achieved, roofline
 

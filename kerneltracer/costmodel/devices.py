@@ -8,28 +8,22 @@ device (every required field), a known name overrides only the fields it gives.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
-import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictStr, ValidationError
-from pydantic_core import PydanticCustomError
-
-from kerneltracer.errors import ConfigError, InputFileError, UsageError, choices
-from kerneltracer.inputguard import SMALL_FILE, read_input_text
-
-# libyaml's parser when PyYAML has it: the built-in table is read by every command that
-# estimates times (timeline on a 4 KB trace spent a fifth of its CPU in the pure-Python one).
-_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from kerneltracer.costmodel.devicelimits import (
+    BANDWIDTH_RANGE_TBS,
+    DTYPE_KEYS,
+    LINK_BANDWIDTH_RANGE_GBS,
+    LINK_LATENCY_RANGE_US,
+    RATE_RANGE_TFLOPS,
+    TERA,
+)
+from kerneltracer.errors import UsageError, choices
 
 DEFAULT_DEVICE = "H100"
-DTYPE_KEYS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8")
-_DTypeKey = Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8"]
-TERA = 1e12
-
 # torch dtype name -> the device rate it computes at
 _KEY_OF_DTYPE = {
     "float64": "fp64",
@@ -56,105 +50,6 @@ _WIDER = {
     "int8": "fp16",
     "fp64": "fp32",
 }
-
-
-# Plausible ranges, wide enough for a laptop CPU and a whole rack taken as one device:
-# a value outside them is a typo or a unit mix-up (1e-310 TB/s made every time overflow,
-# .inf made every op compute-bound), never a device.
-BANDWIDTH_RANGE_TBS = (1e-3, 1e4)
-RATE_RANGE_TFLOPS = (1e-3, 1e6)
-
-
-def _in_range(low: float, high: float, unit: str) -> Callable[[Any], float]:
-    """A strict number check: a finite int or float within ``[low, high]``; YAML's
-    ``true`` or a quoted ``"3.0"`` is no number, whatever Python would coerce it to."""
-    valid = f"a number from {low:g} to {high:g} {unit}"
-
-    def check(value: Any) -> float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            shown = str(value).lower() if isinstance(value, bool) else repr(value)[:40]
-            hint = ""
-            if isinstance(value, str) and _is_float(value):
-                hint = "; write numbers unquoted, exponents as 1.0e+5"
-            raise PydanticCustomError(
-                "device_number_type",
-                "{value} is not a number (valid: {valid}{hint})",
-                {"value": shown, "valid": valid, "hint": hint},
-            )
-        if not math.isfinite(value) or not low <= value <= high:
-            raise PydanticCustomError(
-                "device_number_range",
-                "{value} is out of range (valid: {valid})",
-                {"value": repr(value)[:40], "valid": valid},
-            )
-        return float(value)
-
-    return check
-
-
-def _is_float(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
-Bandwidth = Annotated[float, BeforeValidator(_in_range(*BANDWIDTH_RANGE_TBS, "TB/s"))]
-_Rate = Annotated[float, BeforeValidator(_in_range(*RATE_RANGE_TFLOPS, "TFLOP/s"))]
-# A link from a slow Ethernet NIC (1 GB/s) to a whole NVLink switch domain; latencies from a
-# fraction of a microsecond to a congested WAN. Outside them: a unit mix-up (Gb/s for GB/s).
-_LINK_BANDWIDTH_RANGE_GBS = (0.1, 1e5)
-_LINK_LATENCY_RANGE_US = (0.0, 1e4)
-_LinkBandwidth = Annotated[float, BeforeValidator(_in_range(*_LINK_BANDWIDTH_RANGE_GBS, "GB/s"))]
-_LinkLatency = Annotated[float, BeforeValidator(_in_range(*_LINK_LATENCY_RANGE_US, "us"))]
-
-
-class LinkSpec(BaseModel):
-    """One class of link a device's collectives cross (NVLink, xGMI, InfiniBand, RoCE)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    link: StrictStr = Field(description="The link's name, e.g. 'NVLink 4', 'InfiniBand NDR'.")
-    bandwidth_gbs: _LinkBandwidth = Field(
-        description="Bandwidth per GPU per direction, GB/s (10^9 bytes/s)."
-    )
-    latency_us: _LinkLatency = Field(description="Latency of one algorithm step, microseconds.")
-
-
-class InterconnectSpec(BaseModel):
-    """How a device's GPUs talk: within a node, and between nodes."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    gpus_per_node: int = Field(ge=1, le=4096, strict=True, description="GPUs sharing intra_node.")
-    intra_node: LinkSpec
-    inter_node: LinkSpec | None = Field(None, description="Between nodes; none: one node only.")
-
-
-class DeviceSpec(BaseModel):
-    """One device entry of a devices YAML."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: StrictStr = Field(description="Full product name.")
-    aliases: list[StrictStr] = Field(default_factory=list)
-    memory_bandwidth_tbs: Bandwidth = Field(description="Memory bandwidth, TB/s.")
-    peak_tflops: dict[_DTypeKey, _Rate] = Field(
-        description="Dense peak of matrix ops per dtype, TFLOP/s; fp32 is required."
-    )
-    vector_tflops: dict[_DTypeKey, _Rate] = Field(
-        default_factory=dict, description="Peak of non-matrix ops per dtype, TFLOP/s."
-    )
-    interconnect: InterconnectSpec | None = Field(
-        None, description="Links between GPUs, for the cost of collectives."
-    )
-
-
-class DevicesFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    devices: dict[str, DeviceSpec]
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,100 +104,125 @@ class DeviceTable:
         return self.devices[key]
 
 
-def _read(path: Path | None) -> dict[str, Any]:
-    where = path if path is not None else Path("devices.yaml")
-    try:
-        if path is None:
-            text = resources.files("kerneltracer.costmodel").joinpath("devices.yaml").read_text()
-        else:
-            # The input guard: a FIFO, /dev/zero or a binary file is refused, not read.
-            text = read_input_text(Path(path), SMALL_FILE, what="devices file")
-        raw = yaml.load(text, Loader=_LOADER)
-    except InputFileError as exc:
-        raise ConfigError(str(exc)) from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read devices file ({exc.strerror or exc})", where) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        raise ConfigError(f"not valid YAML ({getattr(exc, 'problem', exc)})", where, line) from None
-    if not isinstance(raw, dict) or not isinstance(raw.get("devices"), dict):
-        raise ConfigError("expected a mapping with a 'devices:' mapping of name -> spec", where)
-    extra = sorted(set(raw) - {"devices"})
-    if extra:
-        raise ConfigError(f"unknown top-level key(s) {', '.join(extra)} (valid: devices)", where)
-    return raw["devices"]
-
-
-def _merge(base: dict[str, Any], update: Any) -> Any:
-    if not isinstance(update, dict):
-        return update
-    out = dict(base)
-    for k, v in update.items():
-        out[k] = _merge(base[k], v) if isinstance(base.get(k), dict) else v
-    return out
-
-
-def _validate(raw: dict[str, Any], path: Path | None) -> dict[str, DeviceSpec]:
-    try:
-        return DevicesFile.model_validate({"devices": raw}).devices
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = [str(p) for p in err["loc"] if p != "[key]"]
-        field = ".".join(loc)
-        msg = err["msg"]
-        if err["loc"][-1] == "[key]":
-            msg = f"unknown dtype {loc[-1]!r} (valid dtypes: {', '.join(DTYPE_KEYS)})"
-        elif err["type"] == "extra_forbidden":
-            spec: type[BaseModel] = DeviceSpec
-            if "intra_node" in loc or "inter_node" in loc:
-                spec = LinkSpec
-            elif "interconnect" in loc:
-                spec = InterconnectSpec
-            msg = f"unknown field (valid: {', '.join(spec.model_fields)})"
-        more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        where = path if path is not None else Path("devices.yaml")
-        raise ConfigError(f"{field}: {msg}{more}", where) from None
-
-
-def _link(spec: LinkSpec) -> Link:
-    return Link(spec.link, spec.bandwidth_gbs * 1e9, spec.latency_us * 1e-6)
-
-
-def _interconnect(spec: InterconnectSpec | None) -> Interconnect | None:
-    if spec is None:
-        return None
-    inter = _link(spec.inter_node) if spec.inter_node is not None else None
-    return Interconnect(spec.gpus_per_node, _link(spec.intra_node), inter)
-
-
 def load_devices(extra: Path | None = None) -> DeviceTable:
     """The built-in device table, with the devices of the YAML ``extra`` merged over it."""
-    raw = _read(None)
-    if extra is not None:
-        user = _read(extra)
-        known = {k.lower(): k for k in raw}
-        for name, spec in user.items():
-            key = known.get(str(name).lower())
-            raw[key or str(name)] = _merge(raw[key], spec) if key else spec
-    specs = _validate(raw, extra)
+    table = _table(_built_in_specs()) if extra is None else None
+    if table is not None:
+        return table
+    # Validating a YAML (pydantic: ~0.1 s to import and build the models) only here: for a
+    # user's file, or a built-in one not as shipped.
+    from kerneltracer.costmodel.devicespec import read_specs
+
+    table = _table(read_specs(extra))
+    if table is None:  # the models' output is always one _table takes
+        raise RuntimeError("validated device specs did not make a device table")
+    return table
+
+
+def _built_in_specs() -> dict[str, Any] | None:
+    """``devices.yaml``'s devices as parsed, None when it cannot be read or parsed (the
+    models' reader then says why)."""
+    import yaml  # ~20 ms: only when a table is read
+
+    try:
+        text = resources.files("kerneltracer.costmodel").joinpath("devices.yaml").read_text()
+        raw = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except (OSError, yaml.YAMLError):
+        return None
+    if type(raw) is not dict or set(raw) != {"devices"} or type(raw["devices"]) is not dict:
+        return None
+    specs: dict[str, Any] = raw["devices"]
+    return specs
+
+
+def _table(specs: dict[str, Any] | None) -> DeviceTable | None:
+    """The table of ``specs`` (name -> entry as a devices YAML gives it), when every field
+    of it is one that :mod:`kerneltracer.costmodel.devicespec`'s models take as it stands:
+    the built-in file as shipped needs no pydantic, and the models' own output (their
+    validated specs, dumped) is always taken. Else None: the models say what is wrong."""
+    if specs is None:
+        return None
+    devices: dict[str, Device] = {}
+    aliases: dict[str, str] = {}
     for name, spec in specs.items():
-        if "fp32" not in spec.peak_tflops:
-            where = extra if extra is not None else Path("devices.yaml")
-            raise ConfigError(f"devices.{name}.peak_tflops: fp32 is required", where)
-    devices = {
-        name: Device(
-            key=name,
-            name=spec.name,
-            bandwidth=spec.memory_bandwidth_tbs * TERA,
-            peak={k: v * TERA for k, v in spec.peak_tflops.items()},
-            vector={k: v * TERA for k, v in spec.vector_tflops.items()},
-            interconnect=_interconnect(spec.interconnect),
-        )
-        for name, spec in specs.items()
-    }
-    aliases = {}
+        device = _device(name, spec)
+        if device is None:
+            return None
+        devices[name] = device
     for name, spec in specs.items():
-        for alias in [name, *spec.aliases]:
+        for alias in [name, *spec.get("aliases", [])]:
             aliases[alias.lower()] = name
     return DeviceTable(devices, aliases)
+
+
+_SPEC_FIELDS = {"name", "aliases", "memory_bandwidth_tbs", "peak_tflops", "vector_tflops"}
+_LINK_FIELDS = {"link", "bandwidth_gbs", "latency_us"}
+
+
+def _number(value: Any, valid: tuple[float, float]) -> float | None:
+    """``value`` as the models' range check takes it (a finite int or float in range)."""
+    if type(value) not in (int, float) or not math.isfinite(value):
+        return None
+    return float(value) if valid[0] <= value <= valid[1] else None
+
+
+def _rates(value: Any) -> dict[str, float] | None:
+    if type(value) is not dict or not set(value) <= set(DTYPE_KEYS):
+        return None
+    rates = {k: _number(v, RATE_RANGE_TFLOPS) for k, v in value.items()}
+    return (
+        None if None in rates.values() else {k: v * TERA for k, v in rates.items() if v is not None}
+    )
+
+
+def _device(name: Any, spec: Any) -> Device | None:
+    """A built-in entry as DeviceSpec validates it; None for anything it would not take as
+    it stands."""
+    if type(name) is not str or type(spec) is not dict:
+        return None
+    if (
+        not {"name", "memory_bandwidth_tbs", "peak_tflops"}
+        <= set(spec)
+        <= _SPEC_FIELDS | {"interconnect"}
+    ):
+        return None
+    aliases = spec.get("aliases", [])
+    if type(spec["name"]) is not str or type(aliases) is not list:
+        return None
+    if not all(type(a) is str for a in aliases):
+        return None
+    bandwidth = _number(spec["memory_bandwidth_tbs"], BANDWIDTH_RANGE_TBS)
+    peak, vector = _rates(spec["peak_tflops"]), _rates(spec.get("vector_tflops", {}))
+    if bandwidth is None or peak is None or vector is None or "fp32" not in peak:
+        return None
+    interconnect: Interconnect | None = None
+    if spec.get("interconnect") is not None:
+        interconnect = _interconnect(spec["interconnect"])
+        if interconnect is None:
+            return None
+    return Device(name, spec["name"], bandwidth * TERA, peak, vector, interconnect)
+
+
+def _link(spec: Any) -> Link | None:
+    if type(spec) is not dict or set(spec) != _LINK_FIELDS or type(spec["link"]) is not str:
+        return None
+    bandwidth = _number(spec["bandwidth_gbs"], LINK_BANDWIDTH_RANGE_GBS)
+    latency = _number(spec["latency_us"], LINK_LATENCY_RANGE_US)
+    if bandwidth is None or latency is None:
+        return None
+    return Link(spec["link"], bandwidth * 1e9, latency * 1e-6)
+
+
+def _interconnect(spec: Any) -> Interconnect | None:
+    if type(spec) is not dict or not {"gpus_per_node", "intra_node"} <= set(spec):
+        return None
+    if not set(spec) <= {"gpus_per_node", "intra_node", "inter_node"}:
+        return None
+    gpus = spec["gpus_per_node"]
+    if type(gpus) is not int or not 1 <= gpus <= 4096:
+        return None
+    intra = _link(spec["intra_node"])
+    inter = None if spec.get("inter_node") is None else _link(spec["inter_node"])
+    if intra is None or (inter is None and spec.get("inter_node") is not None):
+        return None
+    return Interconnect(gpus, intra, inter)

@@ -195,3 +195,48 @@ def test_bad_device_file_stops_timeline_before_any_file(
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "memory_bandwidth_tbs" in lines[0], lines
     assert not out.exists()
+
+
+def test_the_built_in_table_read_without_pydantic_is_the_validated_one() -> None:
+    # load_devices() builds devices.yaml's table without pydantic when every field is as the
+    # models take it as it stands; the models' own table must be the same, to the last bit.
+    from kerneltracer.costmodel.devices import _built_in_specs, _table
+    from kerneltracer.costmodel.devicespec import read_specs
+
+    plain = _table(_built_in_specs())
+    assert plain is not None
+    assert plain == _table(read_specs(None)) == load_devices()
+    assert len(plain.devices) >= 7 and "h100-sxm" in plain.aliases
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"memory_bandwidth_tbs": "3.35"},
+        {"memory_bandwidth_tbs": True},
+        {"memory_bandwidth_tbs": 1e9},
+        {"peak_tflops": {"fp16": 1.0}},
+        {"peak_tflops": {"fp32": 1.0, "fp7": 1.0}},
+        {"aliases": ["a", 3]},
+        {"colour": "green"},
+        {"interconnect": {"gpus_per_node": 8.0, "intra_node": None}},
+        {"interconnect": {"gpus_per_node": 8, "intra_node": {"link": "x", "bandwidth_gbs": 1}}},
+    ],
+)
+def test_a_built_in_entry_not_as_shipped_goes_to_the_models(
+    change: dict[str, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import yaml
+
+    from kerneltracer.costmodel import devices
+
+    entry: dict[str, object] = {
+        "name": "X",
+        "memory_bandwidth_tbs": 1.0,
+        "peak_tflops": {"fp32": 1},
+    }
+    monkeypatch.setattr(yaml, "load", lambda *_a, **_k: {"devices": {"X": entry}})
+    table = devices._table(devices._built_in_specs())
+    assert table is not None and table.get("x").bandwidth == 1e12  # as it stands: taken
+    entry.update(change)
+    assert devices._table(devices._built_in_specs()) is None

@@ -15,13 +15,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kerneltracer.costmodel import load_devices
-from kerneltracer.costmodel.devices import (
+from kerneltracer.costmodel.devicelimits import (
     BANDWIDTH_RANGE_TBS,
     DTYPE_KEYS,
     RATE_RANGE_TFLOPS,
     TERA,
-    DeviceSpec,
 )
+from kerneltracer.costmodel.devicespec import DeviceSpec
 from kerneltracer.errors import ConfigError
 
 _SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))

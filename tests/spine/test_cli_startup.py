@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import click
 import pytest
@@ -116,3 +117,88 @@ def test_what_the_help_spells_out_equals_its_source() -> None:
     listed = [name.removesuffix(" (default)") for name in BUILT_IN_DEVICES.split(", ")]
     assert sorted(listed) == table.names()
     assert f"{DEFAULT_DEVICE} (default)" in BUILT_IN_DEVICES
+
+
+# A command on a tiny input pays only for what that input needs (issue 42: tlparse-class,
+# ≤ 0.3 s): the modules it ends with, from a fresh interpreter running it as the CLI does.
+_RUN = r"""
+import json, sys
+from kerneltracer.cli.main import root
+try:
+    root.main(args=json.loads(sys.argv[1]), prog_name="kerneltracer")
+except SystemExit as exc:
+    assert not exc.code, exc.code
+print("\n" + json.dumps(sorted(sys.modules)))
+"""
+
+
+def _modules_of_a_run(args: list[str]) -> list[str]:
+    proc = subprocess.run(
+        [sys.executable, "-c", _RUN, json.dumps(args)],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=300,
+        check=True,
+    )
+    modules: list[str] = json.loads(proc.stdout.splitlines()[-1])
+    return modules
+
+
+def test_status_of_a_run_dir_loads_no_pydantic_and_no_array_library(tmp_path: Path) -> None:
+    from tests.report.runs import make_run, status
+
+    run = make_run(
+        tmp_path / "run",
+        {
+            "gpt2/torch_dispatch": status("gpt2/torch_dispatch", "gpt2"),
+            "bert/profiler": status("bert/profiler", "bert", status="failed", reason="boom"),
+            "opt/torch_dispatch": None,
+        },
+    )
+    for args in (["status", str(run)], ["status", "--json", str(run)]):
+        heavy = _heavy(_modules_of_a_run(args))
+        # rich prints the table; nothing else heavy: the status files and the manifest are
+        # as written, so no pydantic model reads them (kerneltracer.core.wellformed).
+        assert [m for m in heavy if not m.startswith("rich")] == [], args
+
+
+# What their outputs need: the Parquet file (pyarrow, and the numpy it imports), the HTML
+# page (jinja2), the trace's arrays (numpy). Nothing else heavy: no pydantic (the timeline's
+# results are dataclasses; the device table is read only for a GPU it names), no yaml, no
+# pandas.
+_OUTPUTS_NEED = {"numpy", "pyarrow", "jinja2"}
+
+
+def _heavy_tops(modules: list[str]) -> set[str]:
+    heavy = [m for m in _heavy(modules) if m.split(".")[0] not in _OUTPUTS_NEED]
+    # A library by its name, a package of ours by kerneltracer.<package>.
+    return {".".join(m.split(".")[: 2 if m.startswith("kerneltracer.") else 1]) for m in heavy}
+
+
+def test_compile_health_of_a_small_log_loads_only_what_its_files_need(
+    testdata_dir: Path, tmp_path: Path
+) -> None:
+    log = testdata_dir / "tlparse" / "simple.log"
+    modules = _modules_of_a_run(["compile-health", str(log), "-o", str(tmp_path / "out")])
+    assert _heavy_tops(modules) == {"kerneltracer.analysis"}
+    assert not {"pandas", "pydantic", "yaml"} & set(modules)
+
+
+def test_timeline_of_a_small_cpu_trace_loads_only_what_its_files_need(
+    testdata_dir: Path, tmp_path: Path
+) -> None:
+    trace = testdata_dir / "hta" / "call_stack" / "backward_thread.json"
+    modules = _modules_of_a_run(["timeline", str(trace), "-o", str(tmp_path / "out")])
+    assert _heavy_tops(modules) == {"kerneltracer.analysis", "kerneltracer.costmodel"}
+    assert not {"pandas", "pydantic", "yaml"} & set(modules)
+    assert "kerneltracer.costmodel.devicespec" not in modules  # no GPU: no table read
+
+
+def test_timeline_of_a_small_gpu_trace_reads_the_device_table_without_pydantic(
+    testdata_dir: Path, tmp_path: Path
+) -> None:
+    trace = testdata_dir / "hta" / "critical_path" / "cuda_event_sync" / "event_sync_trace.json.gz"
+    modules = _modules_of_a_run(["timeline", str(trace), "-o", str(tmp_path / "out")])
+    assert "kerneltracer.costmodel.devices" in modules and "yaml" in modules  # an H100: read
+    assert not {"pandas", "pydantic", "kerneltracer.costmodel.devicespec"} & set(modules)

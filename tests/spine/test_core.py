@@ -16,7 +16,6 @@ from kerneltracer.core.manifest import (
     ManifestJob,
     OrchestratorInfo,
     RunManifest,
-    manifest_paths,
     read_manifest,
     write_manifest,
 )
@@ -24,6 +23,7 @@ from kerneltracer.core.rundir import RunDir, StatusProblem
 from kerneltracer.core.state import job_state
 from kerneltracer.core.status import JobStatus, base_status, describe_output, write_status
 from kerneltracer.core.stop import StopKind, StopReason
+from kerneltracer.core.wellformed import manifest_paths
 from kerneltracer.errors import RunDirError
 from kerneltracer.orchestrator.expand import plan_jobs
 

@@ -73,6 +73,10 @@ _.metrics_entries
 _.start_line  # analysis/records
 _.end_line
 _.basis
+_.latency_us  # costmodel/devicespec: the models' fields, dumped and read by devices._table
+_.bandwidth_gbs
+_.memory_bandwidth_tbs
+_.vector_tflops
 _.fail_payload_md5  # analysis/structured_logs: the parse stats tlparse also counts
 _.fail_key_conflict
 _.fail_str

@@ -202,8 +202,8 @@ def report_document(a: TraceAnalysis, outputs: dict[str, str] | None = None) -> 
         },
         "summary": _summary_text(a),
         "gpu_time": _gpu_time_figures(a),
-        "analysis": b.model_dump(mode="json"),
-        "steps": [st.model_dump(mode="json") for st in a.steps],
+        "analysis": b.to_json(),
+        "steps": [st.to_json() for st in a.steps],
         "ranks": [
             {
                 "rank": a.rank,
@@ -221,7 +221,7 @@ def report_document(a: TraceAnalysis, outputs: dict[str, str] | None = None) -> 
         "timeline_sections": [
             {
                 "title": "Timeline Breakdown",
-                "data": [e.model_dump(mode="json") for e in b.timeline_breakdown],
+                "data": [e.to_json() for e in b.timeline_breakdown],
             }
         ],
         "recommendations": [

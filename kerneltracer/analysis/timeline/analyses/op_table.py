@@ -29,7 +29,6 @@ from kerneltracer.analysis.timeline.analyses.attribution import (
 )
 from kerneltracer.costmodel import (
     Device,
-    DeviceTable,
     OpCost,
     achieved,
     estimate,
@@ -158,15 +157,15 @@ class OpTable:
     unknown_ops: dict[str, int]  # op -> calls with GPU time and shapes but no estimate
 
 
-def detect_device(trace_props: list[dict[str, Any]], table: DeviceTable) -> Device | None:
-    """The device-table entry for the trace's first GPU, None when none matches."""
+def device_key(trace_props: list[dict[str, Any]]) -> str | None:
+    """The device-table name of the trace's first GPU, None when it has none we know."""
     if not trace_props:
         return None
     name = str(trace_props[0].get("name", "")).upper().replace(" ", "")
     key = next((k for k in _NAME_KEYS if k in name), None)
     if key is None and "AMD" in name:
         key = _AMD_CUS.get(int(trace_props[0].get("numSms", 0) or 0))
-    return table.devices.get(key) if key is not None else None
+    return key
 
 
 def op_table(a: Attribution, device: Device | None) -> OpTable:

@@ -105,7 +105,7 @@ def compute_ops(
     (a device-table name; default: the trace's own GPU when the table knows it)."""
     from kerneltracer.analysis.timeline.analyses.attribution import attribute
     from kerneltracer.analysis.timeline.analyses.cuda_graphs import join_capture
-    from kerneltracer.analysis.timeline.analyses.op_table import detect_device, op_table
+    from kerneltracer.analysis.timeline.analyses.op_table import device_key, op_table
     from kerneltracer.analysis.timeline.load.loader import load_chrome_trace, release_free_heap
     from kerneltracer.costmodel import load_devices
 
@@ -114,6 +114,12 @@ def compute_ops(
     graphs = None
     if capture is not None:
         graphs = join_capture(a, attribute(load_chrome_trace(capture, op_args=True)))
-    table = load_devices(devices)
-    dev = table.get(device) if device else detect_device(trace.device_properties, table)
+    key = None if device else device_key(trace.device_properties)
+    dev = None
+    # A trace of no GPU the table names, on no device asked for, reads no table (PyYAML
+    # and pydantic: ~0.1 s of a small trace's run); a user's table is read all the same,
+    # so a bad one is refused whatever the trace.
+    if device or key is not None or devices is not None:
+        table = load_devices(devices)
+        dev = table.get(device) if device else table.devices.get(key) if key else None
     return OpsResult(attribution=a, table=op_table(a, dev), graphs=graphs)
