@@ -27,9 +27,10 @@ def row_of(record: JobRecord) -> JobRow:
     from kerneltracer.core.rundir import UNREADABLE
 
     state = record.state
-    raw = record.raw
-    # problem, not status: a status file as we write it needs no pydantic to read.
-    if raw is None or record.problem is not None:
+    # problem, not status: a status file as we write it needs no pydantic to read; one
+    # pydantic converts (a "3.5" duration) is shown as converted.
+    raw = None if record.problem is not None else record.values
+    if raw is None:
         return JobRow(
             record.key,
             record.model,

@@ -137,6 +137,16 @@ class JobRecord:
         except ValidationError:
             return None
 
+    @property
+    def values(self) -> dict[str, Any] | None:
+        """The status's fields as validated: the file's own object when it is as we write
+        it, else the model's (a ``"3.5"`` duration read as 3.5); None when it does not
+        validate."""
+        if self._wellformed:
+            return self.raw
+        status = self.status
+        return None if status is None else status.model_dump(mode="json")
+
     @cached_property
     def _wellformed(self) -> bool:
         """The status is as we write it: it validates, told without pydantic."""

@@ -4,6 +4,7 @@ unchanged (a file the check refuses is left to the model, so only this direction
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -103,3 +104,21 @@ def test_a_manifest_the_check_takes_validates(data: dict[str, Any], taken: bool)
     assert wf.manifest_wellformed(data) is taken
     if taken:
         assert _validates(data)
+
+
+def test_status_shows_a_status_pydantic_converts_as_converted(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from kerneltracer.cli.status_cmd import collect
+    from kerneltracer.cli.status_cmd import status as status_command
+    from tests.report.runs import make_run
+
+    key = "gpt2/torch_dispatch"
+    run = make_run(
+        tmp_path / "run", {key: status(key, "gpt2", duration_s="3.5", peak_rss_bytes=3.0)}
+    )
+    [row] = collect(run)
+    assert (row.duration_s, row.peak_rss_bytes) == (3.5, 3)
+    result = CliRunner().invoke(status_command, [str(run)])
+    assert result.exit_code == 0, result.output
+    assert "3.5s" in result.output
