@@ -115,7 +115,7 @@ class Run:
 
         rows = []
         for record in self._dir.records():
-            raw = record.raw if record.status is not None else None
+            raw = record.values  # validated: a "3.5" duration as 3.5
             rows.append(
                 {
                     "key": record.key,

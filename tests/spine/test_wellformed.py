@@ -122,3 +122,6 @@ def test_status_shows_a_status_pydantic_converts_as_converted(tmp_path: Path) ->
     result = CliRunner().invoke(status_command, [str(run)])
     assert result.exit_code == 0, result.output
     assert "3.5s" in result.output
+    import kerneltracer as kt
+
+    assert kt.Run(run).jobs["duration_s"].tolist() == [3.5]
