@@ -261,9 +261,9 @@ def test_full_disk_at_the_gzips_last_flush_is_an_error_not_a_hang() -> None:
 def test_written_first_or_forked_the_outputs_are_the_same(
     testdata_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Big traces write the InferScope file before the analyses, in-process, and the host
+    """Traces write the InferScope file before the analyses, in-process, and the host
     nesting is walked a run of rows at a time: the same file and report as one pass and
-    the forked writer."""
+    the forked writer (still there for callers that raise ``WRITE_FIRST_ROWS``)."""
     import gzip
     import re
 
@@ -272,8 +272,10 @@ def test_written_first_or_forked_the_outputs_are_the_same(
     from kerneltracer.analysis.timeline.writer import run_timeline
 
     trace = hta_path(testdata_dir, "nccl")
-    run_timeline([trace], tmp_path / "forked", ops=pipeline.OpsOptions())
-    monkeypatch.setattr(pipeline, "WRITE_FIRST_ROWS", 0)
+    with monkeypatch.context() as m:
+        m.setattr(pipeline, "WRITE_FIRST_ROWS", 1 << 40)  # forked: what a caller may ask for
+        run_timeline([trace], tmp_path / "forked", ops=pipeline.OpsOptions())
+    assert pipeline.WRITE_FIRST_ROWS == 0  # the default writes first
     monkeypatch.setattr(convert, "_NESTING_CHUNK", 7)
     run_timeline([trace], tmp_path / "first", ops=pipeline.OpsOptions())
 

@@ -32,13 +32,15 @@ if TYPE_CHECKING:
     from kerneltracer.analysis.timeline.render.html import Lane
 
 _REPORT_VERSION = "1.0"
-# From this many rows (~1.6M trace events) the InferScope file is written before the
-# analyses, in this process, instead of by a forked child beside them. The child's
-# conversion state (~250 MiB at 3M events) and the parent's pages it reads (counted again
-# in its resident size) then peaked at the same moment as op attribution; in turn, each
-# peaks alone. It costs the overlap: on two idle cores ~7 s of wall at 3M events, but a
-# small trace's fork, whose overlap is most of its wall time, keeps it.
-WRITE_FIRST_ROWS = 1_000_000
+# From this many rows the InferScope file is written before the analyses, in this
+# process, instead of by a forked child beside them: from any. The child's conversion
+# state (~250 MiB at 3M events) and the parent's pages it reads (counted again in its
+# resident size) peaked at the same moment as op attribution; written first, each peaks
+# alone. At 218k events the forked tree peaked at 186-192 MiB, in-process at 140 MiB, for
+# the same CPU time: the fork only bought wall time (its overlap, ~0.8 s on two idle
+# cores at 218k events), and memory and CPU are what the timeline is held to. A caller
+# that has cores and memory to spare can raise it to fork below that many rows.
+WRITE_FIRST_ROWS = 0
 
 
 @dataclass
