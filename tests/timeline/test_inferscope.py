@@ -286,3 +286,51 @@ def test_written_first_or_forked_the_outputs_are_the_same(
 
     for name in ("inferscope_trace.json.gz", "report.json", "ops.csv"):
         assert text(tmp_path / "first", name) == text(tmp_path / "forked", name)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_no_cycle_collection_while_a_trace_is_analysed(
+    testdata_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, enabled: bool
+) -> None:
+    """The cycle collector is paused through a trace's load, analyses, attribution and
+    InferScope file (its scans of every live object were ~7% of the CPU), and left as it
+    was found, also when the analysis fails."""
+    import gc
+
+    from kerneltracer.analysis.timeline import pipeline
+
+    collections: list[int] = []
+    seen: list[int] = []  # collections counted as the analysis ends, still inside the pause
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    inner = pipeline._analyze_file
+
+    def spy(*args: Any, **kwargs: Any) -> pipeline.TraceAnalysis:
+        out = inner(*args, **kwargs)
+        seen.append(len(collections))
+        return out
+
+    monkeypatch.setattr(pipeline, "_analyze_file", spy)
+    was = gc.isenabled()
+    gc.callbacks.append(count)
+    try:
+        if not enabled:
+            gc.disable()
+        pipeline.analyze_file(
+            hta_path(testdata_dir, "nccl"),
+            inferscope_file=tmp_path / "i.json.gz",
+            ops=pipeline.OpsOptions(),
+            lanes=True,
+        )
+        assert seen == [0]
+        assert gc.isenabled() is enabled
+        with pytest.raises(Exception):  # noqa: B017 - any load error will do
+            pipeline.analyze_file(tmp_path / "missing.json")
+        assert gc.isenabled() is enabled
+    finally:
+        gc.callbacks.remove(count)
+        if was:
+            gc.enable()

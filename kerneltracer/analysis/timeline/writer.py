@@ -20,6 +20,7 @@ from kerneltracer.analysis.timeline.pipeline import (
     OpsOptions,
     TraceAnalysis,
     analyze_file,
+    no_cyclic_gc,
     rank_row,
     report_document,
 )
@@ -178,7 +179,8 @@ def run_timeline(
         )
         if on_analysed:
             on_analysed(a)
-        files = _write_trace_reports(a, out_dir / stem, template)
+        with no_cyclic_gc():  # the reports' dicts and rows, as in the analysis
+            files = _write_trace_reports(a, out_dir / stem, template)
         written += files
         rows.append(rank_row(a))
         if a.collectives is not None:
