@@ -102,6 +102,27 @@ def test_packed_texts_read_the_same_spilled_or_held(spill_bytes: int) -> None:
     assert [t for _, t in arrays] == [json_list(items) for _, items in batches]
 
 
+def test_packed_mapping_get_is_the_mapping_get() -> None:
+    """``get`` (its own, without a KeyError per missing row) answers as ``Mapping.get``:
+    decoded values for packed rows, ``direct`` values first, the default for any other row
+    (numpy ints included), and ``[]`` still raises for a missing row."""
+    from collections.abc import Mapping
+    from typing import Any
+
+    from kerneltracer.analysis.timeline.load.packed import PackedMapping, decode_object
+
+    args: PackedMapping[dict[str, Any]] = PackedMapping(decode_object)
+    args.texts.add([2, 5], [b'{"a": 1}', b'{"b": 2}'])
+    args.direct[7] = {"c": 3}
+    args.direct[5] = {"direct": True}
+    for row in [0, 2, 5, 7, 8, np.int64(2), np.int32(7)]:
+        assert args.get(row) == Mapping.get(args, row)
+        assert args.get(row, {}) == Mapping.get(args, row, {})
+    assert args.get(2) == {"a": 1} and args.get(5) == {"direct": True} and args.get(3) is None
+    with pytest.raises(KeyError):
+        args[3]
+
+
 def test_no_room_for_the_spilled_args_says_so_not_that_the_trace_is_bad(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -193,7 +193,7 @@ def attribute(trace: ChromeTrace) -> Attribution:
     # events): handed back before the instances, the last and largest allocation here.
     release_free_heap()
     instances = _Instances(trace, ops, thread, steps)
-    op = np.array([instances.of(int(r)) if r >= 0 else -1 for r in op_row], dtype=np.int64)
+    op = np.array([instances.of(r) if r >= 0 else -1 for r in op_row.tolist()], dtype=np.int64)
     return Attribution(
         trace=trace,
         rows=rows,
@@ -446,35 +446,39 @@ class _Instances:
 
         Iterative, outermost first: a trace nesting ops thousands deep must not meet
         Python's recursion limit."""
-        found = int(self.index[row])
+        # item() throughout: Python ints and floats from the columns, no numpy scalar made
+        # per lookup (this runs for every GPU event and makes every op instance).
+        index = self.index
+        found: int = index.item(row)
         if found >= 0:
             return found
         chain = [row]
         t = self.trace
-        while t.categories[int(t.cat[chain[-1]])] == "cpu_op":
+        while t.categories[t.cat.item(chain[-1])] == "cpu_op":
             parent_row = self.ops.parent(chain[-1])
-            if parent_row < 0 or self.index[parent_row] >= 0:
+            if parent_row < 0 or index.item(parent_row) >= 0:
                 break
             chain.append(parent_row)
         for r in reversed(chain):
             self._make(r)
-        return int(self.index[row])
+        made: int = index.item(row)
+        return made
 
     def _make(self, row: int) -> None:
         t = self.trace
-        is_op = t.categories[int(t.cat[row])] == "cpu_op"
+        is_op = t.categories[t.cat.item(row)] == "cpu_op"
         parent_row = self.ops.parent(row) if is_op else -1
-        parent = int(self.index[parent_row]) if parent_row >= 0 else -1
+        parent: int = self.index.item(parent_row) if parent_row >= 0 else -1
         a = t.op_args.get(row)
         module, frame = self._python_context(row)
         if a is not None and isinstance(a.module_hierarchy, str) and a.module_hierarchy:
             module = a.module_hierarchy
         if not module and is_op and self.python is not None:
             module = self._backward_module(row, parent)
-        step = self.steps.at_one(float(t.ts[row]))
+        step = self.steps.at_one(t.ts.item(row))
         self.items.append(
             OpInstance(
-                name=t.names[int(t.name[row])],
+                name=t.names[t.name.item(row)],
                 dims=a.input_dims if a is not None else None,
                 types=a.input_types if a is not None else None,
                 concrete=a.concrete_inputs if a is not None else None,

@@ -121,10 +121,13 @@ class PackedTexts:
 
     def text(self, row: int) -> bytes | None:
         rows, blob, starts, ends = self._joined()
-        pos = int(np.searchsorted(rows, row))
-        if pos >= rows.size or int(rows[pos]) != row:
+        # The array's own searchsorted and item(): called once per looked-up row (every
+        # GPU event the writer formats, every op instance), np.searchsorted's dispatch and
+        # numpy scalars were most of a lookup's time.
+        pos = int(rows.searchsorted(row))
+        if pos >= rows.size or rows.item(pos) != row:
             return None
-        return self._read(int(blob[pos]), int(starts[pos]), int(ends[pos]))
+        return self._read(blob.item(pos), starts.item(pos), ends.item(pos))
 
     def rows(self) -> list[int]:
         return self._joined()[0].tolist()
@@ -175,6 +178,15 @@ class PackedMapping(Mapping[int, V], Generic[V]):
         if text is None:
             raise KeyError(row)
         return self._decode(text)
+
+    def get(self, row: int, default: Any = None) -> Any:
+        """``self[row]``, else ``default``: without Mapping.get's KeyError raised and caught
+        per missing row (most GPU events' lookups in a trace without kept args)."""
+        found = self.direct.get(row)
+        if found is not None:
+            return found
+        text = self.texts.text(row)
+        return default if text is None else self._decode(text)
 
     def __contains__(self, row: object) -> bool:
         return type(row) is int and (row in self.direct or self.texts.text(row) is not None)
