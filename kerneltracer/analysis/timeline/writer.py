@@ -46,8 +46,9 @@ def _trace_stem(path: Path) -> str:
 
 class HtmlTemplate:
     """The HTML report's template, loaded on first need: jinja2 (imported only then) and
-    compiling the template cost ~0.1 s, which run_timeline spends while the forked
-    InferScope writer still runs (``analyze_file(while_writing=…)``)."""
+    compiling the template cost ~0.1 s, which run_timeline spends while a forked
+    InferScope writer still runs, when there is one (``analyze_file(while_writing=…)``,
+    ``pipeline.WRITE_FIRST_ROWS``)."""
 
     def __init__(self) -> None:
         self._template: jinja2.Template | None = None
