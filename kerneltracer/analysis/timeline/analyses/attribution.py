@@ -362,7 +362,8 @@ def _by_external_id(links: _Links, op_rows: np.ndarray, op_row: np.ndarray) -> N
             queries.append((q, ext))
     if not queries:
         return
-    id_rows, ids, _, _ = trace.op_args.int_ids()  # one decode, the ops' shapes skipped
+    # Only the batches of ops that can carry a queried id are decoded (their shapes skipped).
+    id_rows, ids = trace.op_args.external_id_rows({ext for _, ext in queries})
     pos = np.minimum(np.searchsorted(id_rows, op_rows), max(id_rows.size - 1, 0))
     has = id_rows[pos] == op_rows if id_rows.size else np.zeros(op_rows.size, dtype=bool)
     rows, exts = op_rows[has], ids[pos[has]]
