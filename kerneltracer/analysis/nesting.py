@@ -122,14 +122,16 @@ class Nesting:
 
     def parent(self, row: int) -> int:
         """The enclosing interval's row, -1 at the top of its thread."""
-        p = self.parent_pos[self._position(row)]
-        return int(self.rows[p]) if p >= 0 else -1
+        # item(): Python ints straight from the arrays, no numpy scalar per step (called
+        # for every op instance attribution makes).
+        p = self.parent_pos.item(self._position(row))
+        return self.rows.item(p) if p >= 0 else -1
 
     def _position(self, row: int) -> int:
-        pos = int(self._pos[row])
+        pos = self._pos.item(row)
         if pos < 0:
             raise KeyError(row)
-        return pos
+        return int(pos)
 
     def ancestors(self, row: int) -> list[int]:
         """Rows enclosing ``row``, innermost first."""

@@ -4,6 +4,7 @@ texts spilled to a temp file."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -12,6 +13,7 @@ import pytest
 from kerneltracer.analysis.nesting import Nesting
 from kerneltracer.analysis.timeline.analyses.bottleneck import _analyze_window, analyze_steps
 from kerneltracer.analysis.timeline.analyses.category_rows import categorize
+from kerneltracer.analysis.timeline.load import events
 from kerneltracer.analysis.timeline.load.events import OpArgsStore, json_list
 from kerneltracer.analysis.timeline.load.loader import load_chrome_trace
 from kerneltracer.analysis.timeline.load.packed import PackedTexts
@@ -71,6 +73,42 @@ def test_op_args_share_equal_values_and_ids_span_batches() -> None:
     assert seq_rows.tolist() == [7] and seq.tolist() == [5]
 
 
+def test_external_id_rows_decode_only_the_batches_that_can_hold_a_wanted_id(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    decoded: list[bytes] = []
+
+    class Counting:
+        def decode(self, text: bytes) -> Any:
+            decoded.append(text)
+            return events.OP_IDS_LIST_DECODER.decode(text)
+
+    monkeypatch.setattr(events, "OP_IDS_LIST_DECODER", events.OP_IDS_LIST, raising=False)
+    monkeypatch.setattr(events, "OP_IDS_LIST", Counting())
+    store = OpArgsStore()
+    store.add([0, 1], [b'{"External id": 5}', b'{"External id": 6, "Input Dims": [[5]]}'])
+    store.add([2, 3], [b'{"External id":\n 7}', b'{"Call stack": "a;b", "External id": 12.5}'])
+    store.add([4], [b'{"External id": -0}'])
+    store.add([5], [b'{"External\\u0020id": 9}'])  # an escaped key: decoded, not skipped
+    store.add([6, 7], [b'{"External id": 70}', b'{"Sequence number": 7}'])
+
+    rows, ids = store.external_id_rows({7, 12})
+    assert rows.tolist() == [2] and ids.tolist() == [7]
+    # the batch with a 7 and a 12.5 after the key, and the escaped one; never the rest
+    assert len(decoded) == 2
+    assert all(b"70" not in t and b"-0" not in t for t in decoded)
+    decoded.clear()
+    assert store.external_id_rows({0, 9, 6})[0].tolist() == [1, 4, 5]
+    assert store.external_id_rows({8})[0].size == 0
+    assert len(decoded) == 3 + 1  # rows 0-1, 4, 5; then only the escaped batch
+    # the same answer as from every op's decoded ids, which it then reuses
+    ext_rows, ext, _, _ = store.int_ids()
+    decoded.clear()
+    assert store.external_id_rows({7, 0, 9})[0].tolist() == [2, 4, 5]
+    assert not decoded and ext_rows.tolist() == [0, 1, 2, 4, 5, 6]
+    assert ext.tolist() == [5, 6, 7, 0, 9, 70]
+
+
 def test_nesting_refuses_a_row_it_does_not_hold() -> None:
     ts = np.array([0.0, 1.0, 2.0, 50.0])
     end = np.array([10.0, 5.0, 3.0, 60.0])
@@ -100,6 +138,26 @@ def test_packed_texts_read_the_same_spilled_or_held(spill_bytes: int) -> None:
     arrays = list(texts.json_arrays())
     assert [r.tolist() for r, _ in arrays] == [rows for rows, _ in batches]
     assert [t for _, t in arrays] == [json_list(items) for _, items in batches]
+
+
+def test_packed_mapping_get_is_the_mapping_get() -> None:
+    """``get`` (its own, without a KeyError per missing row) answers as ``Mapping.get``:
+    decoded values for packed rows, ``direct`` values first, the default for any other row
+    (numpy ints included), and ``[]`` still raises for a missing row."""
+    from collections.abc import Mapping
+
+    from kerneltracer.analysis.timeline.load.packed import PackedMapping, decode_object
+
+    args: PackedMapping[dict[str, Any]] = PackedMapping(decode_object)
+    args.texts.add([2, 5], [b'{"a": 1}', b'{"b": 2}'])
+    args.direct[7] = {"c": 3}
+    args.direct[5] = {"direct": True}
+    for row in [0, 2, 5, 7, 8, np.int64(2), np.int32(7)]:
+        assert args.get(row) == Mapping.get(args, row)
+        assert args.get(row, {}) == Mapping.get(args, row, {})
+    assert args.get(2) == {"a": 1} and args.get(5) == {"direct": True} and args.get(3) is None
+    with pytest.raises(KeyError):
+        args[3]
 
 
 def test_no_room_for_the_spilled_args_says_so_not_that_the_trace_is_bad(

@@ -261,9 +261,9 @@ def test_full_disk_at_the_gzips_last_flush_is_an_error_not_a_hang() -> None:
 def test_written_first_or_forked_the_outputs_are_the_same(
     testdata_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Big traces write the InferScope file before the analyses, in-process, and the host
+    """Traces write the InferScope file before the analyses, in-process, and the host
     nesting is walked a run of rows at a time: the same file and report as one pass and
-    the forked writer."""
+    the forked writer (still there for callers that raise ``WRITE_FIRST_ROWS``)."""
     import gzip
     import re
 
@@ -272,8 +272,10 @@ def test_written_first_or_forked_the_outputs_are_the_same(
     from kerneltracer.analysis.timeline.writer import run_timeline
 
     trace = hta_path(testdata_dir, "nccl")
-    run_timeline([trace], tmp_path / "forked", ops=pipeline.OpsOptions())
-    monkeypatch.setattr(pipeline, "WRITE_FIRST_ROWS", 0)
+    with monkeypatch.context() as m:
+        m.setattr(pipeline, "WRITE_FIRST_ROWS", 1 << 40)  # forked: what a caller may ask for
+        run_timeline([trace], tmp_path / "forked", ops=pipeline.OpsOptions())
+    assert pipeline.WRITE_FIRST_ROWS == 0  # the default writes first
     monkeypatch.setattr(convert, "_NESTING_CHUNK", 7)
     run_timeline([trace], tmp_path / "first", ops=pipeline.OpsOptions())
 
@@ -284,3 +286,51 @@ def test_written_first_or_forked_the_outputs_are_the_same(
 
     for name in ("inferscope_trace.json.gz", "report.json", "ops.csv"):
         assert text(tmp_path / "first", name) == text(tmp_path / "forked", name)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_no_cycle_collection_while_a_trace_is_analysed(
+    testdata_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, enabled: bool
+) -> None:
+    """The cycle collector is paused through a trace's load, analyses, attribution and
+    InferScope file (its scans of every live object were ~7% of the CPU), and left as it
+    was found, also when the analysis fails."""
+    import gc
+
+    from kerneltracer.analysis.timeline import pipeline
+
+    collections: list[int] = []
+    seen: list[int] = []  # collections counted as the analysis ends, still inside the pause
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    inner = pipeline._analyze_file
+
+    def spy(*args: Any, **kwargs: Any) -> pipeline.TraceAnalysis:
+        out = inner(*args, **kwargs)
+        seen.append(len(collections))
+        return out
+
+    monkeypatch.setattr(pipeline, "_analyze_file", spy)
+    was = gc.isenabled()
+    gc.callbacks.append(count)
+    try:
+        if not enabled:
+            gc.disable()
+        pipeline.analyze_file(
+            hta_path(testdata_dir, "nccl"),
+            inferscope_file=tmp_path / "i.json.gz",
+            ops=pipeline.OpsOptions(),
+            lanes=True,
+        )
+        assert seen == [0]
+        assert gc.isenabled() is enabled
+        with pytest.raises(Exception):  # noqa: B017 - any load error will do
+            pipeline.analyze_file(tmp_path / "missing.json")
+        assert gc.isenabled() is enabled
+    finally:
+        gc.callbacks.remove(count)
+        if was:
+            gc.enable()

@@ -25,8 +25,14 @@ def _cells(spans: list[tuple[int, int]]) -> set[int]:
 def test_union_counts_overlap_once(spans: list[tuple[int, int]]) -> None:
     s, e = _arrays(spans)
     assert union_length(s, e) == len(_cells(spans))
+    s_in, e_in = s.copy(), e.copy()
     ms, me = merge(s, e)
     assert np.all(ms[1:] > me[:-1])  # disjoint and sorted
+    # Merged in place of its own copies: the caller's arrays are left as they were.
+    assert np.array_equal(s, s_in) and np.array_equal(e, e_in)
+    # Each merged interval is one of the input starts and the furthest end of its group.
+    assert set(ms.tolist()) <= set(s.tolist()) and set(me.tolist()) <= set(e.tolist())
+    assert sum(me - ms) == len(_cells(spans))
 
 
 @settings(max_examples=200, deadline=None)

@@ -154,6 +154,36 @@ def test_odd_ids_and_types_are_tolerated(tmp_path: Path) -> None:
     assert trace.bad_events == {"missing_timestamp": 1, "not_an_object": 1}
 
 
+@pytest.mark.parametrize("block", [64, 1 << 20])
+def test_id_columns_are_int32_unless_an_id_needs_64_bits(tmp_path: Path, block: int) -> None:
+    """Stream, correlation and device ids are kept as int32 when they fit; one id past 32
+    bits (in any batch: tiny read blocks cut the trace into many) widens its column to int64
+    with every value intact, never wrapped."""
+    big = 2**31  # one past int32
+    small = [kernel(f"k{i}", ts=10 * i, dur=5, corr=i) for i in range(20)]
+    wide = [
+        *small,
+        kernel("wide corr", ts=300, dur=5, corr=big + 3),
+        x("launch", "cuda_runtime", 290, 1, correlation=big + 3, stream=-1, device=-(2**40)),
+        kernel("wide stream", ts=400, dur=5, stream=2**40, corr=-1),
+    ]
+    original = loader._BLOCK
+    loader._BLOCK = block
+    try:
+        narrow = load_chrome_trace(write_trace(tmp_path / "narrow.json", small))
+        widened = load_chrome_trace(write_trace(tmp_path / "wide.json", wide))
+    finally:
+        loader._BLOCK = original
+    for col in (narrow.stream, narrow.correlation, narrow.device):
+        assert col.dtype == np.int32
+    assert narrow.correlation.tolist() == list(range(20))
+    for col in (widened.stream, widened.correlation, widened.device):
+        assert col.dtype == np.int64
+    assert widened.correlation.tolist() == [*range(20), big + 3, big + 3, -1]
+    assert widened.stream.tolist() == [7] * 21 + [-1, 2**40]
+    assert widened.device.tolist() == [0] * 21 + [-(2**40), 0]
+
+
 def test_rocm_launch_calls_keep_the_kernel_they_name(testdata_dir: Path) -> None:
     """ROCm's launch calls name their kernel in args (how a capture trace, which ran no
     kernel, says what it captured); read only with op args, equal to the kernels run."""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import gc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,13 +34,15 @@ if TYPE_CHECKING:
     from kerneltracer.analysis.timeline.render.html import Lane
 
 _REPORT_VERSION = "1.0"
-# From this many rows (~1.6M trace events) the InferScope file is written before the
-# analyses, in this process, instead of by a forked child beside them. The child's
-# conversion state (~250 MiB at 3M events) and the parent's pages it reads (counted again
-# in its resident size) then peaked at the same moment as op attribution; in turn, each
-# peaks alone. It costs the overlap: on two idle cores ~7 s of wall at 3M events, but a
-# small trace's fork, whose overlap is most of its wall time, keeps it.
-WRITE_FIRST_ROWS = 1_000_000
+# From this many rows the InferScope file is written before the analyses, in this
+# process, instead of by a forked child beside them: from any. The child's conversion
+# state (~250 MiB at 3M events) and the parent's pages it reads (counted again in its
+# resident size) peaked at the same moment as op attribution; written first, each peaks
+# alone. At 218k events the forked tree peaked at 186-192 MiB, in-process at 140 MiB, for
+# the same CPU time: the fork only bought wall time (its overlap, ~0.8 s on two idle
+# cores at 218k events), and memory and CPU are what the timeline is held to. A caller
+# that has cores and memory to spare can raise it to fork below that many rows.
+WRITE_FIRST_ROWS = 0
 
 
 @dataclass
@@ -91,6 +95,48 @@ def analyze_file(
     called as the trace is read (see :func:`load_chrome_trace`). With ``lanes`` the HTML
     report's timeline lanes are made too (``analysis.lanes``).
     """
+    with no_cyclic_gc():
+        return _analyze_file(
+            path,
+            rank,
+            inferscope_file=inferscope_file,
+            include_last_step=include_last_step,
+            strict=strict,
+            while_writing=while_writing,
+            ops=ops,
+            progress=progress,
+            lanes=lanes,
+        )
+
+
+@contextmanager
+def no_cyclic_gc() -> Iterator[None]:
+    """Pause the cycle collector (as it was before, after): a trace's analysis makes
+    hundreds of thousands of objects and no cycles that outlive it, yet every burst of
+    allocations started a collection re-scanning every live object, the CLI's imported
+    modules included: ~7% of the CPU at 218k events, ~2 s at 3M. Reference counting
+    still frees all of it; cycles made meanwhile wait for the next collection."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _analyze_file(
+    path: Path | str,
+    rank: int | None,
+    *,
+    inferscope_file: Path | None,
+    include_last_step: bool,
+    strict: bool,
+    while_writing: Callable[[], object] | None,
+    ops: OpsOptions | None,
+    progress: Callable[[LoadProgress], object] | None,
+    lanes: bool,
+) -> TraceAnalysis:
     trace = load_chrome_trace(path, strict=strict, op_args=ops is not None, progress=progress)
     writer: ForkedCall[ValidationReport] | None = None
     validation: ValidationReport | None = None

@@ -20,6 +20,7 @@ from kerneltracer.analysis.timeline.pipeline import (
     OpsOptions,
     TraceAnalysis,
     analyze_file,
+    no_cyclic_gc,
     rank_row,
     report_document,
 )
@@ -45,8 +46,9 @@ def _trace_stem(path: Path) -> str:
 
 class HtmlTemplate:
     """The HTML report's template, loaded on first need: jinja2 (imported only then) and
-    compiling the template cost ~0.1 s, which run_timeline spends while the forked
-    InferScope writer still runs (``analyze_file(while_writing=…)``)."""
+    compiling the template cost ~0.1 s, which run_timeline spends while a forked
+    InferScope writer still runs, when there is one (``analyze_file(while_writing=…)``,
+    ``pipeline.WRITE_FIRST_ROWS``)."""
 
     def __init__(self) -> None:
         self._template: jinja2.Template | None = None
@@ -178,7 +180,8 @@ def run_timeline(
         )
         if on_analysed:
             on_analysed(a)
-        files = _write_trace_reports(a, out_dir / stem, template)
+        with no_cyclic_gc():  # the reports' dicts and rows, as in the analysis
+            files = _write_trace_reports(a, out_dir / stem, template)
         written += files
         rows.append(rank_row(a))
         if a.collectives is not None:

@@ -193,7 +193,8 @@ def attribute(trace: ChromeTrace) -> Attribution:
     # events): handed back before the instances, the last and largest allocation here.
     release_free_heap()
     instances = _Instances(trace, ops, thread, steps)
-    op = np.array([instances.of(int(r)) if r >= 0 else -1 for r in op_row], dtype=np.int64)
+    del thread, lrows  # not needed while the instances are made, the run's peak at 3M events
+    op = np.array([instances.of(r) if r >= 0 else -1 for r in op_row.tolist()], dtype=np.int64)
     return Attribution(
         trace=trace,
         rows=rows,
@@ -362,7 +363,8 @@ def _by_external_id(links: _Links, op_rows: np.ndarray, op_row: np.ndarray) -> N
             queries.append((q, ext))
     if not queries:
         return
-    id_rows, ids, _, _ = trace.op_args.int_ids()  # one decode, the ops' shapes skipped
+    # Only the batches of ops that can carry a queried id are decoded (their shapes skipped).
+    id_rows, ids = trace.op_args.external_id_rows({ext for _, ext in queries})
     pos = np.minimum(np.searchsorted(id_rows, op_rows), max(id_rows.size - 1, 0))
     has = id_rows[pos] == op_rows if id_rows.size else np.zeros(op_rows.size, dtype=bool)
     rows, exts = op_rows[has], ids[pos[has]]
@@ -430,7 +432,9 @@ class _Instances:
     def __init__(
         self, trace: ChromeTrace, ops: Nesting, thread: np.ndarray, steps: StepSpans
     ) -> None:
-        self.trace, self.ops, self.thread, self.steps = trace, ops, thread, steps
+        # The thread keys are not kept: one int64 a trace row (23 MiB at 3M events) for as
+        # long as ``make_instance`` lives, where one op's key is made from its own row.
+        self.trace, self.ops, self.steps = trace, ops, steps
         self.items: list[OpInstance] = []
         # Row -> its instance (-1: none yet), over every row: as a dict of the rows made it
         # held ~80 MiB at 3M events (an entry and two int objects a row) for as long as the
@@ -446,35 +450,39 @@ class _Instances:
 
         Iterative, outermost first: a trace nesting ops thousands deep must not meet
         Python's recursion limit."""
-        found = int(self.index[row])
+        # item() throughout: Python ints and floats from the columns, no numpy scalar made
+        # per lookup (this runs for every GPU event and makes every op instance).
+        index = self.index
+        found: int = index.item(row)
         if found >= 0:
             return found
         chain = [row]
         t = self.trace
-        while t.categories[int(t.cat[chain[-1]])] == "cpu_op":
+        while t.categories[t.cat.item(chain[-1])] == "cpu_op":
             parent_row = self.ops.parent(chain[-1])
-            if parent_row < 0 or self.index[parent_row] >= 0:
+            if parent_row < 0 or index.item(parent_row) >= 0:
                 break
             chain.append(parent_row)
         for r in reversed(chain):
             self._make(r)
-        return int(self.index[row])
+        made: int = index.item(row)
+        return made
 
     def _make(self, row: int) -> None:
         t = self.trace
-        is_op = t.categories[int(t.cat[row])] == "cpu_op"
+        is_op = t.categories[t.cat.item(row)] == "cpu_op"
         parent_row = self.ops.parent(row) if is_op else -1
-        parent = int(self.index[parent_row]) if parent_row >= 0 else -1
+        parent: int = self.index.item(parent_row) if parent_row >= 0 else -1
         a = t.op_args.get(row)
         module, frame = self._python_context(row)
         if a is not None and isinstance(a.module_hierarchy, str) and a.module_hierarchy:
             module = a.module_hierarchy
         if not module and is_op and self.python is not None:
             module = self._backward_module(row, parent)
-        step = self.steps.at_one(float(t.ts[row]))
+        step = self.steps.at_one(t.ts.item(row))
         self.items.append(
             OpInstance(
-                name=t.names[int(t.name[row])],
+                name=t.names[t.name.item(row)],
                 dims=a.input_dims if a is not None else None,
                 types=a.input_types if a is not None else None,
                 concrete=a.concrete_inputs if a is not None else None,
@@ -520,7 +528,8 @@ class _Instances:
         if self.python is None:
             return "", ""
         t = self.trace
-        inner = int(self.python.innermost(self.thread[[row]], t.ts[[row]], t.end[[row]])[0])
+        thread = thread_keys(t.pid[[row]], t.tid[[row]])
+        inner = int(self.python.innermost(thread, t.ts[[row]], t.end[[row]])[0])
         if inner < 0:
             return "", ""
         chain = [inner, *self.python.ancestors(inner)]

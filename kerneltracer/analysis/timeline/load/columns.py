@@ -89,7 +89,16 @@ class Flows:
         return {k: np.concatenate([c[k] for c in self._packed]) for k in keys}
 
 
+# Id columns kept as int32 where every value of a chunk fits (stream, correlation and
+# device ids are small counters in every trace seen): 36 MiB less at 3M events, in the
+# columns and in every selection made of them.
+_NARROWED = ("stream", "corr", "device")
+_INT32_MIN, _INT32_MAX = np.iinfo(np.int32).min, np.iinfo(np.int32).max
+
+
 def concat(chunks: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """The chunks' columns joined; ``_NARROWED`` columns int32 when all their values fit,
+    else int64 (a chunk with an id past 32 bits widens the whole column: never wrapped)."""
     if not chunks:
         return {k: np.empty(0, dtype=d) for k, d in _DTYPES.items()}
     # Column by column, each column's chunks dropped once joined and their heap handed
@@ -97,9 +106,22 @@ def concat(chunks: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     # freed chunks stayed resident until the load's trim: +116 MiB at 3M events).
     out = {}
     for k in _DTYPES:
-        out[k] = np.concatenate([c.pop(k) for c in chunks])
+        parts = [c.pop(k) for c in chunks]
+        if k in _NARROWED:
+            # Per chunk, so that no whole int64 column is made only to be narrowed; numpy
+            # joins int32 with int64 chunks as int64.
+            parts = [narrowed(p) for p in parts]
+        out[k] = np.concatenate(parts)
+        del parts
         release_free_heap()
     return out
+
+
+def narrowed(ids: np.ndarray) -> np.ndarray:
+    """An int64 id column as int32 when every value fits, else unchanged."""
+    if ids.size and (int(ids.min()) < _INT32_MIN or int(ids.max()) > _INT32_MAX):
+        return ids
+    return ids.astype(np.int32)
 
 
 def int_column(values: list[Any]) -> np.ndarray:

@@ -75,9 +75,11 @@ class ChromeTrace:
     dur: np.ndarray  # float64 µs, 0 for instants
     pid: np.ndarray  # int32 index into threads' pid labels
     tid: np.ndarray  # int32 index into thread labels
-    stream: np.ndarray  # int64, -1 when absent or not an integer
-    correlation: np.ndarray  # int64, -1 when absent
-    device: np.ndarray  # int64, -1 when absent
+    # Ids: int32 when all fit (see ``columns.concat``), else int64; -1 when absent or not
+    # an integer. Widen (``astype(np.int64)``) before arithmetic that could pass 32 bits.
+    stream: np.ndarray
+    correlation: np.ndarray
+    device: np.ndarray
     args: Mapping[int, dict[str, Any]]  # row -> args, only for rows in _KEEP_ARGS categories
     thread_labels: list[str]
     process_names: dict[str, str] = field(default_factory=dict)

@@ -121,23 +121,33 @@ class PackedTexts:
 
     def text(self, row: int) -> bytes | None:
         rows, blob, starts, ends = self._joined()
-        pos = int(np.searchsorted(rows, row))
-        if pos >= rows.size or int(rows[pos]) != row:
+        # The array's own searchsorted and item(): called once per looked-up row (every
+        # GPU event the writer formats, every op instance), np.searchsorted's dispatch and
+        # numpy scalars were most of a lookup's time.
+        pos = int(rows.searchsorted(row))
+        if pos >= rows.size or rows.item(pos) != row:
             return None
-        return self._read(int(blob[pos]), int(starts[pos]), int(ends[pos]))
+        return self._read(blob.item(pos), starts.item(pos), ends.item(pos))
 
     def rows(self) -> list[int]:
         return self._joined()[0].tolist()
 
-    def json_arrays(self) -> Iterator[tuple[np.ndarray, bytes]]:
+    def json_arrays(
+        self, only: Callable[[bytes], bool] | None = None
+    ) -> Iterator[tuple[np.ndarray, bytes]]:
         """(rows, their texts as one JSON array's text ``[t1,t2,…]``) of each packed
-        batch, in the order added: a pass over every text that holds one batch at a time,
+        batch (with ``only``, of each batch whose texts joined, ``t1t2…``, it accepts),
+        in the order added: a pass over every text that holds one batch at a time,
         made from the blob without an object a text. Each batch's buffers (and what the
         caller made of them) are handed back before the next: buffers of a MiB or two,
         each a little larger or smaller than the last, left the heap in holes glibc did
         not reuse, +80 MiB resident over one pass at 3M events."""
         for i, (rows, ends) in enumerate(self._chunks):
-            body = np.insert(np.frombuffer(self._whole(i), dtype=np.uint8), ends[:-1], ord(","))
+            whole = self._whole(i)
+            if only is not None and not only(whole):
+                continue
+            body = np.insert(np.frombuffer(whole, dtype=np.uint8), ends[:-1], ord(","))
+            del whole
             yield rows, b"[" + body.tobytes() + b"]"
             del body
             release_free_heap()
@@ -175,6 +185,15 @@ class PackedMapping(Mapping[int, V], Generic[V]):
         if text is None:
             raise KeyError(row)
         return self._decode(text)
+
+    def get(self, row: int, default: Any = None) -> Any:
+        """``self[row]``, else ``default``: without Mapping.get's KeyError raised and caught
+        per missing row (most GPU events' lookups in a trace without kept args)."""
+        found = self.direct.get(row)
+        if found is not None:
+            return found
+        text = self.texts.text(row)
+        return default if text is None else self._decode(text)
 
     def __contains__(self, row: object) -> bool:
         return type(row) is int and (row in self.direct or self.texts.text(row) is not None)

@@ -15,13 +15,22 @@ def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     order = np.argsort(starts, kind="stable")
     s = starts[order]
     e = ends[order]
-    running_end = np.maximum.accumulate(e)
+    # Each temporary dropped once used and the running end made in place of its copy of
+    # the ends: the whole trace's host ops (a million spans at 3M events) are merged at
+    # once, and the temporaries, not the result, made the analyses' peak.
+    del order
+    running_end = np.maximum.accumulate(e, out=e)
     new_group = np.empty(s.size, dtype=bool)
     new_group[0] = True
-    new_group[1:] = s[1:] > running_end[:-1]
+    np.greater(s[1:], running_end[:-1], out=new_group[1:])
     group_starts = np.flatnonzero(new_group)
-    group_ends = np.append(group_starts[1:], s.size) - 1
-    return s[group_starts], running_end[group_ends]
+    del new_group
+    merged_starts = s[group_starts]
+    del s
+    group_ends = group_starts  # each group ends where the next starts, less one
+    group_ends[:-1] = group_starts[1:] - 1
+    group_ends[-1] = running_end.size - 1
+    return merged_starts, running_end[group_ends]
 
 
 def union_length(starts: np.ndarray, ends: np.ndarray) -> float:
