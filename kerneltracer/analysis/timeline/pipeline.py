@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kerneltracer.analysis.timeline.analyses.ranks import RankRow
+from kerneltracer.analysis.timeline.load.heap import no_cyclic_gc
 from kerneltracer.analysis.timeline.load.loader import (
     ChromeTrace,
     LoadProgress,
@@ -107,22 +106,6 @@ def analyze_file(
             progress=progress,
             lanes=lanes,
         )
-
-
-@contextmanager
-def no_cyclic_gc() -> Iterator[None]:
-    """Pause the cycle collector (as it was before, after): a trace's analysis makes
-    hundreds of thousands of objects and no cycles that outlive it, yet every burst of
-    allocations started a collection re-scanning every live object, the CLI's imported
-    modules included: ~7% of the CPU at 218k events, ~2 s at 3M. Reference counting
-    still frees all of it; cycles made meanwhile wait for the next collection."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _analyze_file(

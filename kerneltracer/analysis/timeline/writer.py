@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kerneltracer.analysis.timeline.analyses.ranks import rank_table
+from kerneltracer.analysis.timeline.load.heap import no_cyclic_gc
 from kerneltracer.analysis.timeline.load.loader import LoadProgress
 from kerneltracer.analysis.timeline.pipeline import (
     OpsOptions,
     TraceAnalysis,
     analyze_file,
-    no_cyclic_gc,
     rank_row,
     report_document,
 )

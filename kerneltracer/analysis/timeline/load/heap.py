@@ -1,9 +1,12 @@
-"""Free heap handed back to the system (glibc's ``malloc_trim``; elsewhere nothing)."""
+"""The heap while a trace is worked on: free pages handed back to the system (glibc's
+``malloc_trim``; elsewhere nothing), the cycle collector paused."""
 
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Callable
+import gc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import cache
 
 
@@ -27,3 +30,20 @@ def _malloc_trim() -> Callable[[int], int] | None:
     except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to trim with
         return None
     return trim
+
+
+@contextmanager
+def no_cyclic_gc() -> Iterator[None]:
+    """Pause the cycle collector (as it was before, after): a trace's analysis and its
+    InferScope events make hundreds of thousands of objects and no cycles that outlive
+    them, yet every burst of allocations started a collection re-scanning every live
+    object, the CLI's imported modules included (~7% of the CPU at 218k events, ~2 s at
+    3M; half the event building on a 100k-event trace). Reference counting still frees all
+    of it; cycles made meanwhile wait for the next collection."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()

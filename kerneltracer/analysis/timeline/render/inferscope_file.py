@@ -10,7 +10,6 @@ long). Its output is ordinary gzip. The file appears atomically (temp file, fsyn
 
 from __future__ import annotations
 
-import gc
 import queue
 import threading
 from collections.abc import Callable, Iterator
@@ -22,6 +21,7 @@ from typing import IO
 import orjson
 from isal import igzip
 
+from kerneltracer.analysis.timeline.load.heap import no_cyclic_gc
 from kerneltracer.analysis.timeline.load.loader import ChromeTrace
 from kerneltracer.analysis.timeline.model.validate import ValidationReport, Validator
 from kerneltracer.analysis.timeline.render.convert import InferScopeConverter
@@ -40,7 +40,7 @@ def write_inferscope(
     conv = InferScopeConverter(trace, created)
     launches = conv.launch_pairs()  # its temporaries before the chunks' pieces pile up
     validator = Validator()
-    with _no_cyclic_gc(), atomic_writer(path) as raw, _background_gzip(raw) as put:
+    with no_cyclic_gc(), atomic_writer(path) as raw, _background_gzip(raw) as put:
         put(orjson.dumps(conv.header())[:-1] + b',"events":[')
         sep = b""
         for text, columns in conv.encoded_chunks(chunk_size):
@@ -58,20 +58,6 @@ def write_inferscope(
             sep = b","
         put(b"]}}")
     return validator.finish(scopes)
-
-
-@contextmanager
-def _no_cyclic_gc() -> Iterator[None]:
-    """Pause the cycle collector while event dicts are built: they hold no cycles, yet each
-    burst of allocations triggers collections that re-scan the whole heap (half the
-    building time on a 100k-event trace). Reference counting still frees everything."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 @contextmanager
