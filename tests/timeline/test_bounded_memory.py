@@ -17,7 +17,12 @@ from kerneltracer.analysis.timeline.load import events
 from kerneltracer.analysis.timeline.load.events import OpArgsStore, json_list
 from kerneltracer.analysis.timeline.load.loader import load_chrome_trace
 from kerneltracer.analysis.timeline.load.packed import PackedTexts
-from kerneltracer.analysis.timeline.model.arrays import isin_sorted, sorted_unique, unique_codes
+from kerneltracer.analysis.timeline.model.arrays import (
+    isin_sorted,
+    median,
+    sorted_unique,
+    unique_codes,
+)
 from tests.timeline.traces import kernel, write_trace, x
 
 
@@ -34,6 +39,14 @@ def test_set_operations_match_numpy(size: int) -> None:
     members = sorted_unique(ids[: size // 2])
     assert members.tolist() == np.unique(ids[: size // 2]).tolist()
     assert isin_sorted(ids, members).tolist() == np.isin(ids, members).tolist()
+    durs = rng.random(size) * 1e4
+    durs[::4] = np.round(durs[::4])  # ties
+    if not size:
+        assert np.isnan(median(durs))
+    else:
+        assert median(durs) == float(np.median(durs))
+        durs[size // 2] = np.nan
+        assert np.isnan(median(durs)) and np.isnan(np.median(durs))
 
 
 def test_steps_see_every_event_that_overlaps_them(tmp_path: Path) -> None:

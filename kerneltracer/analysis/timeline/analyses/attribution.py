@@ -41,6 +41,7 @@ from kerneltracer.analysis.timeline.load.loader import (
     ChromeTrace,
     release_free_heap,
 )
+from kerneltracer.analysis.timeline.model.arrays import sorted_unique
 from kerneltracer.analysis.timeline.model.categories import CUDA_API, GPU_ACTIVITY
 
 METHODS = ("correlation", "flow", "external_id", "graph_capture", "repeated_correlation")
@@ -120,7 +121,7 @@ class Attribution:
         """GPU events whose correlation id several launch calls carry: how many, their GPU
         time and how many such ids (linked by time, or not at all)."""
         rep = self.repeated if self.repeated.size else np.zeros(self.rows.size, dtype=bool)
-        ids = np.unique(self.trace.correlation[self.rows[rep]])
+        ids = sorted_unique(self.trace.correlation[self.rows[rep]])
         return {
             "gpu_events": int(rep.sum()),
             "gpu_time_us": round(float(self.dur[rep].sum()), 3),

@@ -205,7 +205,7 @@ def temporal_breakdown(work: GpuWork) -> TemporalBreakdown | None:
 
 def per_device_temporal(work: GpuWork) -> list[dict[str, Any]]:
     """Temporal breakdown of each GPU, when a rank's trace holds more than one."""
-    devices = np.unique(work.device).tolist()
+    devices = sorted_unique(work.device).tolist()
     if len(devices) < 2:
         return []
     out = []
@@ -244,7 +244,7 @@ def _type_overlap_times(work: GpuWork) -> list[dict[str, Any]]:
     seg = np.diff(t)
     masks = running[:-1]
     out: list[dict[str, Any]] = []
-    for mask in np.unique(masks[masks > 0]).tolist():
+    for mask in sorted_unique(masks[masks > 0]).tolist():
         label = " overlapping ".join(
             kt.value for b, kt in enumerate(_TYPE_ORDER) if mask & (1 << b)
         )

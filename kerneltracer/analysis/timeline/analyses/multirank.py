@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from kerneltracer.analysis.timeline.load.loader import PH_COMPLETE, ChromeTrace
+from kerneltracer.analysis.timeline.model.arrays import sorted_unique
 from kerneltracer.analysis.timeline.model.categories import KernelType, kernel_type
 
 _STEP_RE = re.compile(r"ProfilerStep\s*#\s*(\d+)")
@@ -92,7 +93,7 @@ def _calls(trace: ChromeTrace) -> list[CollectiveCall]:
     kernels = np.flatnonzero(complete & trace.category_mask({"kernel"}) & (trace.stream >= 0))
     comm_names = {
         n
-        for n in np.unique(trace.name[kernels]).tolist()
+        for n in sorted_unique(trace.name[kernels]).tolist()
         if kernel_type(trace.names[n]) is KernelType.COMMUNICATION
     }
     rows = kernels[np.isin(trace.name[kernels], list(comm_names))] if comm_names else kernels[:0]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from kerneltracer.analysis.timeline.load.loader import ChromeTrace
-from kerneltracer.analysis.timeline.model.arrays import unique_codes
+from kerneltracer.analysis.timeline.model.arrays import median, unique_codes
 from kerneltracer.analysis.timeline.model.categories import memcpy_host_kind
 from kerneltracer.analysis.timeline.model.results import (
     Bottleneck,
@@ -66,13 +66,13 @@ def _launch_overhead(
     kernels = cats.rows["gpu_compute"]
     if kernels.size == 0:
         return []
-    median = float(np.median(trace.dur[kernels]))
+    median_us = median(trace.dur[kernels])
     runtime = pct["cpu_runtime"]
-    if runtime < 5 and not (median < _SHORT_KERNEL_US and kernels.size >= 100):
+    if runtime < 5 and not (median_us < _SHORT_KERNEL_US and kernels.size >= 100):
         return []
     evidence = [
         f"CUDA runtime/driver calls alone take {runtime:.1f}% of the timeline",
-        f"{kernels.size} kernels, median duration {median:.1f} µs",
+        f"{kernels.size} kernels, median duration {median_us:.1f} µs",
     ]
     return [
         _make(
@@ -80,7 +80,7 @@ def _launch_overhead(
             "(torch.compile mode='reduce-overhead') or fuse small kernels",
             "Short kernels finish before the host can launch the next one, so the GPU waits "
             "on launches",
-            0.7 * runtime + (0.3 * pct["idle"] if median < _SHORT_KERNEL_US else 0.0),
+            0.7 * runtime + (0.3 * pct["idle"] if median_us < _SHORT_KERNEL_US else 0.0),
             evidence,
         )
     ]
