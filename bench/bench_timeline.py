@@ -139,7 +139,11 @@ def _children_cpu() -> float:
 def _run(cmd: list[str], side: str, trace: Path, cwd: Path = REPO) -> dict[str, Any]:
     cpu0 = _children_cpu()
     start = time.perf_counter()
-    env = {**os.environ, "PYTHONPATH": str(cwd)}  # ``-m`` runs the checkout's kerneltracer
+    # ``-m`` runs the checkout's kerneltracer, with its .pyc files written as an installed
+    # package has them: under PYTHONDONTWRITEBYTECODE (this machine's shells) a checkout
+    # whose sources changed since their .pyc compiled them anew on every run (~0.1 s).
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = str(cwd)
     proc = psutil.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=cwd, env=env)
     peak = peak_pss = 0
     samples = 0
