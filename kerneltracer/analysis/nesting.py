@@ -127,6 +127,18 @@ class Nesting:
         p = self.parent_pos.item(self._position(row))
         return self.rows.item(p) if p >= 0 else -1
 
+    def positions(self, rows: np.ndarray) -> np.ndarray:
+        """Each of ``rows``' position in ``self.rows`` (KeyError for a row not held)."""
+        pos = self._pos[rows].astype(np.int64)
+        if (pos < 0).any():
+            raise KeyError(int(rows[pos < 0][0]))
+        return pos
+
+    def parents(self, rows: np.ndarray) -> np.ndarray:
+        """:meth:`parent` of each of ``rows``."""
+        p = self.parent_pos[self.positions(rows)]
+        return np.where(p >= 0, self.rows[np.maximum(p, 0)], -1) if p.size else p
+
     def _position(self, row: int) -> int:
         pos = self._pos.item(row)
         if pos < 0:

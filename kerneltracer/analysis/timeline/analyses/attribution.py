@@ -28,6 +28,7 @@ plus the unattributed buckets add up to the trace's GPU time, each event counted
 from __future__ import annotations
 
 import re
+from array import array
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -57,6 +58,7 @@ STATUS_TEXT = {
 _GRAPH_LAUNCH = re.compile(r"^(cuda|hip|cu)GraphLaunch")
 _MODULE_PREFIX = "nn.Module: "
 _STEP = re.compile(r"ProfilerStep#(\d+)")
+_BATCH = 4096  # op instances made at a time (their decoded args live together)
 
 
 @dataclass(slots=True)  # one per host op that launched GPU work: 280k on a 3M-event trace
@@ -157,9 +159,13 @@ class Attribution:
         return out
 
 
-def attribute(trace: ChromeTrace) -> Attribution:
+def attribute(trace: ChromeTrace, *, more_instances: bool = True) -> Attribution:
     """Attribute every GPU event of ``trace`` (loaded with ``op_args=True`` for shapes,
-    module paths and flows; without, ops are found by correlation and nesting only)."""
+    module paths and flows; without, ops are found by correlation and nesting only).
+
+    ``more_instances``: whether :meth:`Attribution.instance_of` can make instances of ops
+    no GPU event needed (what a capture trace's join asks for); it keeps the op nesting
+    and a row index alive with the attribution, ~80 MiB at 3M events."""
     complete = trace.ph == PH_COMPLETE
     rows = np.flatnonzero(complete & trace.category_mask(GPU_ACTIVITY) & (trace.stream >= 0))
     thread = thread_keys(trace.pid, trace.tid)
@@ -195,7 +201,7 @@ def attribute(trace: ChromeTrace) -> Attribution:
     release_free_heap()
     instances = _Instances(trace, ops, thread, steps)
     del thread, lrows  # not needed while the instances are made, the run's peak at 3M events
-    op = np.array([instances.of(r) if r >= 0 else -1 for r in op_row.tolist()], dtype=np.int64)
+    op = instances.of_rows(op_row)
     return Attribution(
         trace=trace,
         rows=rows,
@@ -208,7 +214,7 @@ def attribute(trace: ChromeTrace) -> Attribution:
         repeated=repeated,
         instances=instances.items,
         host_ops=int(op_rows.size),
-        make_instance=instances.of,
+        make_instance=instances.of if more_instances else None,
     )
 
 
@@ -434,7 +440,7 @@ class _Instances:
         self, trace: ChromeTrace, ops: Nesting, thread: np.ndarray, steps: StepSpans
     ) -> None:
         # The thread keys are not kept: one int64 a trace row (23 MiB at 3M events) for as
-        # long as ``make_instance`` lives, where one op's key is made from its own row.
+        # long as ``make_instance`` lives, where the ops' keys are made from their own rows.
         self.trace, self.ops, self.steps = trace, ops, steps
         self.items: list[OpInstance] = []
         # Row -> its instance (-1: none yet), over every row: as a dict of the rows made it
@@ -447,54 +453,114 @@ class _Instances:
         self._forward: dict[int, int] | None = None  # sequence number -> first op row
 
     def of(self, row: int) -> int:
-        """The instance of host op ``row``, made (with its enclosing ops) on first need.
-
-        Iterative, outermost first: a trace nesting ops thousands deep must not meet
-        Python's recursion limit."""
-        # item() throughout: Python ints and floats from the columns, no numpy scalar made
-        # per lookup (this runs for every GPU event and makes every op instance).
-        index = self.index
-        found: int = index.item(row)
+        """The instance of host op ``row``, made (with its enclosing ops) on first need."""
+        found: int = self.index.item(row)
         if found >= 0:
             return found
-        chain = [row]
-        t = self.trace
-        while t.categories[t.cat.item(chain[-1])] == "cpu_op":
-            parent_row = self.ops.parent(chain[-1])
-            if parent_row < 0 or index.item(parent_row) >= 0:
-                break
-            chain.append(parent_row)
-        for r in reversed(chain):
-            self._make(r)
-        made: int = index.item(row)
+        made: int = self.of_rows(np.array([row], dtype=np.int64)).item(0)
         return made
 
-    def _make(self, row: int) -> None:
-        t = self.trace
-        is_op = t.categories[t.cat.item(row)] == "cpu_op"
-        parent_row = self.ops.parent(row) if is_op else -1
-        parent: int = self.index.item(parent_row) if parent_row >= 0 else -1
-        a = t.op_args.get(row)
-        module, frame = self._python_context(row)
-        if a is not None and isinstance(a.module_hierarchy, str) and a.module_hierarchy:
-            module = a.module_hierarchy
-        if not module and is_op and self.python is not None:
-            module = self._backward_module(row, parent)
-        step = self.steps.at_one(t.ts.item(row))
-        self.items.append(
-            OpInstance(
-                name=t.names[t.name.item(row)],
-                dims=a.input_dims if a is not None else None,
-                types=a.input_types if a is not None else None,
-                concrete=a.concrete_inputs if a is not None else None,
-                module=module,
-                frame=frame,
-                parent=parent,
-                step=step,
-                kind="op" if is_op else "annotation",
-            )
+    def of_rows(self, rows: np.ndarray) -> np.ndarray:
+        """The instances of host op ``rows`` (-1 stays -1), made with their enclosing ops
+        as :meth:`of` row by row would make them: for each row in turn, its ops not made
+        yet, outermost first (the numbering the op table and the capture join rely on).
+
+        The order is walked in Python, the instances' columns (names, parents, steps,
+        args, Python context) taken for all of them at once: made one at a time, numpy
+        scalars and a lookup per column were most of attribution's time."""
+        index = self.index
+        wanted = rows[rows >= 0]
+        if wanted.size:
+            self._make(self._new_rows(wanted))
+        out = np.full(rows.size, -1, dtype=np.int64)
+        out[rows >= 0] = index[wanted]
+        return out
+
+    def _new_rows(self, wanted: np.ndarray) -> np.ndarray:
+        """The rows to make for ``wanted`` (host op rows), in the order to make them."""
+        index, ops = self.index, self.ops
+        first_rows, first_at = np.unique(wanted, return_index=True)
+        fresh = index[first_rows] < 0
+        seq = first_rows[fresh][np.argsort(first_at[fresh], kind="stable")]
+        is_op = np.isin(self.trace.cat[seq], self._op_cats())
+        pos = np.full(seq.size, -1, dtype=np.int64)
+        pos[is_op] = ops.positions(seq[is_op])
+        # Flat arrays, not dicts of rows: a dict and a set over the 280k instances of a
+        # 3M-event trace held ~55 MiB at attribution's peak.
+        parent_pos, op_rows = ops.parent_pos, ops.rows
+        taken = np.zeros(len(ops), dtype=bool)  # per op (nesting position): ordered here
+        order = array("q")
+        # Iterative, outermost first: a trace nesting ops thousands deep must not meet
+        # Python's recursion limit. A batch of rows as Python ints at a time.
+        for at in range(0, seq.size, _BATCH):
+            part = slice(at, at + _BATCH)
+            for row, p in zip(seq[part].tolist(), pos[part].tolist(), strict=True):
+                if p < 0:  # an annotation: no enclosing op
+                    order.append(row)
+                    continue
+                if taken.item(p):  # made as an op enclosing an earlier row
+                    continue
+                taken[p] = True
+                chain = [row]
+                up = parent_pos.item(p)
+                while up >= 0 and not taken.item(up):
+                    parent_row = op_rows.item(up)
+                    if index.item(parent_row) >= 0:
+                        break
+                    taken[up] = True
+                    chain.append(parent_row)
+                    up = parent_pos.item(up)
+                chain.reverse()
+                order.extend(chain)
+        return np.frombuffer(order, dtype=np.int64) if order else np.empty(0, dtype=np.int64)
+
+    def _op_cats(self) -> np.ndarray:
+        return np.array(
+            [i for i, c in enumerate(self.trace.categories) if c == "cpu_op"], dtype=np.int32
         )
-        self.index[row] = len(self.items) - 1
+
+    def _make(self, rows: np.ndarray) -> None:
+        """Instances for ``rows``, enclosing ops before the ops inside them."""
+        start = len(self.items)
+        self.index[rows] = np.arange(start, start + rows.size, dtype=np.int32)
+        # A batch at a time: every row's decoded args at once were ~100 MiB at 3M events.
+        for at in range(0, rows.size, _BATCH):
+            self._make_batch(rows[at : at + _BATCH])
+
+    def _make_batch(self, rows: np.ndarray) -> None:
+        t = self.trace
+        is_op = np.isin(t.cat[rows], self._op_cats())
+        parent_rows = np.full(rows.size, -1, dtype=np.int64)
+        parent_rows[is_op] = self.ops.parents(rows[is_op])
+        parents = np.where(parent_rows >= 0, self.index[np.maximum(parent_rows, 0)], -1)
+        names = t.names
+        for row, name, op, parent, step, a, (module, frame) in zip(
+            rows.tolist(),
+            t.name[rows].tolist(),
+            is_op.tolist(),
+            parents.tolist(),
+            self.steps.at(t.ts[rows]).tolist(),
+            t.op_args.get_many(rows),
+            self._python_contexts(rows),
+            strict=True,
+        ):
+            if a is not None and isinstance(a.module_hierarchy, str) and a.module_hierarchy:
+                module = a.module_hierarchy
+            if not module and op and self.python is not None:
+                module = self._backward_module(row, parent)
+            self.items.append(
+                OpInstance(
+                    name=names[name],
+                    dims=a.input_dims if a is not None else None,
+                    types=a.input_types if a is not None else None,
+                    concrete=a.concrete_inputs if a is not None else None,
+                    module=module,
+                    frame=frame,
+                    parent=parent,
+                    step=step,
+                    kind="op" if op else "annotation",
+                )
+            )
 
     def _backward_module(self, row: int, parent: int) -> str:
         """An autograd op's module: that of the forward op with its sequence number (the
@@ -526,15 +592,25 @@ class _Instances:
 
     def _python_context(self, row: int) -> tuple[str, str]:
         """(module path, innermost frame) from the Python events enclosing the op."""
+        return self._python_contexts(np.array([row], dtype=np.int64))[0]
+
+    def _python_contexts(self, rows: np.ndarray) -> list[tuple[str, str]]:
+        """:meth:`_python_context` of each of ``rows``, the enclosing events found at once
+        (ops under the same innermost Python event share its answer)."""
         if self.python is None:
-            return "", ""
+            return [("", "")] * rows.size
         t = self.trace
-        thread = thread_keys(t.pid[[row]], t.tid[[row]])
-        inner = int(self.python.innermost(thread, t.ts[[row]], t.end[[row]])[0])
-        if inner < 0:
-            return "", ""
-        chain = [inner, *self.python.ancestors(inner)]
-        names = [t.names[int(t.name[r])] for r in chain]
-        modules = [n[len(_MODULE_PREFIX) :] for n in names if n.startswith(_MODULE_PREFIX)]
-        frame = next((n for n in names if not n.startswith(_MODULE_PREFIX)), "")
-        return ".".join(reversed(modules)), frame
+        thread = thread_keys(t.pid[rows], t.tid[rows])
+        inner = self.python.innermost(thread, t.ts[rows], t.end[rows])
+        found: dict[int, tuple[str, str]] = {-1: ("", "")}
+        out = []
+        for r in inner.tolist():
+            got = found.get(r)
+            if got is None:
+                chain = [r, *self.python.ancestors(r)]
+                names = [t.names[int(t.name[c])] for c in chain]
+                modules = [n[len(_MODULE_PREFIX) :] for n in names if n.startswith(_MODULE_PREFIX)]
+                frame = next((n for n in names if not n.startswith(_MODULE_PREFIX)), "")
+                got = found[r] = (".".join(reversed(modules)), frame)
+            out.append(got)
+        return out

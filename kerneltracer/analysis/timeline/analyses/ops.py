@@ -109,7 +109,9 @@ def compute_ops(
     from kerneltracer.analysis.timeline.load.loader import load_chrome_trace, release_free_heap
     from kerneltracer.costmodel import load_devices
 
-    a = attribute(trace)
+    # Only a capture trace's attribution is asked for more instances (by the join): this
+    # one's op nesting and row index are freed before the op table is built.
+    a = attribute(trace, more_instances=False)
     release_free_heap()  # attribution's freed lookups, before the op table's own
     graphs = None
     if capture is not None:
