@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import re
 from array import array
-from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -61,7 +61,7 @@ _STEP = re.compile(r"ProfilerStep#(\d+)")
 _BATCH = 4096  # op instances made at a time (their decoded args live together)
 
 
-@dataclass(slots=True)  # one per host op that launched GPU work: 280k on a 3M-event trace
+@dataclass(slots=True)  # made on demand from OpInstances' columns, a few at a time
 class OpInstance:
     """One call of a host op, as attribution reports it (``dims``, ``types`` and
     ``concrete`` are shared between the instances that recorded equal ones: read only)."""
@@ -78,6 +78,65 @@ class OpInstance:
 
 
 @dataclass
+class OpInstances:
+    """The op instances as columns, instance ``i`` at position ``i`` of each (one object
+    per instance, 280k on a 3M-event trace, held ~50 MiB more than these lists of shared
+    values and two int64 arrays). ``instances[i]`` is an :class:`OpInstance` made on
+    demand: a copy, changing it changes nothing here."""
+
+    name: list[str] = field(default_factory=list)
+    dims: list[Any] = field(default_factory=list)
+    types: list[Any] = field(default_factory=list)
+    concrete: list[Any] = field(default_factory=list)
+    module: list[str] = field(default_factory=list)
+    frame: list[str] = field(default_factory=list)
+    parent: array[int] = field(default_factory=lambda: array("q"))
+    step: array[int] = field(default_factory=lambda: array("q"))
+    kind: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.name)
+
+    def __getitem__(self, i: int) -> OpInstance:
+        return OpInstance(
+            name=self.name[i],
+            dims=self.dims[i],
+            types=self.types[i],
+            concrete=self.concrete[i],
+            module=self.module[i],
+            frame=self.frame[i],
+            parent=self.parent[i],
+            step=self.step[i],
+            kind=self.kind[i],
+        )
+
+    def __iter__(self) -> Iterator[OpInstance]:
+        return (self[i] for i in range(len(self)))
+
+    def grow(self, n: int) -> None:
+        """Room for ``n`` more instances, their values set in place after: grown a batch
+        at a time, the nine columns' reallocations left ~70 MiB of heap holes at 3M
+        events."""
+        for column in (self.name, self.module, self.frame, self.kind):
+            column.extend(repeat("", n))
+        for values in (self.dims, self.types, self.concrete):
+            values.extend(repeat(None, n))
+        for ints in (self.parent, self.step):
+            ints.frombytes(bytes(8 * n))
+
+    def append(self, inst: OpInstance) -> None:
+        self.name.append(inst.name)
+        self.dims.append(inst.dims)
+        self.types.append(inst.types)
+        self.concrete.append(inst.concrete)
+        self.module.append(inst.module)
+        self.frame.append(inst.frame)
+        self.parent.append(inst.parent)
+        self.step.append(inst.step)
+        self.kind.append(inst.kind)
+
+
+@dataclass
 class Attribution:
     """Per GPU event (parallel arrays, ``rows`` index the trace) and the op instances."""
 
@@ -91,7 +150,7 @@ class Attribution:
     step: np.ndarray  # ProfilerStep number, -1 when outside every step
     # True where the GPU event's correlation id is carried by several launch calls
     repeated: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    instances: list[OpInstance] = field(default_factory=list)
+    instances: OpInstances = field(default_factory=OpInstances)
     host_ops: int = 0  # host op (cpu_op) events in the trace: 0 in a GPU-only trace
     make_instance: Callable[[int], int] | None = field(default=None, repr=False)
 
@@ -415,13 +474,6 @@ class StepSpans:
         self.ts = trace.ts[rows]
         self.end = trace.end[rows]
         self.number = np.array([ids[int(n)] for n in trace.name[rows]], dtype=np.int64)
-        self._starts, self._ends = self.ts.tolist(), self.end.tolist()
-        self._numbers = self.number.tolist()
-
-    def at_one(self, ts: float) -> int:
-        """:meth:`at` for one timestamp (per op instance: no arrays made)."""
-        pos = bisect_right(self._starts, ts) - 1
-        return self._numbers[pos] if pos >= 0 and ts <= self._ends[pos] else -1
 
     def at(self, ts: np.ndarray) -> np.ndarray:
         out = np.full(ts.size, -1, dtype=np.int64)
@@ -442,7 +494,7 @@ class _Instances:
         # The thread keys are not kept: one int64 a trace row (23 MiB at 3M events) for as
         # long as ``make_instance`` lives, where the ops' keys are made from their own rows.
         self.trace, self.ops, self.steps = trace, ops, steps
-        self.items: list[OpInstance] = []
+        self.items = OpInstances()
         # Row -> its instance (-1: none yet), over every row: as a dict of the rows made it
         # held ~80 MiB at 3M events (an entry and two int objects a row) for as long as the
         # attribution lives (``make_instance`` keeps it).
@@ -523,50 +575,48 @@ class _Instances:
         """Instances for ``rows``, enclosing ops before the ops inside them."""
         start = len(self.items)
         self.index[rows] = np.arange(start, start + rows.size, dtype=np.int32)
+        self.items.grow(rows.size)
         # A batch at a time: every row's decoded args at once were ~100 MiB at 3M events.
         for at in range(0, rows.size, _BATCH):
-            self._make_batch(rows[at : at + _BATCH])
+            self._make_batch(rows[at : at + _BATCH], start + at)
 
-    def _make_batch(self, rows: np.ndarray) -> None:
-        t = self.trace
+    def _make_batch(self, rows: np.ndarray, first: int) -> None:
+        """Instances ``first`` on (their room made) for ``rows``."""
+        t, items = self.trace, self.items
+        end = first + rows.size
         is_op = np.isin(t.cat[rows], self._op_cats())
         parent_rows = np.full(rows.size, -1, dtype=np.int64)
         parent_rows[is_op] = self.ops.parents(rows[is_op])
         parents = np.where(parent_rows >= 0, self.index[np.maximum(parent_rows, 0)], -1)
+        args = t.op_args.get_many(rows)
         names = t.names
-        for row, name, op, parent, step, a, (module, frame) in zip(
-            rows.tolist(),
-            t.name[rows].tolist(),
-            is_op.tolist(),
-            parents.tolist(),
-            self.steps.at(t.ts[rows]).tolist(),
-            t.op_args.get_many(rows),
-            self._python_contexts(rows),
-            strict=True,
+        items.name[first:end] = [names[n] for n in t.name[rows].tolist()]
+        items.dims[first:end] = [a.input_dims if a is not None else None for a in args]
+        items.types[first:end] = [a.input_types if a is not None else None for a in args]
+        items.concrete[first:end] = [a.concrete_inputs if a is not None else None for a in args]
+        items.parent[first:end] = array("q", parents.astype(np.int64).tobytes())
+        items.step[first:end] = array("q", self.steps.at(t.ts[rows]).tobytes())
+        items.kind[first:end] = ["op" if op else "annotation" for op in is_op.tolist()]
+        # Equal paths as one string: each op's Module Hierarchy is decoded as its own.
+        shared: dict[str, str] = {}
+        contexts = self._python_contexts(rows)
+        for i, (row, op, parent, a, (module, frame)) in enumerate(
+            zip(rows.tolist(), is_op.tolist(), parents.tolist(), args, contexts, strict=True),
+            first,
         ):
             if a is not None and isinstance(a.module_hierarchy, str) and a.module_hierarchy:
-                module = a.module_hierarchy
+                module = shared.setdefault(a.module_hierarchy, a.module_hierarchy)
             if not module and op and self.python is not None:
+                # its parent's module is in the column already: parents come first
                 module = self._backward_module(row, parent)
-            self.items.append(
-                OpInstance(
-                    name=names[name],
-                    dims=a.input_dims if a is not None else None,
-                    types=a.input_types if a is not None else None,
-                    concrete=a.concrete_inputs if a is not None else None,
-                    module=module,
-                    frame=frame,
-                    parent=parent,
-                    step=step,
-                    kind="op" if op else "annotation",
-                )
-            )
+            items.module[i] = module
+            items.frame[i] = frame
 
     def _backward_module(self, row: int, parent: int) -> str:
         """An autograd op's module: that of the forward op with its sequence number (the
         backward thread runs outside every module), marked ``(backward)``."""
         if parent >= 0:  # the enclosing op already looked (and its children share it)
-            return self.items[parent].module
+            return self.items.module[parent]
         a = self.trace.op_args.get(row)
         seq = a.sequence_number if a is not None else None
         if type(seq) is not int:

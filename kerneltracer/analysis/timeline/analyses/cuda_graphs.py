@@ -43,7 +43,7 @@ from kerneltracer.analysis.timeline.analyses.attribution import (
     GRAPH_CAPTURE,
     GRAPH_REPLAY,
     Attribution,
-    OpInstance,
+    OpInstances,
 )
 from kerneltracer.analysis.timeline.load.loader import PH_COMPLETE, ChromeTrace
 from kerneltracer.analysis.timeline.model.categories import CUDA_API
@@ -363,13 +363,13 @@ def _assign(replay: Attribution, capture: Attribution, group: list[int], ops: li
 
 
 def _copy(
-    replay: Attribution, source: list[OpInstance], i: int, copies: dict[int, int], step: int
+    replay: Attribution, source: OpInstances, i: int, copies: dict[int, int], step: int
 ) -> int:
     """A copy of capture instance ``i`` (and its enclosing ops, outermost first, without
     recursion) for one replay: each replay is one more call of the captured ops."""
     chain = [i]
-    while source[chain[-1]].parent >= 0 and chain[-1] not in copies:
-        chain.append(source[chain[-1]].parent)
+    while source.parent[chain[-1]] >= 0 and chain[-1] not in copies:
+        chain.append(source.parent[chain[-1]])
     for j in reversed(chain):
         if j in copies:
             continue

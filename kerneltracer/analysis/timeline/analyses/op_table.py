@@ -26,6 +26,7 @@ from kerneltracer.analysis.timeline.analyses.attribution import (
     STATUSES,
     Attribution,
     OpInstance,
+    OpInstances,
 )
 from kerneltracer.costmodel import (
     Device,
@@ -56,6 +57,7 @@ Key = tuple[str, ...]
 _NAME_KEYS = ("MI300X", "MI250X", "MI250", "H200", "H100", "B200", "A100")
 # ROCm traces often name the GPU "AMD Radeon Graphics": its CU count tells them apart.
 _AMD_CUS = {304: "MI300X", 220: "MI250X", 110: "MI250X", 208: "MI250", 104: "MI250"}
+_CHUNK = 1 << 16  # GPU events read into Python values at a time
 
 
 @dataclass
@@ -171,46 +173,57 @@ def device_key(trace_props: list[dict[str, Any]]) -> str | None:
 def op_table(a: Attribution, device: Device | None) -> OpTable:
     # One tuple per distinct key, shared: a model repeats a few thousand ops, and a tuple
     # (with its folded strings) per instance was ~100 MiB at 3M events.
-    distinct: dict[Key, Key] = {}
-    keys = [distinct.setdefault(k, k) for k in map(_key, a.instances)]
-    del distinct
+    keys = _keys(a.instances)
     rows: dict[Key, OpRow] = {}
     kernels: dict[tuple[Any, ...], KernelRow] = {}
-    dur = a.dur
-    delay = a.queue_delay()
-    overhead = a.launch_overhead()
-    direct = np.zeros(len(a.instances))
+    kinds = a.instances.kind
     names = a.trace.names
-    stream = a.trace.stream[a.rows]
+    # Python floats and ints, not numpy scalars (the same sums in the same order), a
+    # chunk of GPU events at a time: as lists all at once the columns of a 3M-event
+    # trace's GPU events were ~200 MiB.
+    direct = [0.0] * len(a.instances)
+    dur, delay, overhead = a.dur, a.queue_delay(), a.launch_overhead()
     row_kernels: dict[Key, set[str]] = defaultdict(set)  # kernels an op row launched itself
     seen_launch: set[int] = set()
-    for q, (i, status) in enumerate(zip(a.op.tolist(), a.status.tolist(), strict=True)):
-        if i < 0 or (status != 0 and a.instances[i].kind == "op"):
-            key = ("(unattributed)", STATUSES[status], "", "", "unattributed")
-        else:
-            key = keys[i]
-            direct[i] += dur[q]
-        row = rows.get(key) or rows.setdefault(key, _new_row(key))
-        row.gpu_events += 1
-        row.gpu_time_us += float(dur[q])
-        row.steps.add(int(a.step[q]))
-        if not math.isnan(delay[q]):
-            row.queue_delay_sum_us += float(delay[q])
-            row.queued_events += 1
-            launch = int(a.launch[q])
-            if launch not in seen_launch:  # a launch can start several GPU events
-                seen_launch.add(launch)
-                row.launch_overhead_us += float(overhead[q])
-        kname = names[int(a.trace.name[a.rows[q]])]
-        if row.kind == "op":
-            row_kernels[key].add(kname)
-        kkey = (key[0], key[1], key[3], kname, int(stream[q]))
-        k = kernels.get(kkey) or kernels.setdefault(kkey, _new_kernel_row(row, kname, stream[q]))
-        k.count += 1
-        k.total_us += float(dur[q])
-        k.min_us = min(k.min_us, float(dur[q]))
-        k.max_us = max(k.max_us, float(dur[q]))
-    _inclusive(a.instances, keys, direct, rows)
+    for part in range(0, a.rows.size, _CHUNK):
+        sel = slice(part, part + _CHUNK)
+        for i, status, d, step, wait, launch, cost, kname_id, stream in zip(
+            a.op[sel].tolist(),
+            a.status[sel].tolist(),
+            dur[sel].tolist(),
+            a.step[sel].tolist(),
+            delay[sel].tolist(),
+            a.launch[sel].tolist(),
+            overhead[sel].tolist(),
+            a.trace.name[a.rows[sel]].tolist(),
+            a.trace.stream[a.rows[sel]].tolist(),
+            strict=True,
+        ):
+            if i < 0 or (status != 0 and kinds[i] == "op"):
+                key = ("(unattributed)", STATUSES[status], "", "", "unattributed")
+            else:
+                key = keys[i]
+                direct[i] += d
+            row = rows.get(key) or rows.setdefault(key, _new_row(key))
+            row.gpu_events += 1
+            row.gpu_time_us += d
+            row.steps.add(step)
+            if not math.isnan(wait):
+                row.queue_delay_sum_us += wait
+                row.queued_events += 1
+                if launch not in seen_launch:  # a launch can start several GPU events
+                    seen_launch.add(launch)
+                    row.launch_overhead_us += cost
+            kname = names[kname_id]
+            if row.kind == "op":
+                row_kernels[key].add(kname)
+            kkey = (key[0], key[1], key[3], kname, stream)
+            k = kernels.get(kkey) or kernels.setdefault(kkey, _new_kernel_row(row, kname, stream))
+            k.count += 1
+            k.total_us += d
+            k.min_us = min(k.min_us, d)
+            k.max_us = max(k.max_us, d)
+    _inclusive(a.instances, keys, np.array(direct, dtype=np.float64), rows)
     for row in rows.values():
         if row.kind == "unattributed":
             row.calls = 0
@@ -230,11 +243,41 @@ def op_table(a: Attribution, device: Device | None) -> OpTable:
     )
 
 
-def _key(inst: OpInstance) -> Key:
-    # Python module events name instances (Linear_0, LlamaDecoderLayer_17): fold the index
-    # as module_group folds layer indices in paths, so rows are per module, not per layer.
-    module = _INSTANCE.sub("_*", module_group(inst.module)) if inst.module else ""
-    return (inst.name, shapes_text(inst.dims), shapes_text(inst.types), module, inst.kind)
+def _keys(instances: OpInstances) -> list[Key]:
+    """Each instance's row key. One tuple per distinct key, shared: a model repeats a few
+    thousand ops, and a tuple (with its folded strings) per instance was ~100 MiB at 3M
+    events."""
+    distinct: dict[Key, Key] = {}
+    folded: dict[str, str] = {}
+    texts: dict[int, str] = {}
+    out = []
+    for name, dims, types, module, kind in zip(
+        instances.name,
+        instances.dims,
+        instances.types,
+        instances.module,
+        instances.kind,
+        strict=True,
+    ):
+        if module:
+            group = folded.get(module)
+            if group is None:
+                # Python module events name instances (Linear_0, LlamaDecoderLayer_17): fold
+                # the index as module_group folds layer indices in paths, so rows are per
+                # module, not per layer.
+                group = folded[module] = _INSTANCE.sub("_*", module_group(module))
+            module = group
+        # shapes_text once per object: equal shapes are mostly one shared object (the
+        # loader decodes each distinct text once), held by the instances meanwhile.
+        dims_text = texts.get(id(dims))
+        if dims_text is None:
+            dims_text = texts[id(dims)] = shapes_text(dims)
+        types_text = texts.get(id(types))
+        if types_text is None:
+            types_text = texts[id(types)] = shapes_text(types)
+        k = (name, dims_text, types_text, module, kind)
+        out.append(distinct.setdefault(k, k))
+    return out
 
 
 def _new_row(key: Key) -> OpRow:
@@ -250,7 +293,7 @@ def _new_kernel_row(row: OpRow, kernel: str, stream: Any) -> KernelRow:
 
 
 def _inclusive(
-    instances: list[OpInstance],
+    instances: OpInstances,
     keys: list[Key],
     direct: np.ndarray,
     rows: dict[Key, OpRow],
@@ -260,22 +303,25 @@ def _inclusive(
     call of the same row (an op calling itself with the same inputs) is part of that
     call: its GPU time is already in the outer call's inclusive time, and counting it
     again would double the subtree."""
-    incl = direct.copy()
+    # Python floats and ints, not numpy scalars: the same sums in the same order.
+    sums: list[float] = direct.tolist()
+    parents = instances.parent
     # Instances are made parents first, so children come later: one reverse pass sums up.
-    for i in range(len(instances) - 1, -1, -1):
-        p = instances[i].parent
+    for i in range(len(sums) - 1, -1, -1):
+        p = parents[i]
         if p >= 0:
-            incl[p] += incl[i]
+            sums[p] += sums[i]
+    incl = np.array(sums, dtype=np.float64)
     counted = (incl > 0) | (direct > 0)
     inner = _inside_same_key(instances, keys, counted)
+    steps, frames = instances.step, instances.frame
     for i in np.flatnonzero(counted & ~inner).tolist():
-        inst = instances[i]
         row = rows.get(keys[i]) or rows.setdefault(keys[i], _new_row(keys[i]))
         row.calls += 1
-        row.gpu_time_incl_us += float(incl[i])
-        row.steps.add(inst.step)
-        if not row.python_frame and inst.frame:
-            row.python_frame = inst.frame
+        row.gpu_time_incl_us += sums[i]
+        row.steps.add(steps[i])
+        if not row.python_frame and frames[i]:
+            row.python_frame = frames[i]
 
 
 _BACKWARD = re.compile(r"backward|Backward", re.IGNORECASE)
@@ -325,12 +371,11 @@ def _other_kind(op: str, kernels: set[str]) -> str:
     return "reduce" if any("reduce" in k.lower() for k in kernels) else "other"
 
 
-def _inside_same_key(
-    instances: list[OpInstance], keys: list[Key], counted: np.ndarray
-) -> np.ndarray:
+def _inside_same_key(instances: OpInstances, keys: list[Key], counted: np.ndarray) -> np.ndarray:
     """Per instance, whether an enclosing instance has its key; looked up only for the
     ``counted`` instances whose key more than one instance has (the rest cannot be)."""
     out = np.zeros(len(instances), dtype=bool)
+    parents = instances.parent
     seen: dict[Key, int] = defaultdict(int)
     for k in keys:
         seen[k] += 1
@@ -338,29 +383,31 @@ def _inside_same_key(
         key = keys[i]
         if seen[key] < 2:
             continue
-        p = instances[i].parent
+        p = parents[i]
         while p >= 0 and keys[p] != key:
-            p = instances[p].parent
+            p = parents[p]
         out[i] = p >= 0
     return out
 
 
 def _costs(
     rows: dict[Key, OpRow],
-    instances: list[OpInstance],
+    instances: OpInstances,
     keys: list[Key],
     device: Device | None,
     gemm_kernels: set[Key],
 ) -> dict[str, int]:
-    first: dict[Key, OpInstance] = {}
-    for inst, key in zip(instances, keys, strict=True):
-        first.setdefault(key, inst)
+    first: dict[Key, int] = {}
+    for i, key in enumerate(keys):
+        first.setdefault(key, i)
     unknown: dict[str, int] = defaultdict(int)
     for key, row in rows.items():
         found = first.get(key)
-        if found is None or row.kind != "op" or row.gpu_time_us <= 0 or found.dims is None:
+        if found is None or row.kind != "op" or row.gpu_time_us <= 0:
+            continue
+        if instances.dims[found] is None:
             continue  # (an op without recorded shapes has no estimate to miss)
-        cost = _estimate(found, key in gemm_kernels)
+        cost = _estimate(instances[found], key in gemm_kernels)
         if cost is None:
             unknown[row.op] += row.calls
             continue
@@ -445,7 +492,7 @@ def kernel_sequences(
     for op, group in _groups(a.op[q], q):
         kernels = tuple(str(names[t.name[a.rows[g]]]) for g in group)
         first = group[0]
-        key = (a.instances[op].name, kernels)
+        key = (a.instances.name[op], kernels)
         s = seqs.get(key) or seqs.setdefault(key, KernelSequence(*key))
         s.count += 1
         s.runtime_delay_sum_us += float(t.ts[a.rows[first]] - t.ts[a.launch[first]])

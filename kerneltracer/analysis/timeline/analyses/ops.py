@@ -84,7 +84,7 @@ class OpsResult:
             "links": methods,
             "repeated_correlation": a.repeated_correlation(),
             "cpu_ops": a.host_ops,
-            "shapes_recorded": any(i.dims is not None for i in a.instances),
+            "shapes_recorded": any(d is not None for d in a.instances.dims),
             "device": t.device,
             "unknown_ops": t.unknown_ops,
             "cuda_graphs": None if self.graphs is None else vars(self.graphs),
