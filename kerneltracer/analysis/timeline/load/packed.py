@@ -129,6 +129,25 @@ class PackedTexts:
             return None
         return self._read(blob.item(pos), starts.item(pos), ends.item(pos))
 
+    def texts(self, rows: np.ndarray) -> list[bytes | None]:
+        """``text`` of each of ``rows`` (an int array): one searchsorted for them all, where
+        a lookup a row cost more than decoding the row's text (the InferScope writer's GPU
+        events)."""
+        index, blob, starts, ends = self._joined()
+        if not index.size:
+            return [None] * rows.size
+        pos = np.minimum(index.searchsorted(rows), index.size - 1)
+        return [
+            self._read(b, s, e) if ok else None
+            for ok, b, s, e in zip(
+                (index[pos] == rows).tolist(),
+                blob[pos].tolist(),
+                starts[pos].tolist(),
+                ends[pos].tolist(),
+                strict=True,
+            )
+        ]
+
     def rows(self) -> list[int]:
         return self._joined()[0].tolist()
 
@@ -194,6 +213,16 @@ class PackedMapping(Mapping[int, V], Generic[V]):
             return found
         text = self.texts.text(row)
         return default if text is None else self._decode(text)
+
+    def get_many(self, rows: np.ndarray, default: Any = None) -> list[Any]:
+        """``[self.get(row, default) for row in rows]``, the texts found all at once."""
+        direct = self.direct
+        return [
+            found
+            if (found := direct.get(r)) is not None
+            else (default if text is None else self._decode(text))
+            for r, text in zip(rows.tolist(), self.texts.texts(rows), strict=True)
+        ]
 
     def __contains__(self, row: object) -> bool:
         return type(row) is int and (row in self.direct or self.texts.text(row) is not None)

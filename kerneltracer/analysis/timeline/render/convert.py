@@ -15,12 +15,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
 import orjson
 
 from kerneltracer.analysis.timeline.load.loader import PH_COMPLETE, ChromeTrace
+from kerneltracer.analysis.timeline.load.packed import PackedMapping
 from kerneltracer.analysis.timeline.model.categories import (
     CPU_BUSY,
     kernel_type,
@@ -37,6 +39,9 @@ FORMAT_VERSION = "1.0"
 # smaller than this (year 2001) is taken as relative and gets no wall clock.
 _EPOCH_US_FLOOR = 1e15
 _NESTING_CHUNK = 65_536
+# Threads with fewer host rows go through the loop, whose cost a row is lower than the
+# whole-array path's dozen numpy calls for a few rows.
+_VECTOR_ROWS = 512
 
 
 @dataclass
@@ -125,9 +130,11 @@ class InferScopeConverter:
             )
             for i, event in zip(cpu.tolist(), built, strict=True):
                 out[i] = event
-            for i in np.flatnonzero(~self.is_cpu_call[rows]).tolist():
-                r = int(rows[i])
-                out[i] = _event(self.trace, cols, i, r, f"e{start + i}", self.plan, self.scope_ids)
+            other = np.flatnonzero(~self.is_cpu_call[rows])
+            found = _args_of(self.trace, rows[other])
+            for i, r, args in zip(other.tolist(), rows[other].tolist(), found, strict=True):
+                eid = f"e{start + i}"
+                out[i] = _event(self.trace, cols, i, r, eid, self.plan, self.scope_ids, args)
             yield out
 
     def encoded_chunks(self, size: int = 20_000) -> Iterator[tuple[bytes, EventColumns]]:
@@ -140,35 +147,58 @@ class InferScopeConverter:
         t = self.trace
         is_cpu = self.is_cpu_call[rows]
         cpu, other = np.flatnonzero(is_cpu), np.flatnonzero(~is_cpu)
-        texts: list[bytes] = [b""] * rows.size
-        encoded = self._encode_cpu_calls(rows[cpu], cpu + start)
-        for i, text in zip(cpu.tolist(), encoded, strict=True):
-            texts[i] = text
-        cols = _Lists.of(t, rows[other], self.wall)
+        other_rows = rows[other]
+        cols = _Lists.of(t, other_rows, self.wall)
         spans = is_cpu.copy()
         others = []
-        for k, (i, r) in enumerate(zip(other.tolist(), rows[other].tolist(), strict=True)):
-            event = _event(t, cols, k, r, f"e{start + i}", self.plan, self.scope_ids)
-            texts[i] = exact(orjson.dumps(event))
+        # The other events' texts go into the piece before the next host call's text (or
+        # into the tail after the last one): the host calls' texts joined are then the
+        # chunk's, without a list of every event's text to place them in first.
+        before = [b","] * cpu.size
+        if cpu.size:
+            before[0] = b""
+        tail = b""
+        group: list[bytes] = []
+        following = np.searchsorted(cpu, other).tolist()  # the host call each one precedes
+        events = zip(
+            other.tolist(),
+            other_rows.tolist(),
+            following,
+            _args_of(t, other_rows),
+            strict=True,
+        )
+        for k, (i, r, nxt, args) in enumerate(events):
+            event = _event(t, cols, k, r, f"e{start + i}", self.plan, self.scope_ids, args)
+            group.append(orjson.dumps(event))
             spans[i] = event["type"] != "instant"
             others.append(event)
+            if k + 1 == other.size or following[k + 1] != nxt:
+                if nxt < cpu.size:
+                    before[nxt] = (b"," if nxt else b"") + b",".join(group) + b","
+                else:
+                    tail = exact((b"," if nxt else b"") + b",".join(group))
+                group = []
+        texts = self._encode_cpu_calls(rows[cpu], cpu + start, before)
+        texts.append(tail)
         ts = t.ts[rows]
         names = self.cpu_calls.names[t.name[rows]]
         columns = EventColumns(start, spans, ts, ts + t.dur[rows], names, others)
-        return b",".join(texts), columns
+        return b"".join(texts), columns
 
-    def _encode_cpu_calls(self, rows: np.ndarray, positions: np.ndarray) -> list[bytes]:
+    def _encode_cpu_calls(
+        self, rows: np.ndarray, positions: np.ndarray, before: list[bytes]
+    ) -> list[bytes]:
         ts = self.trace.ts[rows]
         end = ts + self.trace.dur[rows]
         if not np.isfinite(end).all():  # repr would write inf; orjson writes null, as before
             starts, ends = _iso_column(self.wall, ts), _iso_column(self.wall, end)
             built = self.cpu_calls.build(rows, positions, starts, ends)
-            return [exact(orjson.dumps(e)) for e in built]
+            return [exact(b + orjson.dumps(e)) for b, e in zip(before, built, strict=True)]
         if self.wall is None:
-            return self.cpu_calls.encode(rows, positions, None)
+            return self.cpu_calls.encode(rows, positions, None, before)
         wall = self.wall
         return self.cpu_calls.encode(
-            rows, positions, (*_iso_parts(wall, ts), *_iso_parts(wall, end))
+            rows, positions, (*_iso_parts(wall, ts), *_iso_parts(wall, end)), before
         )
 
     def relationships(self) -> dict[str, Any]:
@@ -234,6 +264,45 @@ def _nesting(
     new_thread = np.ones(rows.size, dtype=bool)
     new_thread[1:] = thread[1:] != thread[:-1]
     del thread, by_thread
+    edges = [*np.flatnonzero(new_thread).tolist(), rows.size]
+    looped = 0  # rows before it are done; those from it up to the thread at hand are not
+    for lo, hi in pairwise(edges):
+        nested = _nest_thread(trace, rows[lo:hi], is_scope) if hi - lo >= _VECTOR_ROWS else None
+        if nested is None:
+            continue
+        _nest_loop(
+            trace,
+            rows[looped:lo],
+            new_thread[looped:lo],
+            is_scope,
+            depth,
+            parent_scope,
+            scope_parent,
+        )
+        looped = hi
+        ops_rows, ops_depth, ops_parent, scopes, scopes_parent = nested
+        depth[ops_rows] = ops_depth
+        parent_scope[ops_rows] = ops_parent
+        for r, parent in zip(scopes.tolist(), scopes_parent.tolist(), strict=True):
+            if parent >= 0:
+                scope_parent[r] = parent
+    _nest_loop(
+        trace, rows[looped:], new_thread[looped:], is_scope, depth, parent_scope, scope_parent
+    )
+    return depth, parent_scope, scope_parent
+
+
+def _nest_loop(
+    trace: ChromeTrace,
+    rows: np.ndarray,
+    new_thread: np.ndarray,
+    is_scope: np.ndarray,
+    depth: np.ndarray,
+    parent_scope: np.ndarray,
+    scope_parent: dict[int, int],
+) -> None:
+    """``_nesting`` of ``rows`` (whole threads, ``new_thread`` at each one's first row) with
+    a stack, filling in ``depth``, ``parent_scope`` and ``scope_parent``."""
     # Stack entries: (end, host ops open up to and including it, innermost scope row); the
     # running counts make depth and enclosing scope O(1) instead of a stack walk.
     stack: list[tuple[float, int, int]] = []
@@ -270,7 +339,72 @@ def _nesting(
         ops_rows = part[~scopes]
         depth[ops_rows] = depths
         parent_scope[ops_rows] = parents
-    return depth, parent_scope, scope_parent
+
+
+def _nest_thread(
+    trace: ChromeTrace, rows: np.ndarray, is_scope: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """What ``_nest_loop`` makes of one thread's ``rows`` (in start order), with whole-array
+    operations: (host op rows, their depths, their enclosing scope rows, scope rows, their
+    parent scope rows); None where the rows do not nest (the loop's stack then keeps rows
+    that have ended under one that has not, which counting cannot follow).
+
+    Row j is on the loop's stack for the rows after it that start before j ends, up to
+    the first that starts at or after its end (``until``), as long as rows nest: then the
+    stack at row i is exactly the rows j < i with ``until[j] > i``, and its top (i's
+    parent) is the last row before i at one level less. That each row ends no later than
+    that parent is what nesting means here, and is checked: row by row, it is what keeps
+    the stack's ends in order, so that the loop's pops match the counts (by induction)."""
+    start = trace.ts[rows]
+    end = start + trace.dur[rows]
+    if not (np.isfinite(start).all() and np.isfinite(end).all()):
+        return None
+    n = rows.size
+    until = np.maximum(np.searchsorted(start, end, side="left"), np.arange(1, n + 1))
+    scope = is_scope[rows]
+
+    def open_before(among: np.ndarray | None) -> np.ndarray:
+        """For each row i: how many rows j < i (of ``among``) are open at its start."""
+        pushed = np.arange(1, n + 1) if among is None else np.flatnonzero(among) + 1
+        ends = until if among is None else until[among]
+        steps = np.bincount(pushed, minlength=n + 1) - np.bincount(ends, minlength=n + 1)
+        return np.cumsum(steps[:n]).astype(np.int64)
+
+    level = open_before(None)
+    below = np.flatnonzero(level > 0)
+    top = _last_at_level(level, np.arange(n), below, level[below] - 1, n)
+    if top is None or not (end[below] <= end[top]).all() or not (end[top] > start[below]).all():
+        return None
+    del below, top
+    # Host ops open at each row (the depth), and the innermost open scope among the scopes
+    # alone, which nest as all the rows do.
+    ops_depth = open_before(~scope)
+    scope_level = open_before(scope)
+    scopes = np.flatnonzero(scope)
+    inside = np.flatnonzero(scope_level > 0)
+    inner = _last_at_level(scope_level[scopes], scopes, inside, scope_level[inside] - 1, n)
+    if inner is None:
+        return None
+    parent = np.full(n, -1, dtype=np.int64)
+    parent[inside] = rows[inner]
+    ops = ~scope
+    return rows[ops], ops_depth[ops], parent[ops], rows[scope], parent[scope]
+
+
+def _last_at_level(
+    level: np.ndarray, at: np.ndarray, rows: np.ndarray, wanted: np.ndarray, n: int
+) -> np.ndarray | None:
+    """For each of ``rows`` (ascending positions), the last position of ``at`` (ascending,
+    with ``level``) before it with the ``wanted`` level; None if one has none."""
+    by_level = np.argsort(level, kind="stable")
+    keys = level[by_level] * n + at[by_level]
+    found = np.searchsorted(keys, wanted * n + rows) - 1
+    if found.size and found.min() < 0:
+        return None
+    hit = by_level[found]
+    if not (level[hit] == wanted).all():
+        return None
+    return at[hit]
 
 
 def _event(
@@ -281,10 +415,11 @@ def _event(
     eid: str,
     plan: _Plan,
     scope_ids: dict[int, str],
+    args: dict[str, Any],
 ) -> dict[str, Any]:
+    """Row ``r`` (``i`` in ``c``) as an event; ``args``: its args, ``{}`` if none."""
     name = trace.names[c.name[i]]
     cat = trace.categories[c.cat[i]]
-    args = trace.args.get(r, {})
     ts = c.ts[i]
     kind, meta = _classify(trace, c, i, r, cat, name, args, plan, scope_ids)
     if kind == "instant":
@@ -311,6 +446,13 @@ def _event(
         "duration_us": end - ts,
         "metadata": meta,
     }
+
+
+def _args_of(trace: ChromeTrace, rows: np.ndarray) -> list[dict[str, Any]]:
+    """The args of each of ``rows`` (``{}``: none), looked up together where they are packed."""
+    if isinstance(trace.args, PackedMapping):
+        return trace.args.get_many(rows, {})
+    return [trace.args.get(r, {}) for r in rows.tolist()]
 
 
 def _classify(
