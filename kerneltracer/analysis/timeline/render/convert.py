@@ -29,8 +29,8 @@ from kerneltracer.analysis.timeline.model.categories import (
     memcpy_direction,
     memcpy_host_kind,
 )
-from kerneltracer.analysis.timeline.model.validate import EventColumns
-from kerneltracer.analysis.timeline.render.cpu_calls import CpuCallBuilder, exact
+from kerneltracer.analysis.timeline.model.validate import EventColumns, Lane, lane_of
+from kerneltracer.analysis.timeline.render.cpu_calls import CpuCallBuilder, exact, json_column
 
 # The InferScope file format written here (schema.py models it; kept out of that module so
 # that converting does not import pydantic).
@@ -104,6 +104,8 @@ class InferScopeConverter:
         self.cpu_calls = CpuCallBuilder(
             trace, self.plan.depth, self.plan.parent_scope, self.scope_ids
         )
+        self.kernel_categories = [i for i, c in enumerate(trace.categories) if c == "kernel"]
+        self._kernel_types: dict[int, bytes] = {}  # name index -> its kernel_type, as JSON
 
     @property
     def event_count(self) -> int:
@@ -148,9 +150,25 @@ class InferScopeConverter:
         is_cpu = self.is_cpu_call[rows]
         cpu, other = np.flatnonzero(is_cpu), np.flatnonzero(~is_cpu)
         other_rows = rows[other]
-        cols = _Lists.of(t, other_rows, self.wall)
+        found = _args_of(t, other_rows)
+        # Kernels, most of the rest, are formatted column-wise too; the other kinds (and
+        # kernels whose times JSON cannot hold) go through the generic per-event dicts.
+        ts, end = t.ts[other_rows], t.ts[other_rows] + t.dur[other_rows]
+        quick = (
+            np.isin(t.cat[other_rows], self.kernel_categories)
+            & np.isfinite(ts)
+            & np.isfinite(end)
+            & (t.name[other_rows] >= 0)
+        )
+        picked = np.flatnonzero(quick)
+        kernels, kernel_lanes = self._encode_kernels(
+            other_rows[picked], other[picked] + start, [found[k] for k in picked.tolist()]
+        )
+        del ts, end, picked
+        slow = ~quick
+        cols = _Lists.of(t, other_rows[slow], self.wall)
         spans = is_cpu.copy()
-        others = []
+        lanes: list[Lane] = []
         # The other events' texts go into the piece before the next host call's text (or
         # into the tail after the last one): the host calls' texts joined are then the
         # chunk's, without a list of every event's text to place them in first.
@@ -161,17 +179,23 @@ class InferScopeConverter:
         group: list[bytes] = []
         following = np.searchsorted(cpu, other).tolist()  # the host call each one precedes
         events = zip(
-            other.tolist(),
-            other_rows.tolist(),
-            following,
-            _args_of(t, other_rows),
-            strict=True,
+            other.tolist(), other_rows.tolist(), following, found, quick.tolist(), strict=True
         )
-        for k, (i, r, nxt, args) in enumerate(events):
-            event = _event(t, cols, k, r, f"e{start + i}", self.plan, self.scope_ids, args)
-            group.append(orjson.dumps(event))
-            spans[i] = event["type"] != "instant"
-            others.append(event)
+        quick_ones = zip(kernels, kernel_lanes, strict=True)
+        k_slow = 0  # the event's index in cols
+        for k, (i, r, nxt, args, fast) in enumerate(events):
+            lane: Lane | None
+            if fast:
+                text, lane = next(quick_ones)
+                spans[i] = True
+            else:
+                event = _event(t, cols, k_slow, r, f"e{start + i}", self.plan, self.scope_ids, args)
+                k_slow += 1
+                text, lane = orjson.dumps(event), lane_of(event)
+                spans[i] = event["type"] != "instant"
+            group.append(text)
+            if lane is not None:
+                lanes.append(lane)
             if k + 1 == other.size or following[k + 1] != nxt:
                 if nxt < cpu.size:
                     before[nxt] = (b"," if nxt else b"") + b",".join(group) + b","
@@ -182,8 +206,45 @@ class InferScopeConverter:
         texts.append(tail)
         ts = t.ts[rows]
         names = self.cpu_calls.names[t.name[rows]]
-        columns = EventColumns(start, spans, ts, ts + t.dur[rows], names, others)
+        columns = EventColumns(start, spans, ts, ts + t.dur[rows], names, lanes)
         return b"".join(texts), columns
+
+    def _encode_kernels(
+        self, rows: np.ndarray, positions: np.ndarray, found: list[dict[str, Any]]
+    ) -> tuple[list[bytes], list[Lane | None]]:
+        """What ``_event`` gives of kernel ``rows`` (finite times, named), as JSON text, with
+        each one's lane; ``found``: their args. As for host calls, numbers are written a
+        column at a time and names once per distinct name."""
+        t = self.trace
+        ts = t.ts[rows]
+        end = ts + t.dur[rows]
+        names = t.name[rows]
+        device, stream = t.device[rows].tolist(), t.stream[rows].tolist()
+        ids = [f"e{p}" for p in positions.tolist()]
+        lanes: list[Lane | None] = [
+            ((d if d >= 0 else None, s), (a, b, eid)) if s >= 0 else None
+            for d, s, a, b, eid in zip(device, stream, ts.tolist(), end.tolist(), ids, strict=True)
+        ]
+        kinds = self._kernel_types
+        for n in set(names.tolist()) - kinds.keys():
+            kinds[n] = orjson.dumps(_kernel_type(self.trace.names[n]))
+        fields: list[list[bytes]] = [
+            json_column(positions),
+            self.cpu_calls.names_json[names].tolist(),
+            json_column(ts),
+            json_column(end),
+            json_column(end - ts),
+            [b"%d" % d if d >= 0 else b"null" for d in device],
+            [b"%d" % s if s >= 0 else b"null" for s in stream],
+            [b',"correlation_id":%d' % c if c >= 0 else b"" for c in t.correlation[rows].tolist()],
+            [kinds[n] for n in names.tolist()],
+            [_kernel_args_json(args) for args in found],
+        ]
+        template = _KERNEL_NO_WALL
+        if self.wall is not None:
+            template = _KERNEL
+            fields[4:4] = [*_iso_parts(self.wall, ts), *_iso_parts(self.wall, end)]
+        return [template % f for f in zip(*fields, strict=True)], lanes
 
     def _encode_cpu_calls(
         self, rows: np.ndarray, positions: np.ndarray, before: list[bytes]
@@ -508,6 +569,33 @@ def _stream_meta(c: _Lists, r: int) -> dict[str, Any]:
     if c.correlation[r] >= 0:
         meta["correlation_id"] = c.correlation[r]
     return meta
+
+
+def _kernel_args_json(args: dict[str, Any]) -> bytes:
+    """The launch fields of ``_kernel_meta``, as the text between its ``kernel_type`` and
+    the end of the object."""
+    occupancy = args.get("est. achieved occupancy %")
+    fields = {
+        "grid_dim": args.get("grid"),
+        "block_dim": args.get("block"),
+        "shared_memory_bytes": args.get("shared memory"),
+        "registers_per_thread": args.get("registers per thread"),
+        "blocks_per_sm": args.get("blocks per SM"),
+        "warps_per_sm": args.get("warps per SM"),
+        "occupancy": occupancy / 100.0 if isinstance(occupancy, int | float) else None,
+    }
+    return orjson.dumps(fields)[1:-1]
+
+
+_KERNEL = (
+    b'{"id":"e%s","type":"gpu_kernel","name":%s,"timestamp_start_us":%s,"timestamp_end_us":%s,'
+    b'"wall_clock_start":"%s%sZ","wall_clock_end":"%s%sZ","duration_us":%s,"metadata":{'
+    b'"device_id":%s,"stream_id":%s%s,"operation":"kernel","kernel_type":%s,%s}}'
+)
+_KERNEL_NO_WALL = _KERNEL.replace(
+    b'"wall_clock_start":"%s%sZ","wall_clock_end":"%s%sZ"',
+    b'"wall_clock_start":null,"wall_clock_end":null',
+)
 
 
 def _kernel_meta(c: _Lists, r: int, name: str, args: dict[str, Any]) -> dict[str, Any]:

@@ -163,15 +163,15 @@ class CpuCallBuilder:
             template % fields
             for fields in zip(
                 before,
-                _json_column(positions),
+                json_column(positions),
                 self.names_json[t.name[rows]].tolist(),
-                _json_column(ts),
-                _json_column(end),
-                _json_column(end - ts),
+                json_column(ts),
+                json_column(end),
+                json_column(end - ts),
                 self.categories_json[t.cat[rows]].tolist(),
                 self.labels_json[t.pid[rows]].tolist(),
                 self.labels_json[t.tid[rows]].tolist(),
-                _json_column(self.depth[rows]),
+                json_column(self.depth[rows]),
                 scope_fields.tolist(),
                 corr,
                 *walls,
@@ -192,7 +192,7 @@ _CPU_CALL = _CPU_CALL_NO_WALL.replace(
 )
 
 
-def _json_column(values: np.ndarray) -> list[bytes]:
+def json_column(values: np.ndarray) -> list[bytes]:
     """Each number's JSON text (numbers hold no commas, so one dump splits cleanly)."""
     if not values.size:
         return []
