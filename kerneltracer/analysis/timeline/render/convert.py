@@ -104,8 +104,9 @@ class InferScopeConverter:
         self.cpu_calls = CpuCallBuilder(
             trace, self.plan.depth, self.plan.parent_scope, self.scope_ids
         )
-        self.kernel_categories = [i for i, c in enumerate(trace.categories) if c == "kernel"]
-        self._kernel_types: dict[int, bytes] = {}  # name index -> its kernel_type, as JSON
+        gpu_ops = {"kernel", "gpu_memset", "gpu_memcpy"}
+        self.gpu_op_categories = [i for i, c in enumerate(trace.categories) if c in gpu_ops]
+        self._kernel_types: dict[int, bytes] = {}  # name index -> its kernel_type field
 
     @property
     def event_count(self) -> int:
@@ -151,17 +152,17 @@ class InferScopeConverter:
         cpu, other = np.flatnonzero(is_cpu), np.flatnonzero(~is_cpu)
         other_rows = rows[other]
         found = _args_of(t, other_rows)
-        # Kernels, most of the rest, are formatted column-wise too; the other kinds (and
-        # kernels whose times JSON cannot hold) go through the generic per-event dicts.
+        # GPU ops, nearly all of the rest, are formatted column-wise too; the other kinds
+        # (and ops whose times JSON cannot hold) go through the generic per-event dicts.
         ts, end = t.ts[other_rows], t.ts[other_rows] + t.dur[other_rows]
         quick = (
-            np.isin(t.cat[other_rows], self.kernel_categories)
+            np.isin(t.cat[other_rows], self.gpu_op_categories)
             & np.isfinite(ts)
             & np.isfinite(end)
             & (t.name[other_rows] >= 0)
         )
         picked = np.flatnonzero(quick)
-        kernels, kernel_lanes = self._encode_kernels(
+        kernels, kernel_lanes = self._encode_gpu_ops(
             other_rows[picked], other[picked] + start, [found[k] for k in picked.tolist()]
         )
         del ts, end, picked
@@ -209,42 +210,64 @@ class InferScopeConverter:
         columns = EventColumns(start, spans, ts, ts + t.dur[rows], names, lanes)
         return b"".join(texts), columns
 
-    def _encode_kernels(
+    def _encode_gpu_ops(
         self, rows: np.ndarray, positions: np.ndarray, found: list[dict[str, Any]]
     ) -> tuple[list[bytes], list[Lane | None]]:
-        """What ``_event`` gives of kernel ``rows`` (finite times, named), as JSON text, with
-        each one's lane; ``found``: their args. As for host calls, numbers are written a
-        column at a time and names once per distinct name."""
+        """What ``_event`` gives of GPU op ``rows`` (kernels, memsets and copies with finite
+        times and a name), as JSON text, with each one's lane; ``found``: their args. As
+        for host calls, numbers are written a column at a time and names once per name;
+        only each op's own metadata goes through orjson, as a small dict."""
         t = self.trace
         ts = t.ts[rows]
         end = ts + t.dur[rows]
-        names = t.name[rows]
+        names = t.name[rows].tolist()
         device, stream = t.device[rows].tolist(), t.stream[rows].tolist()
         ids = [f"e{p}" for p in positions.tolist()]
         lanes: list[Lane | None] = [
             ((d if d >= 0 else None, s), (a, b, eid)) if s >= 0 else None
             for d, s, a, b, eid in zip(device, stream, ts.tolist(), end.tolist(), ids, strict=True)
         ]
-        kinds = self._kernel_types
-        for n in set(names.tolist()) - kinds.keys():
-            kinds[n] = orjson.dumps(_kernel_type(self.trace.names[n]))
+        kinds: list[bytes] = []
+        tails: list[bytes] = []
+        ops = zip(t.cat[rows].tolist(), names, found, t.dur[rows].tolist(), strict=True)
+        for cat, n, args, dur in ops:
+            category = t.categories[cat]
+            if category == "kernel":
+                kinds.append(b'"gpu_kernel"')
+                tails.append(b'"operation":"kernel",' + self._kernel_type_json(n) + _launch(args))
+            elif category == "gpu_memset":
+                kinds.append(b'"gpu_kernel"')
+                memset = {"operation": "memset", "bytes": args.get("bytes")}
+                tails.append(orjson.dumps(memset)[1:-1])
+            else:
+                kind, meta = _copy_fields(t.names[n], args, dur)
+                kinds.append(b'"%s"' % kind.encode())
+                tails.append(orjson.dumps(meta)[1:-1])
         fields: list[list[bytes]] = [
             json_column(positions),
-            self.cpu_calls.names_json[names].tolist(),
+            kinds,
+            self.cpu_calls.names_json[t.name[rows]].tolist(),
             json_column(ts),
             json_column(end),
             json_column(end - ts),
             [b"%d" % d if d >= 0 else b"null" for d in device],
             [b"%d" % s if s >= 0 else b"null" for s in stream],
             [b',"correlation_id":%d' % c if c >= 0 else b"" for c in t.correlation[rows].tolist()],
-            [kinds[n] for n in names.tolist()],
-            [_kernel_args_json(args) for args in found],
+            tails,
         ]
-        template = _KERNEL_NO_WALL
+        template = _GPU_OP_NO_WALL
         if self.wall is not None:
-            template = _KERNEL
-            fields[4:4] = [*_iso_parts(self.wall, ts), *_iso_parts(self.wall, end)]
+            template = _GPU_OP
+            fields[5:5] = [*_iso_parts(self.wall, ts), *_iso_parts(self.wall, end)]
         return [template % f for f in zip(*fields, strict=True)], lanes
+
+    def _kernel_type_json(self, name: int) -> bytes:
+        """``"kernel_type":<its type>,`` of the kernel named by index ``name``."""
+        text = self._kernel_types.get(name)
+        if text is None:
+            text = b'"kernel_type":%s,' % orjson.dumps(_kernel_type(self.trace.names[name]))
+            self._kernel_types[name] = text
+        return text
 
     def _encode_cpu_calls(
         self, rows: np.ndarray, positions: np.ndarray, before: list[bytes]
@@ -571,9 +594,9 @@ def _stream_meta(c: _Lists, r: int) -> dict[str, Any]:
     return meta
 
 
-def _kernel_args_json(args: dict[str, Any]) -> bytes:
-    """The launch fields of ``_kernel_meta``, as the text between its ``kernel_type`` and
-    the end of the object."""
+def _launch(args: dict[str, Any]) -> bytes:
+    """The launch fields of ``_kernel_meta`` (after its ``kernel_type``) as JSON text, a
+    dict's without its braces."""
     occupancy = args.get("est. achieved occupancy %")
     fields = {
         "grid_dim": args.get("grid"),
@@ -587,12 +610,13 @@ def _kernel_args_json(args: dict[str, Any]) -> bytes:
     return orjson.dumps(fields)[1:-1]
 
 
-_KERNEL = (
-    b'{"id":"e%s","type":"gpu_kernel","name":%s,"timestamp_start_us":%s,"timestamp_end_us":%s,'
+# A GPU op's event: its metadata's own fields (after the stream's) are the last field.
+_GPU_OP = (
+    b'{"id":"e%s","type":%s,"name":%s,"timestamp_start_us":%s,"timestamp_end_us":%s,'
     b'"wall_clock_start":"%s%sZ","wall_clock_end":"%s%sZ","duration_us":%s,"metadata":{'
-    b'"device_id":%s,"stream_id":%s%s,"operation":"kernel","kernel_type":%s,%s}}'
+    b'"device_id":%s,"stream_id":%s%s,%s}}'
 )
-_KERNEL_NO_WALL = _KERNEL.replace(
+_GPU_OP_NO_WALL = _GPU_OP.replace(
     b'"wall_clock_start":"%s%sZ","wall_clock_end":"%s%sZ"',
     b'"wall_clock_start":null,"wall_clock_end":null',
 )
@@ -622,24 +646,28 @@ def _kernel_type(name: str) -> str:
 
 
 def _copy(c: _Lists, r: int, name: str, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    kind, fields = _copy_fields(name, args, c.dur[r])
+    return kind, {**_stream_meta(c, r), **fields}
+
+
+def _copy_fields(name: str, args: dict[str, Any], dur: float) -> tuple[str, dict[str, Any]]:
+    """A copy's event type and its metadata after the stream fields."""
     direction = memcpy_direction(name)
     size = args.get("bytes")
-    dur = c.dur[r]
     bandwidth = args.get("memory bandwidth (GB/s)")
     if not isinstance(bandwidth, int | float):
         bandwidth = size / (dur * 1e3) if isinstance(size, int | float) and dur > 0 else None
-    meta = {
-        **_stream_meta(c, r),
+    fields = {
         "bytes": size,
         "kind": memcpy_host_kind(name),
         "throughput_gbps": bandwidth,
         "direction": direction or None,
     }
     if direction == "HtoD":
-        return "h2d_copy", meta
+        return "h2d_copy", fields
     if direction == "DtoH":
-        return "d2h_copy", meta
-    return "gpu_kernel", {**meta, "operation": f"memcpy_{direction.lower() or 'unknown'}"}
+        return "d2h_copy", fields
+    return "gpu_kernel", {**fields, "operation": f"memcpy_{direction.lower() or 'unknown'}"}
 
 
 def _memory_meta(args: dict[str, Any]) -> dict[str, Any]:
@@ -724,6 +752,8 @@ def _iso_column(base: float | None, ts_us: np.ndarray) -> list[str | None]:
 
 def _iso(base: float, ts_us: np.ndarray) -> list[str]:
     """``_iso_column`` with a known base."""
+    if not ts_us.size:  # no digits: the split below would give one empty piece
+        return []
     seconds, which, digits = _iso_split(base, ts_us)
     prefix = (seconds + ".")[which].tolist()
     return [p + d + "Z" for p, d in zip(prefix, digits.decode().split(",1"), strict=True)]
@@ -732,6 +762,8 @@ def _iso(base: float, ts_us: np.ndarray) -> list[str]:
 def _iso_parts(base: float, ts_us: np.ndarray) -> tuple[list[bytes], list[bytes]]:
     """The ISO wall clocks as UTF-8 without their ``Z``, in two parts: up to the second's
     ``.``, and the microsecond digits."""
+    if not ts_us.size:
+        return [], []
     seconds, which, digits = _iso_split(base, ts_us)
     prefix = np.array([s.encode() + b"." for s in seconds.tolist()], dtype=object)
     return prefix[which].tolist(), digits.split(b",1")
