@@ -214,15 +214,17 @@ class PackedMapping(Mapping[int, V], Generic[V]):
         text = self.texts.text(row)
         return default if text is None else self._decode(text)
 
-    def get_many(self, rows: np.ndarray, default: Any = None) -> list[Any]:
-        """``[self.get(row, default) for row in rows]``, the texts found all at once."""
+    def get_many(self, rows: np.ndarray, default: Any = None) -> Iterator[Any]:
+        """``self.get(row, default)`` of each of ``rows`` in turn: the texts found all at
+        once, each decoded only when reached (a chunk's values held at once cost more than
+        their texts)."""
         direct = self.direct
-        return [
+        return (
             found
             if (found := direct.get(r)) is not None
             else (default if text is None else self._decode(text))
             for r, text in zip(rows.tolist(), self.texts.texts(rows), strict=True)
-        ]
+        )
 
     def __contains__(self, row: object) -> bool:
         return type(row) is int and (row in self.direct or self.texts.text(row) is not None)

@@ -11,7 +11,7 @@ events (position after sorting by start time) and ``s<N>`` for scopes.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -151,7 +151,6 @@ class InferScopeConverter:
         is_cpu = self.is_cpu_call[rows]
         cpu, other = np.flatnonzero(is_cpu), np.flatnonzero(~is_cpu)
         other_rows = rows[other]
-        found = _args_of(t, other_rows)
         # GPU ops, nearly all of the rest, are formatted column-wise too; the other kinds
         # (and ops whose times JSON cannot hold) go through the generic per-event dicts.
         ts, end = t.ts[other_rows], t.ts[other_rows] + t.dur[other_rows]
@@ -161,13 +160,15 @@ class InferScopeConverter:
             & np.isfinite(end)
             & (t.name[other_rows] >= 0)
         )
-        picked = np.flatnonzero(quick)
-        kernels, kernel_lanes = self._encode_gpu_ops(
-            other_rows[picked], other[picked] + start, [found[k] for k in picked.tolist()]
-        )
+        picked = other_rows[quick]
+        ops, op_lanes = self._encode_gpu_ops(picked, other[quick] + start, _args_of(t, picked))
+        # Taken from the end as they are placed: each is copied into its piece of before.
+        ops.reverse()
+        op_lanes.reverse()
         del ts, end, picked
-        slow = ~quick
-        cols = _Lists.of(t, other_rows[slow], self.wall)
+        slow = other_rows[~quick]
+        cols = _Lists.of(t, slow, self.wall)
+        slow_args = _args_of(t, slow)
         spans = is_cpu.copy()
         lanes: list[Lane] = []
         # The other events' texts go into the piece before the next host call's text (or
@@ -179,17 +180,15 @@ class InferScopeConverter:
         tail = b""
         group: list[bytes] = []
         following = np.searchsorted(cpu, other).tolist()  # the host call each one precedes
-        events = zip(
-            other.tolist(), other_rows.tolist(), following, found, quick.tolist(), strict=True
-        )
-        quick_ones = zip(kernels, kernel_lanes, strict=True)
+        events = zip(other.tolist(), other_rows.tolist(), following, quick.tolist(), strict=True)
         k_slow = 0  # the event's index in cols
-        for k, (i, r, nxt, args, fast) in enumerate(events):
+        for k, (i, r, nxt, fast) in enumerate(events):
             lane: Lane | None
             if fast:
-                text, lane = next(quick_ones)
+                text, lane = ops.pop(), op_lanes.pop()
                 spans[i] = True
             else:
+                args = next(slow_args)
                 event = _event(t, cols, k_slow, r, f"e{start + i}", self.plan, self.scope_ids, args)
                 k_slow += 1
                 text, lane = orjson.dumps(event), lane_of(event)
@@ -211,7 +210,7 @@ class InferScopeConverter:
         return b"".join(texts), columns
 
     def _encode_gpu_ops(
-        self, rows: np.ndarray, positions: np.ndarray, found: list[dict[str, Any]]
+        self, rows: np.ndarray, positions: np.ndarray, found: Iterable[dict[str, Any]]
     ) -> tuple[list[bytes], list[Lane | None]]:
         """What ``_event`` gives of GPU op ``rows`` (kernels, memsets and copies with finite
         times and a name), as JSON text, with each one's lane; ``found``: their args. As
@@ -351,7 +350,9 @@ def _nesting(
     edges = [*np.flatnonzero(new_thread).tolist(), rows.size]
     looped = 0  # rows before it are done; those from it up to the thread at hand are not
     for lo, hi in pairwise(edges):
-        nested = _nest_thread(trace, rows[lo:hi], is_scope) if hi - lo >= _VECTOR_ROWS else None
+        nested = None
+        if hi - lo >= _VECTOR_ROWS:
+            nested = _nest_thread(trace, rows[lo:hi], is_scope, depth, parent_scope)
         if nested is None:
             continue
         _nest_loop(
@@ -364,10 +365,7 @@ def _nesting(
             scope_parent,
         )
         looped = hi
-        ops_rows, ops_depth, ops_parent, scopes, scopes_parent = nested
-        depth[ops_rows] = ops_depth
-        parent_scope[ops_rows] = ops_parent
-        for r, parent in zip(scopes.tolist(), scopes_parent.tolist(), strict=True):
+        for r, parent in zip(*nested, strict=True):
             if parent >= 0:
                 scope_parent[r] = parent
     _nest_loop(
@@ -426,69 +424,98 @@ def _nest_loop(
 
 
 def _nest_thread(
-    trace: ChromeTrace, rows: np.ndarray, is_scope: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    trace: ChromeTrace,
+    rows: np.ndarray,
+    is_scope: np.ndarray,
+    depth: np.ndarray,
+    parent_scope: np.ndarray,
+) -> tuple[list[int], list[int]] | None:
     """What ``_nest_loop`` makes of one thread's ``rows`` (in start order), with whole-array
-    operations: (host op rows, their depths, their enclosing scope rows, scope rows, their
-    parent scope rows); None where the rows do not nest (the loop's stack then keeps rows
-    that have ended under one that has not, which counting cannot follow).
+    operations: fills in ``depth`` and ``parent_scope`` of its host ops and gives its scope
+    rows with their parent scope rows (-1: none); None, nothing filled in, where the rows
+    do not nest (the loop's stack then keeps rows that have ended under one that has not,
+    which counting cannot follow).
 
     Row j is on the loop's stack for the rows after it that start before j ends, up to
     the first that starts at or after its end (``until``), as long as rows nest: then the
     stack at row i is exactly the rows j < i with ``until[j] > i``, and its top (i's
     parent) is the last row before i at one level less. That each row ends no later than
     that parent is what nesting means here, and is checked: row by row, it is what keeps
-    the stack's ends in order, so that the loop's pops match the counts (by induction)."""
+    the stack's ends in order, so that the loop's pops match the counts (by induction).
+
+    Whole-thread temporaries are a few int32 columns and one int64 one (a 3M-event trace
+    has a thread of 1.6M host rows); the per-row lookups go a block at a time."""
     start = trace.ts[rows]
     end = start + trace.dur[rows]
     if not (np.isfinite(start).all() and np.isfinite(end).all()):
         return None
     n = rows.size
-    until = np.maximum(np.searchsorted(start, end, side="left"), np.arange(1, n + 1))
+    until = np.empty(n, dtype=np.int32)
+    for lo in range(0, n, _NESTING_CHUNK):
+        hi = min(lo + _NESTING_CHUNK, n)
+        first_after = np.searchsorted(start, end[lo:hi], side="left")
+        until[lo:hi] = np.maximum(first_after, np.arange(lo + 1, hi + 1))
+    # Rows open at each row's start: the rows before it less those closed by then.
+    closed = np.bincount(until, minlength=n + 1)
+    np.cumsum(closed, out=closed)
+    level = np.arange(n, dtype=np.int32)
+    np.subtract(level, closed[:n], out=level, casting="unsafe")
+    del closed
+    # (level, row) of every row, sorted: each row's parent is found by one searchsorted.
+    keys = level.astype(np.int64)
+    keys *= n
+    keys += np.arange(n)
+    keys.sort()
+    for lo in range(0, n, _NESTING_CHUNK):
+        inner = lo + np.flatnonzero(level[lo : lo + _NESTING_CHUNK] > 0)
+        parent = _last_at_level(keys, level[inner] - 1, inner, n)
+        if parent is None or not (
+            (end[inner] <= end[parent]).all() and (end[parent] > start[inner]).all()
+        ):
+            return None
+    del keys, start, end
+    # Scopes nest as all the rows do: the innermost open scope is the last scope before
+    # the row one scope level down. Host ops open at a row: the rows open less the scopes.
     scope = is_scope[rows]
-
-    def open_before(among: np.ndarray | None) -> np.ndarray:
-        """For each row i: how many rows j < i (of ``among``) are open at its start."""
-        pushed = np.arange(1, n + 1) if among is None else np.flatnonzero(among) + 1
-        ends = until if among is None else until[among]
-        steps = np.bincount(pushed, minlength=n + 1) - np.bincount(ends, minlength=n + 1)
-        return np.cumsum(steps[:n]).astype(np.int64)
-
-    level = open_before(None)
-    below = np.flatnonzero(level > 0)
-    top = _last_at_level(level, np.arange(n), below, level[below] - 1, n)
-    if top is None or not (end[below] <= end[top]).all() or not (end[top] > start[below]).all():
-        return None
-    del below, top
-    # Host ops open at each row (the depth), and the innermost open scope among the scopes
-    # alone, which nest as all the rows do.
-    ops_depth = open_before(~scope)
-    scope_level = open_before(scope)
     scopes = np.flatnonzero(scope)
-    inside = np.flatnonzero(scope_level > 0)
-    inner = _last_at_level(scope_level[scopes], scopes, inside, scope_level[inside] - 1, n)
-    if inner is None:
-        return None
-    parent = np.full(n, -1, dtype=np.int64)
-    parent[inside] = rows[inner]
-    ops = ~scope
-    return rows[ops], ops_depth[ops], parent[ops], rows[scope], parent[scope]
+    scope_level = np.zeros(n + 1, dtype=np.int32)
+    np.add.at(scope_level, scopes + 1, 1)
+    np.add.at(scope_level, until[scopes], -1)
+    np.cumsum(scope_level, out=scope_level)
+    scope_level = scope_level[:n]
+    del until
+    scope_keys = scope_level[scopes].astype(np.int64) * n + scopes
+    scope_keys.sort()
+    scope_parents: list[int] = []
+    for lo in range(0, n, _NESTING_CHUNK):
+        part = slice(lo, lo + _NESTING_CHUNK)
+        here = lo + np.flatnonzero(scope_level[part] > 0)
+        innermost = _last_at_level(scope_keys, scope_level[here] - 1, here, n)
+        if innermost is None:
+            return None  # cannot be, once the rows nest; the loop redoes every row if it were
+        parent = np.full(min(n, lo + _NESTING_CHUNK) - lo, -1, dtype=np.int32)
+        parent[here - lo] = rows[innermost]
+        ops = ~scope[part]
+        block = rows[part]
+        depth[block[ops]] = (level[part] - scope_level[part])[ops]
+        parent_scope[block[ops]] = parent[ops]
+        scope_parents += parent[~ops].tolist()
+    return rows[scope].tolist(), scope_parents
 
 
 def _last_at_level(
-    level: np.ndarray, at: np.ndarray, rows: np.ndarray, wanted: np.ndarray, n: int
+    keys: np.ndarray, wanted: np.ndarray, rows: np.ndarray, n: int
 ) -> np.ndarray | None:
-    """For each of ``rows`` (ascending positions), the last position of ``at`` (ascending,
-    with ``level``) before it with the ``wanted`` level; None if one has none."""
-    by_level = np.argsort(level, kind="stable")
-    keys = level[by_level] * n + at[by_level]
-    found = np.searchsorted(keys, wanted * n + rows) - 1
+    """For each of ``rows`` (positions), the last position before it at the ``wanted``
+    level, from ``keys`` (``level * n + position`` of the candidates, sorted); None if one
+    has none."""
+    found = np.searchsorted(keys, wanted.astype(np.int64) * n + rows) - 1
     if found.size and found.min() < 0:
         return None
-    hit = by_level[found]
-    if not (level[hit] == wanted).all():
+    hit = keys[found]
+    if not (hit // n == wanted).all():
         return None
-    return at[hit]
+    return hit % n
 
 
 def _event(
@@ -532,11 +559,12 @@ def _event(
     }
 
 
-def _args_of(trace: ChromeTrace, rows: np.ndarray) -> list[dict[str, Any]]:
-    """The args of each of ``rows`` (``{}``: none), looked up together where they are packed."""
+def _args_of(trace: ChromeTrace, rows: np.ndarray) -> Iterator[dict[str, Any]]:
+    """The args of each of ``rows`` in turn (``{}``: none), looked up together where they
+    are packed."""
     if isinstance(trace.args, PackedMapping):
         return trace.args.get_many(rows, {})
-    return [trace.args.get(r, {}) for r in rows.tolist()]
+    return (trace.args.get(r, {}) for r in rows.tolist())
 
 
 def _classify(
@@ -777,10 +805,23 @@ def _iso_split(base: float, ts_us: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
         return np.array([], dtype=object), np.zeros(0, dtype=np.int64), b""
     us = np.round(base + ts_us).astype(np.int64)
     sec, micro = np.divmod(us, 1_000_000)
-    seconds, which = np.unique(sec, return_inverse=True)
+    seconds, which = _distinct(sec)
     text = np.datetime_as_string(seconds.astype("datetime64[s]"), unit="s").astype(object)
     digits = orjson.dumps(micro + 1_000_000, option=orjson.OPT_SERIALIZE_NUMPY)
     return text, which, digits[2:-1]
+
+
+def _distinct(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)`` of integers; where they span a range
+    shorter than they are many (a chunk's seconds), by marking it instead of sorting."""
+    lo, hi = int(values.min()), int(values.max())
+    if hi - lo >= values.size:
+        return np.unique(values, return_inverse=True)
+    offset = values - lo
+    present = np.zeros(hi - lo + 1, dtype=bool)
+    present[offset] = True
+    rank = np.cumsum(present) - 1
+    return np.flatnonzero(present) + lo, rank[offset]
 
 
 def _trace_metadata(trace: ChromeTrace, created: datetime | None) -> dict[str, Any]:
