@@ -30,7 +30,12 @@ from kerneltracer.analysis.timeline.model.categories import (
     memcpy_host_kind,
 )
 from kerneltracer.analysis.timeline.model.validate import EventColumns, Lane, lane_of
-from kerneltracer.analysis.timeline.render.cpu_calls import CpuCallBuilder, exact, json_column
+from kerneltracer.analysis.timeline.render.cpu_calls import (
+    CpuCallBuilder,
+    exact,
+    json_column,
+    json_where,
+)
 
 # The InferScope file format written here (schema.py models it; kept out of that module so
 # that converting does not import pydantic).
@@ -220,7 +225,8 @@ class InferScopeConverter:
         ts = t.ts[rows]
         end = ts + t.dur[rows]
         names = t.name[rows].tolist()
-        device, stream = t.device[rows].tolist(), t.stream[rows].tolist()
+        devices, streams, correlation = t.device[rows], t.stream[rows], t.correlation[rows]
+        device, stream = devices.tolist(), streams.tolist()
         ids = [f"e{p}" for p in positions.tolist()]
         lanes: list[Lane | None] = [
             ((d if d >= 0 else None, s), (a, b, eid)) if s >= 0 else None
@@ -249,9 +255,9 @@ class InferScopeConverter:
             json_column(ts),
             json_column(end),
             json_column(end - ts),
-            [b"%d" % d if d >= 0 else b"null" for d in device],
-            [b"%d" % s if s >= 0 else b"null" for s in stream],
-            [b',"correlation_id":%d' % c if c >= 0 else b"" for c in t.correlation[rows].tolist()],
+            json_where(devices, devices >= 0, absent=b"null"),
+            json_where(streams, streams >= 0, absent=b"null"),
+            json_where(correlation, correlation >= 0, prefix=b',"correlation_id":'),
             tails,
         ]
         template = _GPU_OP_NO_WALL
