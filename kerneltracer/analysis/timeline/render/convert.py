@@ -102,10 +102,10 @@ class InferScopeConverter:
     def __init__(self, trace: ChromeTrace, created: datetime | None = None) -> None:
         self.trace = trace
         self.created = created
-        self.plan = _plan(trace)
+        self.is_cpu_call = (trace.ph == PH_COMPLETE) & trace.category_mask(CPU_BUSY)
+        self.plan = _plan(trace, self.is_cpu_call)
         self.scope_ids = {int(r): f"s{i}" for i, r in enumerate(self.plan.scopes.tolist())}
         self.wall = _wall_clock_base(trace)
-        self.is_cpu_call = (trace.ph == PH_COMPLETE) & trace.category_mask(CPU_BUSY)
         self.cpu_calls = CpuCallBuilder(
             trace, self.plan.depth, self.plan.parent_scope, self.scope_ids
         )
@@ -325,22 +325,23 @@ def to_inferscope(trace: ChromeTrace, created: datetime | None = None) -> dict[s
     return {**conv.header(), "events": events, "relationships": conv.relationships()}
 
 
-def _plan(trace: ChromeTrace) -> _Plan:
+def _plan(trace: ChromeTrace, is_cpu_call: np.ndarray) -> _Plan:
+    """``is_cpu_call``: the rows that become host calls (a whole-trace mask, made once)."""
     is_scope = (trace.ph == PH_COMPLETE) & trace.category_mask({"user_annotation"})
     is_event = ~is_scope & ~trace.category_mask({"trace"})
     # Longer first on equal starts, so that parents precede their children.
     order = np.lexsort((-trace.dur, trace.ts))
     events = order[is_event[order]]
     scopes = order[is_scope[order]]
-    depth, parent_scope, scope_parent = _nesting(trace, order, is_scope)
+    depth, parent_scope, scope_parent = _nesting(trace, order, is_scope, is_cpu_call)
     return _Plan(events, scopes, depth, parent_scope, scope_parent)
 
 
 def _nesting(
-    trace: ChromeTrace, order: np.ndarray, is_scope: np.ndarray
+    trace: ChromeTrace, order: np.ndarray, is_scope: np.ndarray, is_cpu_call: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, dict[int, int]]:
     """Call depth of host events and innermost enclosing scope (-1: none), per thread."""
-    host = is_scope | ((trace.ph == PH_COMPLETE) & trace.category_mask(CPU_BUSY))
+    host = is_scope | is_cpu_call
     depth = np.zeros(len(trace), dtype=np.int32)
     parent_scope = np.full(len(trace), -1, dtype=np.int32)
     scope_parent: dict[int, int] = {}
