@@ -231,6 +231,60 @@ def test_streamed_file_without_wall_clock_and_with_violations(tmp_path: Path) ->
     assert report.counts["zero_duration"] == 1 and report.counts["stream_overlap"] == 1
 
 
+@pytest.mark.parametrize("key", ["rank_unavailable", "distributed_info_unavailable"])
+def test_streamed_file_of_a_trace_with_host_only_chunks(
+    testdata_dir: Path, tmp_path: Path, key: str
+) -> None:
+    """A wall clock and a chunk with no event but host calls (these traces' last): its
+    empty column of other events' times once failed the writer."""
+    import gzip
+    from datetime import UTC, datetime
+
+    from kerneltracer.analysis.timeline.render.inferscope_file import write_inferscope
+
+    trace = load_chrome_trace(hta_path(testdata_dir, key))
+    created = datetime(2026, 1, 2, tzinfo=UTC)
+    path = tmp_path / "t.json.gz"
+    report = write_inferscope(trace, path, created)
+    doc = to_inferscope(trace, created)
+    assert json.loads(gzip.decompress(path.read_bytes())) == json.loads(json.dumps(doc))
+    assert report.to_dict() == validate(doc).to_dict()
+
+
+def test_streamed_gpu_ops_with_wall_clock_equal_the_dicts(tmp_path: Path) -> None:
+    """Kernels, memsets and every kind of copy, written column-wise, in chunks of only GPU
+    ops, only host calls and both: the same events and checks as the dicts."""
+    import gzip
+
+    from kerneltracer.analysis.timeline.render.inferscope_file import write_inferscope
+
+    gpu = [
+        kernel("k1", 0, 10, corr=3, grid=[1, 2, 3], **{"est. achieved occupancy %": 50}),
+        kernel("k2", 5, 10),
+        memcpy("HtoD", 20, 4),
+        memcpy("DtoH", 30, 0),
+        memcpy("DtoD", 40, 2),
+        x("Memcpy weird", "gpu_memcpy", 50, 1, tid=7, pid=0, stream=7, device=0),
+        x("Memset (Device)", "gpu_memset", 60, 1, tid=7, pid=0, stream=7, device=0, bytes=8),
+        kernel("no stream", 70, 1, stream=-1),
+    ]
+    host = [x(f"op{i}", "cpu_op", 100 + i, 0.5) for i in range(12)]
+    mixed = [x("launch", "cuda_runtime", 200, 1, correlation=3), kernel("k3", 201, 1)]
+    meta = {"baseTimeNanoseconds": 1_700_000_000_000_000_000}
+    trace = load_chrome_trace(write_trace(tmp_path / "g.json", gpu + host + mixed, **meta))
+    path = tmp_path / "g.json.gz"
+    report = write_inferscope(trace, path, chunk_size=8)
+    doc = to_inferscope(trace)
+    written = json.loads(gzip.decompress(path.read_bytes()))
+    written["trace_metadata"].pop("timestamp_created")
+    doc["trace_metadata"].pop("timestamp_created")
+    assert written == json.loads(json.dumps(doc))
+    assert all(e["wall_clock_start"].startswith("2023-") for e in written["events"])
+    assert {e["type"] for e in written["events"]} >= {"gpu_kernel", "h2d_copy", "d2h_copy"}
+    assert report.to_dict() == validate(doc).to_dict()
+    assert report.counts["stream_overlap"] == 1
+
+
 @pytest.mark.timeout(60)
 def test_full_disk_at_the_gzips_last_flush_is_an_error_not_a_hang() -> None:
     # A small file is compressed in memory and first written at the gzip's close, after

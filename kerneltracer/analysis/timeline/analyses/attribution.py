@@ -588,7 +588,7 @@ class _Instances:
         parent_rows = np.full(rows.size, -1, dtype=np.int64)
         parent_rows[is_op] = self.ops.parents(rows[is_op])
         parents = np.where(parent_rows >= 0, self.index[np.maximum(parent_rows, 0)], -1)
-        args = t.op_args.get_many(rows)
+        args = list(t.op_args.get_many(rows))
         names = t.names
         items.name[first:end] = [names[n] for n in t.name[rows].tolist()]
         items.dims[first:end] = [a.input_dims if a is not None else None for a in args]

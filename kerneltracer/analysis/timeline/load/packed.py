@@ -217,14 +217,17 @@ class PackedMapping(Mapping[int, V], Generic[V]):
         text = self.texts.text(row)
         return default if text is None else self._decode(text)
 
-    def get_many(self, rows: np.ndarray) -> list[V | None]:
-        """:meth:`get` of each of ``rows`` (None where it has no args)."""
-        direct, decode = self.direct, self._decode
-        out: list[V | None] = []
-        for row, text in zip(rows.tolist(), self.texts.texts_of(rows), strict=True):
-            found = direct.get(row)
-            out.append(found if found is not None or text is None else decode(text))
-        return out
+    def get_many(self, rows: np.ndarray, default: Any = None) -> Iterator[Any]:
+        """``self.get(row, default)`` of each of ``rows`` in turn: the texts found all at
+        once, each decoded only when reached (a chunk's values held at once cost more than
+        their texts)."""
+        direct = self.direct
+        return (
+            found
+            if (found := direct.get(r)) is not None
+            else (default if text is None else self._decode(text))
+            for r, text in zip(rows.tolist(), self.texts.texts_of(rows), strict=True)
+        )
 
     def __contains__(self, row: object) -> bool:
         return type(row) is int and (row in self.direct or self.texts.text(row) is not None)

@@ -69,18 +69,22 @@ class _Collector:
             self.listed.append(Violation(constraint, severity, ids, detail))
 
 
+# An op on a stream: ((device id, stream id), (start, end, event id)).
+Lane = tuple[tuple[Any, Any], tuple[float, float, str]]
+
+
 @dataclass
 class EventColumns:
     """A run of the converter's events ``e<first>, e<first+1>, …`` as columns: what the checks
-    read of them, without a dict per event. ``others`` holds the dicts of the events that
-    are not host calls (the only ones that can run on a stream)."""
+    read of them, without a dict per event. ``lanes``: what ``lane_of`` gives of each of
+    them that runs on a stream, in event order (the order the report lists streams in)."""
 
     first: int
     spans: np.ndarray  # bool: has a start and an end (not an instant)
     start: np.ndarray  # float64 µs
     end: np.ndarray  # float64 µs
     names: np.ndarray  # object: the event names
-    others: list[dict[str, Any]]
+    lanes: list[Lane]
 
 
 class Validator:
@@ -114,7 +118,8 @@ class Validator:
             }
 
         _span_checks(c.spans, c.start, c.end, event, self.out)
-        _collect_lanes(c.others, self.lanes)
+        for key, span in c.lanes:
+            self.lanes[key].append(span)
 
     def finish(self, scopes: list[dict[str, Any]]) -> ValidationReport:
         _unique_ids(scopes, self.seen, self.out)
@@ -240,18 +245,27 @@ def _timestamp_loop(events: list[dict[str, Any]], out: _Collector) -> None:
             out.add("zero_duration", "warning", (e["id"],), detail)
 
 
+def lane_of(e: dict[str, Any]) -> Lane | None:
+    """The stream an event runs on and its span there; None if it runs on none."""
+    if e.get("type") not in _STREAM_TYPES:
+        return None
+    meta = e.get("metadata") or {}
+    if meta.get("stream_id") is None:
+        return None
+    return (meta.get("device_id"), meta["stream_id"]), (
+        e["timestamp_start_us"],
+        e["timestamp_end_us"],
+        e["id"],
+    )
+
+
 def _collect_lanes(
     events: list[dict[str, Any]], lanes: dict[tuple[Any, Any], list[tuple[float, float, str]]]
 ) -> None:
     for e in events:
-        if e.get("type") not in _STREAM_TYPES:
-            continue
-        meta = e.get("metadata") or {}
-        if meta.get("stream_id") is None:
-            continue
-        lanes[(meta.get("device_id"), meta["stream_id"])].append(
-            (e["timestamp_start_us"], e["timestamp_end_us"], e["id"])
-        )
+        lane = lane_of(e)
+        if lane is not None:
+            lanes[lane[0]].append(lane[1])
 
 
 def _stream_overlaps(

@@ -11,24 +11,31 @@ events (position after sorting by start time) and ``s<N>`` for scopes.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
 import orjson
 
 from kerneltracer.analysis.timeline.load.loader import PH_COMPLETE, ChromeTrace
+from kerneltracer.analysis.timeline.load.packed import PackedMapping
 from kerneltracer.analysis.timeline.model.categories import (
     CPU_BUSY,
     kernel_type,
     memcpy_direction,
     memcpy_host_kind,
 )
-from kerneltracer.analysis.timeline.model.validate import EventColumns
-from kerneltracer.analysis.timeline.render.cpu_calls import CpuCallBuilder, exact
+from kerneltracer.analysis.timeline.model.validate import EventColumns, Lane, lane_of
+from kerneltracer.analysis.timeline.render.cpu_calls import (
+    CpuCallBuilder,
+    exact,
+    json_column,
+    json_where,
+)
 
 # The InferScope file format written here (schema.py models it; kept out of that module so
 # that converting does not import pydantic).
@@ -37,6 +44,9 @@ FORMAT_VERSION = "1.0"
 # smaller than this (year 2001) is taken as relative and gets no wall clock.
 _EPOCH_US_FLOOR = 1e15
 _NESTING_CHUNK = 65_536
+# Threads with fewer host rows go through the loop, whose cost a row is lower than the
+# whole-array path's dozen numpy calls for a few rows.
+_VECTOR_ROWS = 512
 
 
 @dataclass
@@ -92,13 +102,16 @@ class InferScopeConverter:
     def __init__(self, trace: ChromeTrace, created: datetime | None = None) -> None:
         self.trace = trace
         self.created = created
-        self.plan = _plan(trace)
+        self.is_cpu_call = (trace.ph == PH_COMPLETE) & trace.category_mask(CPU_BUSY)
+        self.plan = _plan(trace, self.is_cpu_call)
         self.scope_ids = {int(r): f"s{i}" for i, r in enumerate(self.plan.scopes.tolist())}
         self.wall = _wall_clock_base(trace)
-        self.is_cpu_call = (trace.ph == PH_COMPLETE) & trace.category_mask(CPU_BUSY)
         self.cpu_calls = CpuCallBuilder(
             trace, self.plan.depth, self.plan.parent_scope, self.scope_ids
         )
+        gpu_ops = {"kernel", "gpu_memset", "gpu_memcpy"}
+        self.gpu_op_categories = [i for i, c in enumerate(trace.categories) if c in gpu_ops]
+        self._kernel_types: dict[int, bytes] = {}  # name index -> its kernel_type field
 
     @property
     def event_count(self) -> int:
@@ -125,9 +138,11 @@ class InferScopeConverter:
             )
             for i, event in zip(cpu.tolist(), built, strict=True):
                 out[i] = event
-            for i in np.flatnonzero(~self.is_cpu_call[rows]).tolist():
-                r = int(rows[i])
-                out[i] = _event(self.trace, cols, i, r, f"e{start + i}", self.plan, self.scope_ids)
+            other = np.flatnonzero(~self.is_cpu_call[rows])
+            found = _args_of(self.trace, rows[other])
+            for i, r, args in zip(other.tolist(), rows[other].tolist(), found, strict=True):
+                eid = f"e{start + i}"
+                out[i] = _event(self.trace, cols, i, r, eid, self.plan, self.scope_ids, args)
             yield out
 
     def encoded_chunks(self, size: int = 20_000) -> Iterator[tuple[bytes, EventColumns]]:
@@ -140,35 +155,139 @@ class InferScopeConverter:
         t = self.trace
         is_cpu = self.is_cpu_call[rows]
         cpu, other = np.flatnonzero(is_cpu), np.flatnonzero(~is_cpu)
-        texts: list[bytes] = [b""] * rows.size
-        encoded = self._encode_cpu_calls(rows[cpu], cpu + start)
-        for i, text in zip(cpu.tolist(), encoded, strict=True):
-            texts[i] = text
-        cols = _Lists.of(t, rows[other], self.wall)
+        other_rows = rows[other]
+        # GPU ops, nearly all of the rest, are formatted column-wise too; the other kinds
+        # (and ops whose times JSON cannot hold) go through the generic per-event dicts.
+        ts, end = t.ts[other_rows], t.ts[other_rows] + t.dur[other_rows]
+        quick = (
+            np.isin(t.cat[other_rows], self.gpu_op_categories)
+            & np.isfinite(ts)
+            & np.isfinite(end)
+            & (t.name[other_rows] >= 0)
+        )
+        picked = other_rows[quick]
+        ops, op_lanes = self._encode_gpu_ops(picked, other[quick] + start, _args_of(t, picked))
+        # Taken from the end as they are placed: each is copied into its piece of before.
+        ops.reverse()
+        op_lanes.reverse()
+        del ts, end, picked
+        slow = other_rows[~quick]
+        cols = _Lists.of(t, slow, self.wall)
+        slow_args = _args_of(t, slow)
         spans = is_cpu.copy()
-        others = []
-        for k, (i, r) in enumerate(zip(other.tolist(), rows[other].tolist(), strict=True)):
-            event = _event(t, cols, k, r, f"e{start + i}", self.plan, self.scope_ids)
-            texts[i] = exact(orjson.dumps(event))
-            spans[i] = event["type"] != "instant"
-            others.append(event)
+        lanes: list[Lane] = []
+        # The other events' texts go into the piece before the next host call's text (or
+        # into the tail after the last one): the host calls' texts joined are then the
+        # chunk's, without a list of every event's text to place them in first.
+        before = [b","] * cpu.size
+        if cpu.size:
+            before[0] = b""
+        tail = b""
+        group: list[bytes] = []
+        following = np.searchsorted(cpu, other).tolist()  # the host call each one precedes
+        events = zip(other.tolist(), other_rows.tolist(), following, quick.tolist(), strict=True)
+        k_slow = 0  # the event's index in cols
+        for k, (i, r, nxt, fast) in enumerate(events):
+            lane: Lane | None
+            if fast:
+                text, lane = ops.pop(), op_lanes.pop()
+                spans[i] = True
+            else:
+                args = next(slow_args)
+                event = _event(t, cols, k_slow, r, f"e{start + i}", self.plan, self.scope_ids, args)
+                k_slow += 1
+                text, lane = orjson.dumps(event), lane_of(event)
+                spans[i] = event["type"] != "instant"
+            group.append(text)
+            if lane is not None:
+                lanes.append(lane)
+            if k + 1 == other.size or following[k + 1] != nxt:
+                if nxt < cpu.size:
+                    before[nxt] = (b"," if nxt else b"") + b",".join(group) + b","
+                else:
+                    tail = exact((b"," if nxt else b"") + b",".join(group))
+                group = []
+        texts = self._encode_cpu_calls(rows[cpu], cpu + start, before)
+        texts.append(tail)
         ts = t.ts[rows]
         names = self.cpu_calls.names[t.name[rows]]
-        columns = EventColumns(start, spans, ts, ts + t.dur[rows], names, others)
-        return b",".join(texts), columns
+        columns = EventColumns(start, spans, ts, ts + t.dur[rows], names, lanes)
+        return b"".join(texts), columns
 
-    def _encode_cpu_calls(self, rows: np.ndarray, positions: np.ndarray) -> list[bytes]:
+    def _encode_gpu_ops(
+        self, rows: np.ndarray, positions: np.ndarray, found: Iterable[dict[str, Any]]
+    ) -> tuple[list[bytes], list[Lane | None]]:
+        """What ``_event`` gives of GPU op ``rows`` (kernels, memsets and copies with finite
+        times and a name), as JSON text, with each one's lane; ``found``: their args. As
+        for host calls, numbers are written a column at a time and names once per name;
+        only each op's own metadata goes through orjson, as a small dict."""
+        t = self.trace
+        ts = t.ts[rows]
+        end = ts + t.dur[rows]
+        names = t.name[rows].tolist()
+        devices, streams, correlation = t.device[rows], t.stream[rows], t.correlation[rows]
+        device, stream = devices.tolist(), streams.tolist()
+        ids = [f"e{p}" for p in positions.tolist()]
+        lanes: list[Lane | None] = [
+            ((d if d >= 0 else None, s), (a, b, eid)) if s >= 0 else None
+            for d, s, a, b, eid in zip(device, stream, ts.tolist(), end.tolist(), ids, strict=True)
+        ]
+        kinds: list[bytes] = []
+        tails: list[bytes] = []
+        ops = zip(t.cat[rows].tolist(), names, found, t.dur[rows].tolist(), strict=True)
+        for cat, n, args, dur in ops:
+            category = t.categories[cat]
+            if category == "kernel":
+                kinds.append(b'"gpu_kernel"')
+                tails.append(b'"operation":"kernel",' + self._kernel_type_json(n) + _launch(args))
+            elif category == "gpu_memset":
+                kinds.append(b'"gpu_kernel"')
+                memset = {"operation": "memset", "bytes": args.get("bytes")}
+                tails.append(orjson.dumps(memset)[1:-1])
+            else:
+                kind, meta = _copy_fields(t.names[n], args, dur)
+                kinds.append(b'"%s"' % kind.encode())
+                tails.append(orjson.dumps(meta)[1:-1])
+        fields: list[list[bytes]] = [
+            json_column(positions),
+            kinds,
+            self.cpu_calls.names_json[t.name[rows]].tolist(),
+            json_column(ts),
+            json_column(end),
+            json_column(end - ts),
+            json_where(devices, devices >= 0, absent=b"null"),
+            json_where(streams, streams >= 0, absent=b"null"),
+            json_where(correlation, correlation >= 0, prefix=b',"correlation_id":'),
+            tails,
+        ]
+        template = _GPU_OP_NO_WALL
+        if self.wall is not None:
+            template = _GPU_OP
+            fields[5:5] = [*_iso_parts(self.wall, ts), *_iso_parts(self.wall, end)]
+        return [template % f for f in zip(*fields, strict=True)], lanes
+
+    def _kernel_type_json(self, name: int) -> bytes:
+        """``"kernel_type":<its type>,`` of the kernel named by index ``name``."""
+        text = self._kernel_types.get(name)
+        if text is None:
+            text = b'"kernel_type":%s,' % orjson.dumps(_kernel_type(self.trace.names[name]))
+            self._kernel_types[name] = text
+        return text
+
+    def _encode_cpu_calls(
+        self, rows: np.ndarray, positions: np.ndarray, before: list[bytes]
+    ) -> list[bytes]:
         ts = self.trace.ts[rows]
         end = ts + self.trace.dur[rows]
         if not np.isfinite(end).all():  # repr would write inf; orjson writes null, as before
             starts, ends = _iso_column(self.wall, ts), _iso_column(self.wall, end)
             built = self.cpu_calls.build(rows, positions, starts, ends)
-            return [exact(orjson.dumps(e)) for e in built]
+            return [exact(b + orjson.dumps(e)) for b, e in zip(before, built, strict=True)]
         if self.wall is None:
-            return self.cpu_calls.encode(rows, positions, None)
+            return self.cpu_calls.encode(rows, positions, None, before)
         wall = self.wall
         return self.cpu_calls.encode(
-            rows, positions, (*_iso_parts(wall, ts), *_iso_parts(wall, end))
+            rows, positions, (*_iso_parts(wall, ts), *_iso_parts(wall, end)), before
         )
 
     def relationships(self) -> dict[str, Any]:
@@ -206,22 +325,23 @@ def to_inferscope(trace: ChromeTrace, created: datetime | None = None) -> dict[s
     return {**conv.header(), "events": events, "relationships": conv.relationships()}
 
 
-def _plan(trace: ChromeTrace) -> _Plan:
+def _plan(trace: ChromeTrace, is_cpu_call: np.ndarray) -> _Plan:
+    """``is_cpu_call``: the rows that become host calls (a whole-trace mask, made once)."""
     is_scope = (trace.ph == PH_COMPLETE) & trace.category_mask({"user_annotation"})
     is_event = ~is_scope & ~trace.category_mask({"trace"})
     # Longer first on equal starts, so that parents precede their children.
     order = np.lexsort((-trace.dur, trace.ts))
     events = order[is_event[order]]
     scopes = order[is_scope[order]]
-    depth, parent_scope, scope_parent = _nesting(trace, order, is_scope)
+    depth, parent_scope, scope_parent = _nesting(trace, order, is_scope, is_cpu_call)
     return _Plan(events, scopes, depth, parent_scope, scope_parent)
 
 
 def _nesting(
-    trace: ChromeTrace, order: np.ndarray, is_scope: np.ndarray
+    trace: ChromeTrace, order: np.ndarray, is_scope: np.ndarray, is_cpu_call: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, dict[int, int]]:
     """Call depth of host events and innermost enclosing scope (-1: none), per thread."""
-    host = is_scope | ((trace.ph == PH_COMPLETE) & trace.category_mask(CPU_BUSY))
+    host = is_scope | is_cpu_call
     depth = np.zeros(len(trace), dtype=np.int32)
     parent_scope = np.full(len(trace), -1, dtype=np.int32)
     scope_parent: dict[int, int] = {}
@@ -234,6 +354,44 @@ def _nesting(
     new_thread = np.ones(rows.size, dtype=bool)
     new_thread[1:] = thread[1:] != thread[:-1]
     del thread, by_thread
+    edges = [*np.flatnonzero(new_thread).tolist(), rows.size]
+    looped = 0  # rows before it are done; those from it up to the thread at hand are not
+    for lo, hi in pairwise(edges):
+        nested = None
+        if hi - lo >= _VECTOR_ROWS:
+            nested = _nest_thread(trace, rows[lo:hi], is_scope, depth, parent_scope)
+        if nested is None:
+            continue
+        _nest_loop(
+            trace,
+            rows[looped:lo],
+            new_thread[looped:lo],
+            is_scope,
+            depth,
+            parent_scope,
+            scope_parent,
+        )
+        looped = hi
+        for r, parent in zip(*nested, strict=True):
+            if parent >= 0:
+                scope_parent[r] = parent
+    _nest_loop(
+        trace, rows[looped:], new_thread[looped:], is_scope, depth, parent_scope, scope_parent
+    )
+    return depth, parent_scope, scope_parent
+
+
+def _nest_loop(
+    trace: ChromeTrace,
+    rows: np.ndarray,
+    new_thread: np.ndarray,
+    is_scope: np.ndarray,
+    depth: np.ndarray,
+    parent_scope: np.ndarray,
+    scope_parent: dict[int, int],
+) -> None:
+    """``_nesting`` of ``rows`` (whole threads, ``new_thread`` at each one's first row) with
+    a stack, filling in ``depth``, ``parent_scope`` and ``scope_parent``."""
     # Stack entries: (end, host ops open up to and including it, innermost scope row); the
     # running counts make depth and enclosing scope O(1) instead of a stack walk.
     stack: list[tuple[float, int, int]] = []
@@ -270,7 +428,101 @@ def _nesting(
         ops_rows = part[~scopes]
         depth[ops_rows] = depths
         parent_scope[ops_rows] = parents
-    return depth, parent_scope, scope_parent
+
+
+def _nest_thread(
+    trace: ChromeTrace,
+    rows: np.ndarray,
+    is_scope: np.ndarray,
+    depth: np.ndarray,
+    parent_scope: np.ndarray,
+) -> tuple[list[int], list[int]] | None:
+    """What ``_nest_loop`` makes of one thread's ``rows`` (in start order), with whole-array
+    operations: fills in ``depth`` and ``parent_scope`` of its host ops and gives its scope
+    rows with their parent scope rows (-1: none); None, nothing filled in, where the rows
+    do not nest (the loop's stack then keeps rows that have ended under one that has not,
+    which counting cannot follow).
+
+    Row j is on the loop's stack for the rows after it that start before j ends, up to
+    the first that starts at or after its end (``until``), as long as rows nest: then the
+    stack at row i is exactly the rows j < i with ``until[j] > i``, and its top (i's
+    parent) is the last row before i at one level less. That each row ends no later than
+    that parent is what nesting means here, and is checked: row by row, it is what keeps
+    the stack's ends in order, so that the loop's pops match the counts (by induction).
+
+    Whole-thread temporaries are a few int32 columns and one int64 one (a 3M-event trace
+    has a thread of 1.6M host rows); the per-row lookups go a block at a time."""
+    start = trace.ts[rows]
+    end = start + trace.dur[rows]
+    if not (np.isfinite(start).all() and np.isfinite(end).all()):
+        return None
+    n = rows.size
+    until = np.empty(n, dtype=np.int32)
+    for lo in range(0, n, _NESTING_CHUNK):
+        hi = min(lo + _NESTING_CHUNK, n)
+        first_after = np.searchsorted(start, end[lo:hi], side="left")
+        until[lo:hi] = np.maximum(first_after, np.arange(lo + 1, hi + 1))
+    # Rows open at each row's start: the rows before it less those closed by then.
+    closed = np.bincount(until, minlength=n + 1)
+    np.cumsum(closed, out=closed)
+    level = np.arange(n, dtype=np.int32)
+    np.subtract(level, closed[:n], out=level, casting="unsafe")
+    del closed
+    # (level, row) of every row, sorted: each row's parent is found by one searchsorted.
+    keys = level.astype(np.int64)
+    keys *= n
+    keys += np.arange(n)
+    keys.sort()
+    for lo in range(0, n, _NESTING_CHUNK):
+        inner = lo + np.flatnonzero(level[lo : lo + _NESTING_CHUNK] > 0)
+        parent = _last_at_level(keys, level[inner] - 1, inner, n)
+        if parent is None or not (
+            (end[inner] <= end[parent]).all() and (end[parent] > start[inner]).all()
+        ):
+            return None
+    del keys, start, end
+    # Scopes nest as all the rows do: the innermost open scope is the last scope before
+    # the row one scope level down. Host ops open at a row: the rows open less the scopes.
+    scope = is_scope[rows]
+    scopes = np.flatnonzero(scope)
+    scope_level = np.zeros(n + 1, dtype=np.int32)
+    np.add.at(scope_level, scopes + 1, 1)
+    np.add.at(scope_level, until[scopes], -1)
+    np.cumsum(scope_level, out=scope_level)
+    scope_level = scope_level[:n]
+    del until
+    scope_keys = scope_level[scopes].astype(np.int64) * n + scopes
+    scope_keys.sort()
+    scope_parents: list[int] = []
+    for lo in range(0, n, _NESTING_CHUNK):
+        part = slice(lo, lo + _NESTING_CHUNK)
+        here = lo + np.flatnonzero(scope_level[part] > 0)
+        innermost = _last_at_level(scope_keys, scope_level[here] - 1, here, n)
+        if innermost is None:
+            return None  # cannot be, once the rows nest; the loop redoes every row if it were
+        parent = np.full(min(n, lo + _NESTING_CHUNK) - lo, -1, dtype=np.int32)
+        parent[here - lo] = rows[innermost]
+        ops = ~scope[part]
+        block = rows[part]
+        depth[block[ops]] = (level[part] - scope_level[part])[ops]
+        parent_scope[block[ops]] = parent[ops]
+        scope_parents += parent[~ops].tolist()
+    return rows[scope].tolist(), scope_parents
+
+
+def _last_at_level(
+    keys: np.ndarray, wanted: np.ndarray, rows: np.ndarray, n: int
+) -> np.ndarray | None:
+    """For each of ``rows`` (positions), the last position before it at the ``wanted``
+    level, from ``keys`` (``level * n + position`` of the candidates, sorted); None if one
+    has none."""
+    found = np.searchsorted(keys, wanted.astype(np.int64) * n + rows) - 1
+    if found.size and found.min() < 0:
+        return None
+    hit = keys[found]
+    if not (hit // n == wanted).all():
+        return None
+    return hit % n
 
 
 def _event(
@@ -281,10 +533,11 @@ def _event(
     eid: str,
     plan: _Plan,
     scope_ids: dict[int, str],
+    args: dict[str, Any],
 ) -> dict[str, Any]:
+    """Row ``r`` (``i`` in ``c``) as an event; ``args``: its args, ``{}`` if none."""
     name = trace.names[c.name[i]]
     cat = trace.categories[c.cat[i]]
-    args = trace.args.get(r, {})
     ts = c.ts[i]
     kind, meta = _classify(trace, c, i, r, cat, name, args, plan, scope_ids)
     if kind == "instant":
@@ -311,6 +564,14 @@ def _event(
         "duration_us": end - ts,
         "metadata": meta,
     }
+
+
+def _args_of(trace: ChromeTrace, rows: np.ndarray) -> Iterator[dict[str, Any]]:
+    """The args of each of ``rows`` in turn (``{}``: none), looked up together where they
+    are packed."""
+    if isinstance(trace.args, PackedMapping):
+        return trace.args.get_many(rows, {})
+    return (trace.args.get(r, {}) for r in rows.tolist())
 
 
 def _classify(
@@ -368,6 +629,34 @@ def _stream_meta(c: _Lists, r: int) -> dict[str, Any]:
     return meta
 
 
+def _launch(args: dict[str, Any]) -> bytes:
+    """The launch fields of ``_kernel_meta`` (after its ``kernel_type``) as JSON text, a
+    dict's without its braces."""
+    occupancy = args.get("est. achieved occupancy %")
+    fields = {
+        "grid_dim": args.get("grid"),
+        "block_dim": args.get("block"),
+        "shared_memory_bytes": args.get("shared memory"),
+        "registers_per_thread": args.get("registers per thread"),
+        "blocks_per_sm": args.get("blocks per SM"),
+        "warps_per_sm": args.get("warps per SM"),
+        "occupancy": occupancy / 100.0 if isinstance(occupancy, int | float) else None,
+    }
+    return orjson.dumps(fields)[1:-1]
+
+
+# A GPU op's event: its metadata's own fields (after the stream's) are the last field.
+_GPU_OP = (
+    b'{"id":"e%s","type":%s,"name":%s,"timestamp_start_us":%s,"timestamp_end_us":%s,'
+    b'"wall_clock_start":"%s%sZ","wall_clock_end":"%s%sZ","duration_us":%s,"metadata":{'
+    b'"device_id":%s,"stream_id":%s%s,%s}}'
+)
+_GPU_OP_NO_WALL = _GPU_OP.replace(
+    b'"wall_clock_start":"%s%sZ","wall_clock_end":"%s%sZ"',
+    b'"wall_clock_start":null,"wall_clock_end":null',
+)
+
+
 def _kernel_meta(c: _Lists, r: int, name: str, args: dict[str, Any]) -> dict[str, Any]:
     occupancy = args.get("est. achieved occupancy %")
     return {
@@ -392,24 +681,28 @@ def _kernel_type(name: str) -> str:
 
 
 def _copy(c: _Lists, r: int, name: str, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    kind, fields = _copy_fields(name, args, c.dur[r])
+    return kind, {**_stream_meta(c, r), **fields}
+
+
+def _copy_fields(name: str, args: dict[str, Any], dur: float) -> tuple[str, dict[str, Any]]:
+    """A copy's event type and its metadata after the stream fields."""
     direction = memcpy_direction(name)
     size = args.get("bytes")
-    dur = c.dur[r]
     bandwidth = args.get("memory bandwidth (GB/s)")
     if not isinstance(bandwidth, int | float):
         bandwidth = size / (dur * 1e3) if isinstance(size, int | float) and dur > 0 else None
-    meta = {
-        **_stream_meta(c, r),
+    fields = {
         "bytes": size,
         "kind": memcpy_host_kind(name),
         "throughput_gbps": bandwidth,
         "direction": direction or None,
     }
     if direction == "HtoD":
-        return "h2d_copy", meta
+        return "h2d_copy", fields
     if direction == "DtoH":
-        return "d2h_copy", meta
-    return "gpu_kernel", {**meta, "operation": f"memcpy_{direction.lower() or 'unknown'}"}
+        return "d2h_copy", fields
+    return "gpu_kernel", {**fields, "operation": f"memcpy_{direction.lower() or 'unknown'}"}
 
 
 def _memory_meta(args: dict[str, Any]) -> dict[str, Any]:
@@ -494,6 +787,8 @@ def _iso_column(base: float | None, ts_us: np.ndarray) -> list[str | None]:
 
 def _iso(base: float, ts_us: np.ndarray) -> list[str]:
     """``_iso_column`` with a known base."""
+    if not ts_us.size:  # no digits: the split below would give one empty piece
+        return []
     seconds, which, digits = _iso_split(base, ts_us)
     prefix = (seconds + ".")[which].tolist()
     return [p + d + "Z" for p, d in zip(prefix, digits.decode().split(",1"), strict=True)]
@@ -502,6 +797,8 @@ def _iso(base: float, ts_us: np.ndarray) -> list[str]:
 def _iso_parts(base: float, ts_us: np.ndarray) -> tuple[list[bytes], list[bytes]]:
     """The ISO wall clocks as UTF-8 without their ``Z``, in two parts: up to the second's
     ``.``, and the microsecond digits."""
+    if not ts_us.size:
+        return [], []
     seconds, which, digits = _iso_split(base, ts_us)
     prefix = np.array([s.encode() + b"." for s in seconds.tolist()], dtype=object)
     return prefix[which].tolist(), digits.split(b",1")
@@ -515,10 +812,23 @@ def _iso_split(base: float, ts_us: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
         return np.array([], dtype=object), np.zeros(0, dtype=np.int64), b""
     us = np.round(base + ts_us).astype(np.int64)
     sec, micro = np.divmod(us, 1_000_000)
-    seconds, which = np.unique(sec, return_inverse=True)
+    seconds, which = _distinct(sec)
     text = np.datetime_as_string(seconds.astype("datetime64[s]"), unit="s").astype(object)
     digits = orjson.dumps(micro + 1_000_000, option=orjson.OPT_SERIALIZE_NUMPY)
     return text, which, digits[2:-1]
+
+
+def _distinct(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)`` of integers; where they span a range
+    shorter than they are many (a chunk's seconds), by marking it instead of sorting."""
+    lo, hi = int(values.min()), int(values.max())
+    if hi - lo >= values.size:
+        return np.unique(values, return_inverse=True)
+    offset = values - lo
+    present = np.zeros(hi - lo + 1, dtype=bool)
+    present[offset] = True
+    rank = np.cumsum(present) - 1
+    return np.flatnonzero(present) + lo, rank[offset]
 
 
 def _trace_metadata(trace: ChromeTrace, created: datetime | None) -> dict[str, Any]:

@@ -49,6 +49,16 @@ class CpuCallBuilder:
         self.categories_json = _as_json(self.categories)
         self.labels_json = _as_json(self.labels)
         self.scope_id_json = _as_json(sid)
+        # Both parent-scope fields of each scope as one piece of text: a field less to
+        # gather and format an event (entry -1: no scope).
+        named = self.names_json[np.append(trace.name[self.scope_rows], -1)].tolist()
+        self.scope_fields_json = np.array(
+            [
+                b'"parent_scope":%s,"parent_scope_id":%s' % pair
+                for pair in zip(named, self.scope_id_json.tolist(), strict=True)
+            ],
+            dtype=object,
+        )
 
     def _scope_index(self, parent: np.ndarray) -> np.ndarray:
         """Each parent scope row's entry in the scope id tables (-1, no scope: the last)."""
@@ -121,35 +131,47 @@ class CpuCallBuilder:
         rows: np.ndarray,
         positions: np.ndarray,
         wall_clocks: tuple[list[bytes], list[bytes], list[bytes], list[bytes]] | None,
+        before: list[bytes],
     ) -> list[bytes]:
-        """The events ``build`` makes, as JSON text. ``wall_clocks``: the start's and the
-        end's ISO text, each in two parts (see convert._iso_parts); None: no base time.
+        """The events ``build`` makes, as JSON text, each after its text of ``before`` (the
+        separator and any other events that precede it, so that the caller's join is the
+        chunk's text). ``wall_clocks``: the start's and the end's ISO text, each in two
+        parts (see convert._iso_parts); None: no base time.
 
         Numbers are written by orjson a whole column at a time, as it writes them for
         ``build``'s dicts (per-value ``repr`` would cost more than the dicts did); the
         caller passes only rows with finite timestamps, which JSON can hold."""
         t = self.trace
-        ts, end, parent, parent_name_idx = self._spans(rows)
-        corr = [
-            b',"correlation_id":%d' % c if c >= 0 else b"" for c in t.correlation[rows].tolist()
-        ]
+        ts = t.ts[rows]
+        end = ts + t.dur[rows]
+        parent = self.parent[rows]
+        at = self._scope_index(parent)
+        scope_fields = self.scope_fields_json[at]
+        stray = np.flatnonzero((parent >= 0) & (at < 0))
+        if stray.size:  # an enclosing row that is no scope: its name, no id (as build has it)
+            scope_fields[stray] = [
+                b'"parent_scope":%s,"parent_scope_id":null' % self.names_json[t.name[p]]
+                for p in parent[stray].tolist()
+            ]
+        correlation = t.correlation[rows]
+        corr = json_where(correlation, correlation >= 0, prefix=b',"correlation_id":')
         template, walls = (
             (_CPU_CALL_NO_WALL, ()) if wall_clocks is None else (_CPU_CALL, wall_clocks)
         )
         return [
             template % fields
             for fields in zip(
-                _json_column(positions),
+                before,
+                json_column(positions),
                 self.names_json[t.name[rows]].tolist(),
-                _json_column(ts),
-                _json_column(end),
-                _json_column(end - ts),
+                json_column(ts),
+                json_column(end),
+                json_column(end - ts),
                 self.categories_json[t.cat[rows]].tolist(),
                 self.labels_json[t.pid[rows]].tolist(),
                 self.labels_json[t.tid[rows]].tolist(),
-                _json_column(self.depth[rows]),
-                self.names_json[parent_name_idx].tolist(),
-                self.scope_id_json[self._scope_index(parent)].tolist(),
+                json_column(self.depth[rows]),
+                scope_fields.tolist(),
                 corr,
                 *walls,
                 strict=True,
@@ -158,9 +180,9 @@ class CpuCallBuilder:
 
 
 _CPU_CALL_NO_WALL = (
-    b'{"id":"e%s","type":"cpu_call","name":%s,"timestamp_start_us":%s,"timestamp_end_us":%s,'
+    b'%s{"id":"e%s","type":"cpu_call","name":%s,"timestamp_start_us":%s,"timestamp_end_us":%s,'
     b'"duration_us":%s,"metadata":{"category":%s,"process_id":%s,"thread_id":%s,'
-    b'"call_depth":%s,"parent_scope":%s,"parent_scope_id":%s%s},'
+    b'"call_depth":%s,%s%s},'
     b'"wall_clock_start":null,"wall_clock_end":null}'
 )
 _CPU_CALL = _CPU_CALL_NO_WALL.replace(
@@ -169,12 +191,27 @@ _CPU_CALL = _CPU_CALL_NO_WALL.replace(
 )
 
 
-def _json_column(values: np.ndarray) -> list[bytes]:
+def json_column(values: np.ndarray) -> list[bytes]:
     """Each number's JSON text (numbers hold no commas, so one dump splits cleanly)."""
     if not values.size:
         return []
     text = orjson.dumps(np.ascontiguousarray(values), option=orjson.OPT_SERIALIZE_NUMPY)
     return text[1:-1].split(b",")
+
+
+def json_where(
+    values: np.ndarray, present: np.ndarray, prefix: bytes = b"", absent: bytes = b""
+) -> list[bytes]:
+    """``prefix`` and the JSON text of each value where ``present``, ``absent`` elsewhere:
+    per row in Python, a conditional and a format cost several times this."""
+    out = np.full(values.size, absent, dtype=object)
+    at = np.flatnonzero(present)
+    if at.size:
+        text = orjson.dumps(np.ascontiguousarray(values[at]), option=orjson.OPT_SERIALIZE_NUMPY)
+        # Numbers hold no NUL: it marks where each one's prefixed text starts.
+        pieces = (prefix + text[1:-1].replace(b",", b"\0" + prefix)).split(b"\0")
+        out[at] = np.array(pieces, dtype=object)
+    return list(out.tolist())
 
 
 def _as_json(table: np.ndarray) -> np.ndarray:
