@@ -170,3 +170,27 @@ def test_registered_job_analysis(cpu_profiler_trace: Path, tmp_path: Path) -> No
     assert all(p.is_relative_to(out) for p in written)
     assert kind_from_name("profiles/rank0.pt.trace.json") == ArtefactKind.CHROME_TRACE
     assert kind_from_name("ops.json") is None
+
+
+def test_every_test_trace_goes_through_the_default_timeline(
+    testdata_dir: Path, tmp_path: Path
+) -> None:
+    """The default path (op attribution, reports, the InferScope file) on every real trace
+    we hold: two of them once failed the InferScope writer (a wall clock and a chunk of
+    host calls only) while every narrower test passed."""
+    from kerneltracer.analysis.timeline.pipeline import OpsOptions
+    from kerneltracer.analysis.timeline.writer import run_timeline
+
+    traces = sorted((testdata_dir / "hta").rglob("*.json*"))
+    assert len(traces) >= 10, traces
+    failed: dict[str, str] = {}
+    for i, trace in enumerate(traces):
+        out = tmp_path / str(i)
+        try:
+            run_timeline([trace], out, ops=OpsOptions())
+        except Exception as exc:  # every trace's failure listed, not only the first
+            failed[str(trace.relative_to(testdata_dir))] = f"{type(exc).__name__}: {exc}"
+            continue
+        (stem,) = [p for p in out.iterdir() if p.is_dir()]
+        assert (stem / "inferscope_trace.json.gz").is_file() and (out / "summary.json").is_file()
+    assert failed == {}
