@@ -205,10 +205,6 @@ def test_streamed_file_equals_the_in_memory_document(testdata_dir: Path, tmp_pat
 def test_streamed_file_without_wall_clock_and_with_violations(tmp_path: Path) -> None:
     """Relative timestamps (no wall clock), odd names, violations: the formatted text and
     the column checks agree with the dicts and the dict checks."""
-    import gzip
-
-    from kerneltracer.analysis.timeline.render.inferscope_file import write_inferscope
-
     events = [
         x("outer", "user_annotation", 0, 100),
         x('quote " back\\slash \u00e9 \n', "cpu_op", 1, 20, correlation=7),
@@ -219,12 +215,7 @@ def test_streamed_file_without_wall_clock_and_with_violations(tmp_path: Path) ->
         x("crossing", "user_annotation", 90, 50),
     ]
     trace = load_chrome_trace(write_trace(tmp_path / "w.json", events))
-    path = tmp_path / "w.json.gz"
-    report = write_inferscope(trace, path, chunk_size=8)
-    doc = to_inferscope(trace)
-    written = json.loads(gzip.decompress(path.read_bytes()))
-    written["trace_metadata"].pop("timestamp_created")
-    doc["trace_metadata"].pop("timestamp_created")
+    written, doc, report = _streamed_in_chunks_of_8(trace, tmp_path / "w.json.gz")
     assert written == json.loads(json.dumps(doc))
     assert all(e.get("wall_clock_start", None) is None for e in written["events"])
     assert report.to_dict() == validate(doc).to_dict()
@@ -254,10 +245,6 @@ def test_streamed_file_of_a_trace_with_host_only_chunks(
 def test_streamed_gpu_ops_with_wall_clock_equal_the_dicts(tmp_path: Path) -> None:
     """Kernels, memsets and every kind of copy, written column-wise, in chunks of only GPU
     ops, only host calls and both: the same events and checks as the dicts."""
-    import gzip
-
-    from kerneltracer.analysis.timeline.render.inferscope_file import write_inferscope
-
     gpu = [
         kernel("k1", 0, 10, corr=3, grid=[1, 2, 3], **{"est. achieved occupancy %": 50}),
         kernel("k2", 5, 10),
@@ -272,12 +259,7 @@ def test_streamed_gpu_ops_with_wall_clock_equal_the_dicts(tmp_path: Path) -> Non
     mixed = [x("launch", "cuda_runtime", 200, 1, correlation=3), kernel("k3", 201, 1)]
     meta = {"baseTimeNanoseconds": 1_700_000_000_000_000_000}
     trace = load_chrome_trace(write_trace(tmp_path / "g.json", gpu + host + mixed, **meta))
-    path = tmp_path / "g.json.gz"
-    report = write_inferscope(trace, path, chunk_size=8)
-    doc = to_inferscope(trace)
-    written = json.loads(gzip.decompress(path.read_bytes()))
-    written["trace_metadata"].pop("timestamp_created")
-    doc["trace_metadata"].pop("timestamp_created")
+    written, doc, report = _streamed_in_chunks_of_8(trace, tmp_path / "g.json.gz")
     assert written == json.loads(json.dumps(doc))
     assert all(e["wall_clock_start"].startswith("2023-") for e in written["events"])
     assert {e["type"] for e in written["events"]} >= {"gpu_kernel", "h2d_copy", "d2h_copy"}
@@ -388,3 +370,18 @@ def test_no_cycle_collection_while_a_trace_is_analysed(
         gc.callbacks.remove(count)
         if was:
             gc.enable()
+
+
+def _streamed_in_chunks_of_8(trace: Any, path: Path) -> tuple[dict[str, Any], dict[str, Any], Any]:
+    """(the file written in chunks of 8 events, the dicts' document, the writer's report),
+    both documents without their creation time."""
+    import gzip
+
+    from kerneltracer.analysis.timeline.render.inferscope_file import write_inferscope
+
+    report = write_inferscope(trace, path, chunk_size=8)
+    doc = to_inferscope(trace)
+    written = json.loads(gzip.decompress(path.read_bytes()))
+    written["trace_metadata"].pop("timestamp_created")
+    doc["trace_metadata"].pop("timestamp_created")
+    return written, doc, report

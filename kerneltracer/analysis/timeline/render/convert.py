@@ -629,11 +629,11 @@ def _stream_meta(c: _Lists, r: int) -> dict[str, Any]:
     return meta
 
 
-def _launch(args: dict[str, Any]) -> bytes:
-    """The launch fields of ``_kernel_meta`` (after its ``kernel_type``) as JSON text, a
-    dict's without its braces."""
+def _launch_fields(args: dict[str, Any]) -> dict[str, Any]:
+    """A kernel's launch fields, the last of its metadata (both the dicts and the
+    column-wise text take them from here)."""
     occupancy = args.get("est. achieved occupancy %")
-    fields = {
+    return {
         "grid_dim": args.get("grid"),
         "block_dim": args.get("block"),
         "shared_memory_bytes": args.get("shared memory"),
@@ -642,7 +642,11 @@ def _launch(args: dict[str, Any]) -> bytes:
         "warps_per_sm": args.get("warps per SM"),
         "occupancy": occupancy / 100.0 if isinstance(occupancy, int | float) else None,
     }
-    return orjson.dumps(fields)[1:-1]
+
+
+def _launch(args: dict[str, Any]) -> bytes:
+    """:func:`_launch_fields` as JSON text, a dict's without its braces."""
+    return orjson.dumps(_launch_fields(args))[1:-1]
 
 
 # A GPU op's event: its metadata's own fields (after the stream's) are the last field.
@@ -658,18 +662,11 @@ _GPU_OP_NO_WALL = _GPU_OP.replace(
 
 
 def _kernel_meta(c: _Lists, r: int, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    occupancy = args.get("est. achieved occupancy %")
     return {
         **_stream_meta(c, r),
         "operation": "kernel",
         "kernel_type": _kernel_type(name),
-        "grid_dim": args.get("grid"),
-        "block_dim": args.get("block"),
-        "shared_memory_bytes": args.get("shared memory"),
-        "registers_per_thread": args.get("registers per thread"),
-        "blocks_per_sm": args.get("blocks per SM"),
-        "warps_per_sm": args.get("warps per SM"),
-        "occupancy": occupancy / 100.0 if isinstance(occupancy, int | float) else None,
+        **_launch_fields(args),
     }
 
 
