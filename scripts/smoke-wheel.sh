@@ -10,7 +10,13 @@ PYTHON=${PYTHON:-python3}  # makes the clean venv
 # Builds the wheel: the checkout's venv, whose setuptools is the locked one (the machine's may
 # be too old for pyproject's SPDX license string).
 BUILD_PYTHON=${BUILD_PYTHON:-$repo/.venv/bin/python}
-work=${1:-$(mktemp -d)}
+if [ $# -ge 1 ]; then
+  work=$1  # the caller's: kept, to look into afterwards
+else
+  # Our own: a venv with torch is ~1.6 GB, and every CI run makes one; kept, they filled the disk.
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+fi
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
 PYTHON=$BUILD_PYTHON bash scripts/build-dist.sh "$work/dist" >/dev/null
@@ -49,4 +55,4 @@ try:
 except RunDirError as exc:
     print(f"one-line error: {exc}")
 PY
-echo "wheel smoke test passed ($repo -> $work)"
+echo "wheel smoke test passed ($repo)"
