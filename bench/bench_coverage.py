@@ -37,6 +37,7 @@ from tests.support.synthetic_run import SIX_TRACERS, make_synthetic_run  # noqa:
 
 EXTRA_OPS = 72  # with the 9 every model has: ~80 ops per op table
 
+
 def child_ours(run: Path, out: Path) -> None:
     from kerneltracer.coverage import build_coverage, write_coverage
 

@@ -48,16 +48,25 @@ def run_once(
 ) -> dict[str, dict[str, Any]]:
     """One `kerneltracer run --force -j 1` of every model; per job its status numbers."""
     cfg = work / "fake.yaml"
-    cfg.write_text(yaml.safe_dump({
-        "output_dir": str(work / "run"),
-        "defaults": {"weights": "fake", "seq_len": seq_len, "tracers": tracers,
-                     "timeout_s": 1200},
-        "models": [{"path": str(d), "name": d.name} for d in dirs],
-    }))
+    cfg.write_text(
+        yaml.safe_dump(
+            {
+                "output_dir": str(work / "run"),
+                "defaults": {
+                    "weights": "fake",
+                    "seq_len": seq_len,
+                    "tracers": tracers,
+                    "timeout_s": 1200,
+                },
+                "models": [{"path": str(d), "name": d.name} for d in dirs],
+            }
+        )
+    )
     env = dict(os.environ, OMP_NUM_THREADS="1")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    proc = subprocess.run([*KT, "run", str(cfg), "--force", "-j", "1"], env=env,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [*KT, "run", str(cfg), "--force", "-j", "1"], env=env, capture_output=True, text=True
+    )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     print(f"  run CPU {cpu:.1f} s, load {os.getloadavg()[0]:.2f}", flush=True)
@@ -83,8 +92,10 @@ def _row(job_dir: Path, stderr: str) -> dict[str, Any]:
     else:
         signatures = 0
     return {
-        "status": st["status"], "reason": st.get("reason"),
-        "duration_s": st.get("duration_s"), "phases": st.get("phases") or {},
+        "status": st["status"],
+        "reason": st.get("reason"),
+        "duration_s": st.get("duration_s"),
+        "phases": st.get("phases") or {},
         "peak_rss_mb": round((st.get("peak_rss_bytes") or 0) / 2**20),
         "signatures": signatures,
     }
@@ -95,14 +106,18 @@ def time_corpus(run_dir: Path, out: Path, repeat: int) -> dict[str, Any]:
     walls = []
     for _ in range(repeat):
         t0 = time.perf_counter()
-        proc = subprocess.run([*KT, "corpus", str(run_dir), "-o", str(out)],
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            [*KT, "corpus", str(run_dir), "-o", str(out)], capture_output=True, text=True
+        )
         walls.append(time.perf_counter() - t0)
         if proc.returncode != 0:
             return {"error": proc.stderr[-500:]}
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
-    return {"median_s": round(statistics.median(walls), 2), "runs_s": [round(w, 2) for w in walls],
-            "output_mb": round(size / 2**20, 2)}
+    return {
+        "median_s": round(statistics.median(walls), 2),
+        "runs_s": [round(w, 2) for w in walls],
+        "output_mb": round(size / 2**20, 2),
+    }
 
 
 def summarise(runs: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
@@ -118,7 +133,8 @@ def summarise(runs: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]
             return round(statistics.median(get(r) for r in oks), 2)
 
         table[name] = {
-            "status": "ok", "runs_ok": len(oks),
+            "status": "ok",
+            "runs_ok": len(oks),
             "wall_s": med(lambda r: r["duration_s"]),
             "load_s": med(lambda r: r["phases"].get("load", 0.0)),
             "warmup_s": med(lambda r: r["phases"].get("warmup", 0.0)),
@@ -131,21 +147,27 @@ def summarise(runs: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]
 
 
 def print_table(table: dict[str, dict[str, Any]], corpus: dict[str, Any]) -> None:
-    print(f"{'model':38} {'wall s':>7} {'load s':>7} {'warmup s':>8} {'trace s':>7} {'write s':>7} "
-          f"{'RSS MB':>7} {'sigs':>5}")
+    print(
+        f"{'model':38} {'wall s':>7} {'load s':>7} {'warmup s':>8} {'trace s':>7} {'write s':>7} "
+        f"{'RSS MB':>7} {'sigs':>5}"
+    )
     for name, r in table.items():
         model = name.replace("--", "/", 1)
         if r["status"] != "ok":
             print(f"{model:38} {r['status']}: {r['reason']}")
             continue
-        print(f"{model:38} {r['wall_s']:7} {r['load_s']:7} {r['warmup_s']:8} {r['trace_s']:7} "
-              f"{r['write_s']:7} "
-              f"{r['peak_rss_mb']:7} {r['signatures']:5}")
+        print(
+            f"{model:38} {r['wall_s']:7} {r['load_s']:7} {r['warmup_s']:8} {r['trace_s']:7} "
+            f"{r['write_s']:7} "
+            f"{r['peak_rss_mb']:7} {r['signatures']:5}"
+        )
     if "error" in corpus:
         print(f"corpus: failed: {corpus['error']}")
     else:
-        print(f"corpus of the run ({len(table)} models): {corpus['median_s']} s median "
-              f"(runs {corpus['runs_s']}), {corpus['output_mb']} MB written")
+        print(
+            f"corpus of the run ({len(table)} models): {corpus['median_s']} s median "
+            f"(runs {corpus['runs_s']}), {corpus['output_mb']} MB written"
+        )
 
 
 def main() -> None:
@@ -156,8 +178,11 @@ def main() -> None:
     parser.add_argument("--tracers", default="torch_dispatch", help="comma-separated tracers")
     args = parser.parse_args()
     wanted = [s for s in args.only.split(",") if s]
-    dirs = [p for p in sorted(CONFIGS.iterdir()) if (p / "config.json").is_file()
-            and (not wanted or any(w in p.name for w in wanted))]
+    dirs = [
+        p
+        for p in sorted(CONFIGS.iterdir())
+        if (p / "config.json").is_file() and (not wanted or any(w in p.name for w in wanted))
+    ]
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         runs = []
@@ -169,9 +194,18 @@ def main() -> None:
         corpus = time_corpus(work / "run", work / "corpus", args.repeat)
     print_table(table, corpus)
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({"seq_len": args.seq_len, "repeat": args.repeat,
-                               "tracers": args.tracers.split(","),
-                               "models": table, "corpus": corpus}, indent=1))
+    OUT.write_text(
+        json.dumps(
+            {
+                "seq_len": args.seq_len,
+                "repeat": args.repeat,
+                "tracers": args.tracers.split(","),
+                "models": table,
+                "corpus": corpus,
+            },
+            indent=1,
+        )
+    )
     print(f"written: {OUT.relative_to(REPO)}")
 
 

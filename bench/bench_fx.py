@@ -55,8 +55,11 @@ def report_cases(llama_dir: Path) -> list[Case]:
     llama, llama_inputs = load_model(str(llama_dir), seq_len=64)
     return [
         ("SimpleMLP", SimpleMLP(784, 256, 10).train(), (torch.randn(128, 784),)),
-        ("MiniResNet (frozen BatchNorm)", MiniResNet(5, (16, 32, 64)).eval(),
-         (torch.randn(8, 3, 32, 32),)),
+        (
+            "MiniResNet (frozen BatchNorm)",
+            MiniResNet(5, (16, 32, 64)).eval(),
+            (torch.randn(8, 3, 32, 32),),
+        ),
         ("TinyLlama (hidden 128, 2 layers)", llama, llama_inputs),
         ("DeepNet (10 layers)", DeepNet(256, 10).train(), (torch.randn(256, 256),)),
     ]
@@ -87,10 +90,18 @@ def peer_cases(llama_dir: Path) -> list[tuple[str, torch.nn.Module, tuple[Any, .
     return [
         ("RedundantModel, symbolic_trace", RedundantModel(), (x,), False),
         ("RedundantModel, torch.export (aten)", RedundantModel(), (x,), True),
-        ("ImpureRepeats train, symbolic_trace", ImpureRepeats().train(),
-         (torch.randn(2, 4, 8, 8),), False),
-        ("ImpureRepeats train, torch.export (aten)", ImpureRepeats().train(),
-         (torch.randn(2, 4, 8, 8),), True),
+        (
+            "ImpureRepeats train, symbolic_trace",
+            ImpureRepeats().train(),
+            (torch.randn(2, 4, 8, 8),),
+            False,
+        ),
+        (
+            "ImpureRepeats train, torch.export (aten)",
+            ImpureRepeats().train(),
+            (torch.randn(2, 4, 8, 8),),
+            True,
+        ),
         ("TinyLlama, torch.export (aten)", llama, llama_inputs, True),
     ]
 
@@ -104,10 +115,14 @@ def _graph(model: torch.nn.Module, inputs: tuple[Any, ...], export: bool) -> fx.
 
 
 def run_peer(llama_dir: Path) -> None:
-    print("PEER: redundant_ops vs torch.fx.passes.dialect.common.cse_pass.CSEPass "
-          "(banned_ops=get_CSE_banned_ops())")
-    header = f"  {'graph':<42} {'nodes':>5} {'ours':>5} {'torch':>5}  {'ours ok':<8}" \
-             f"{'torch ok':<9} {'ours ms':>8} {'torch ms':>9}"
+    print(
+        "PEER: redundant_ops vs torch.fx.passes.dialect.common.cse_pass.CSEPass "
+        "(banned_ops=get_CSE_banned_ops())"
+    )
+    header = (
+        f"  {'graph':<42} {'nodes':>5} {'ours':>5} {'torch':>5}  {'ours ok':<8}"
+        f"{'torch ok':<9} {'ours ms':>8} {'torch ms':>9}"
+    )
     print(header)
     for name, model, inputs, export in peer_cases(llama_dir):
         gm = _graph(model, inputs, export)
@@ -124,9 +139,11 @@ def run_peer(llama_dir: Path) -> None:
             ours_ms.append(_once(lambda g=copy_a: RedundantOpElimination().transform(g.graph)))
             peer_ms.append(_once(lambda g=copy_b: CSEPass(get_CSE_banned_ops())(g)))
         n = len(gm.graph.nodes)
-        print(f"  {name:<42} {n:>5} {n - len(ours_gm.graph.nodes):>5} "
-              f"{n - len(peer_gm.graph.nodes):>5}  {_ok(ours_ok):<8}{_ok(peer_ok):<9}"
-              f"{statistics.median(ours_ms):>8.2f} {statistics.median(peer_ms):>9.2f}")
+        print(
+            f"  {name:<42} {n:>5} {n - len(ours_gm.graph.nodes):>5} "
+            f"{n - len(peer_gm.graph.nodes):>5}  {_ok(ours_ok):<8}{_ok(peer_ok):<9}"
+            f"{statistics.median(ours_ms):>8.2f} {statistics.median(peer_ms):>9.2f}"
+        )
     print("  (nodes: before; ours/torch: nodes removed; ok: outputs and gradients match)")
 
 
@@ -140,8 +157,10 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--skip-peer", action="store_true")
     args = parser.parse_args()
-    print(f"torch {torch.__version__}, OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}, "
-          f"device {args.device}\n")
+    print(
+        f"torch {torch.__version__}, OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}, "
+        f"device {args.device}\n"
+    )
     with tempfile.TemporaryDirectory(prefix="bench-fx-") as tmp:
         llama_dir = build_tiny_llama(Path(tmp))
         run_reports(report_cases(llama_dir), args.runs, args.device)

@@ -61,7 +61,9 @@ def main() -> None:
     parser.add_argument("--work", default=str(REPO / "bench" / "out" / "vllm-zoo-work"))
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument(
-        "--variant", choices=("both", "bare", "tokenizer"), default="both",
+        "--variant",
+        choices=("both", "bare", "tokenizer"),
+        default="both",
         help="bare: as the zoo builds them; tokenizer: with the tiny Llama's tokenizer files",
     )
     args = parser.parse_args()
@@ -73,13 +75,21 @@ def main() -> None:
     work = Path(args.work)
     models = prepare(work, names, args.variant)
     cfg = work / "vllm-zoo.yaml"
-    cfg.write_text(yaml.safe_dump({
-        "output_dir": str(work / "run"),
-        "frameworks": {"vllm": {"python": args.python}},
-        "defaults": {"framework": "vllm", "tracers": ["vllm_profiler"], "seq_len": 32,
-                     "timeout_s": 900},
-        "models": models,
-    }))
+    cfg.write_text(
+        yaml.safe_dump(
+            {
+                "output_dir": str(work / "run"),
+                "frameworks": {"vllm": {"python": args.python}},
+                "defaults": {
+                    "framework": "vllm",
+                    "tracers": ["vllm_profiler"],
+                    "seq_len": 32,
+                    "timeout_s": 900,
+                },
+                "models": models,
+            }
+        )
+    )
     env = dict(os.environ, PYTHONPATH=str(REPO))
     subprocess.run([*KT, "run", str(cfg), "--jobs", str(args.jobs)], env=env)
     rows = []
@@ -90,8 +100,15 @@ def main() -> None:
             rows.append({"model": name, "status": "missing"})
             continue
         st = json.loads(status_file.read_text())
-        rows.append({"model": name, "status": st["status"], "reason": st.get("reason"),
-                     "seconds": st.get("duration_s"), "notes": st.get("notes")})
+        rows.append(
+            {
+                "model": name,
+                "status": st["status"],
+                "reason": st.get("reason"),
+                "seconds": st.get("duration_s"),
+                "notes": st.get("notes"),
+            }
+        )
     ok = sum(r["status"] == "ok" for r in rows)
     print(f"{ok}/{len(rows)} vllm_profiler jobs ok")
     for row in rows:

@@ -101,13 +101,24 @@ def input_overhead(zoo: Path, names: list[str], repeat: int) -> dict[str, Any]:
             model.eval()
             loads.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
-            spec = InputSpec.of(model, config=config, tokenizer=None, batch=1, seq_len=16,
-                                device="cpu", float_dtype=torch.float32, train=False)
+            spec = InputSpec.of(
+                model,
+                config=config,
+                tokenizer=None,
+                batch=1,
+                seq_len=16,
+                device="cpu",
+                float_dtype=torch.float32,
+                train=False,
+            )
             build_workload(spec, "prefill", 1)
             builds.append(time.perf_counter() - t0)
         load, build = statistics.median(loads), statistics.median(builds)
-        rows[name] = {"load_ms": round(load * 1e3, 2), "inputs_ms": round(build * 1e3, 3),
-                      "ratio": round(build / load, 4)}
+        rows[name] = {
+            "load_ms": round(load * 1e3, 2),
+            "inputs_ms": round(build * 1e3, 3),
+            "ratio": round(build / load, 4),
+        }
     ratios = [r["ratio"] for r in rows.values()]
     inputs = [r["inputs_ms"] for r in rows.values()]
     return {
@@ -136,17 +147,21 @@ def main() -> None:
         build_zoo(work / "zoo", names)
         out["input_overhead"] = input_overhead(work / "zoo", names, args.repeat)
         o = out["input_overhead"]
-        print(f"(b) input building: median {o['median_inputs_ms']} ms, max {o['max_inputs_ms']} "
-              f"ms per job; median {o['median_ratio_to_load']:.2%} of loading the model")
+        print(
+            f"(b) input building: median {o['median_inputs_ms']} ms, max {o['max_inputs_ms']} "
+            f"ms per job; median {o['median_ratio_to_load']:.2%} of loading the model"
+        )
         if not args.skip_run:
             tracers = [t for t in args.tracers.split(",") if t]
             out["matrix"] = m = run_matrix(
                 work / "zoo", names, tracers, args.jobs, work, args.weights
             )
-            print(f"(a) {len(names)} architectures x {len(tracers)} tracers x 2 modes, "
-                  f"weights {args.weights}: "
-                  f"{m['ok']}/{m['jobs'] - m['skipped_group_alternatives']} ok "
-                  f"({m['ok_share']:.1%}) in {m['wall_s']} s")
+            print(
+                f"(a) {len(names)} architectures x {len(tracers)} tracers x 2 modes, "
+                f"weights {args.weights}: "
+                f"{m['ok']}/{m['jobs'] - m['skipped_group_alternatives']} ok "
+                f"({m['ok_share']:.1%}) in {m['wall_s']} s"
+            )
             for tracer, counts in m["per_tracer"].items():
                 print(f"    {tracer:20} {dict(counts)}")
             for row in m["not_ok"]:

@@ -44,8 +44,21 @@ sys.path.insert(0, str(REPO))
 CONFIGS = REPO / "tests" / "fixtures" / "hub_configs"
 OUT = REPO / "bench" / "out" / "probe_fake_configs.json"
 # Ops that show which kernels a backend would be asked for (beyond plain mm and pointwise).
-FUSED = ("attention", "_grouped_mm", "rms_norm", "layer_norm", "_softmax", "gelu", "silu",
-         "embedding", "conv", "topk", "histc", "sort", "masked_scatter")
+FUSED = (
+    "attention",
+    "_grouped_mm",
+    "rms_norm",
+    "layer_norm",
+    "_softmax",
+    "gelu",
+    "silu",
+    "embedding",
+    "conv",
+    "topk",
+    "histc",
+    "sort",
+    "masked_scatter",
+)
 
 
 def probe(config_dir: Path, device: str, seq_len: int) -> dict[str, Any]:
@@ -70,9 +83,12 @@ def probe(config_dir: Path, device: str, seq_len: int) -> dict[str, Any]:
     gaps = missing(expected(config.to_dict()), calls)
     fused = Counter({op: n for op, n in recorder.counts.items() if any(f in op for f in FUSED)})
     return {
-        "build_s": round(t1 - t0, 2), "forward_s": round(t2 - t1, 2),
-        "aten_calls": sum(recorder.counts.values()), "dtype": str(dtype).removeprefix("torch."),
-        "shapes_ok": not gaps, "shape_gaps": gaps,
+        "build_s": round(t1 - t0, 2),
+        "forward_s": round(t2 - t1, 2),
+        "aten_calls": sum(recorder.counts.values()),
+        "dtype": str(dtype).removeprefix("torch."),
+        "shapes_ok": not gaps,
+        "shape_gaps": gaps,
         "attention_ops": sorted(op for op in fused if "attention" in op),
         "fused_ops": dict(sorted(fused.items())),
         "inputs": {k: list(v.shape) for k, v in inputs.items()},
@@ -134,8 +150,9 @@ def _recorder(torch: Any) -> Any:
         ) -> Any:
             op = str(func)
             self.counts[op] += 1
-            shapes = tuple(tuple(int(s) for s in a.shape) for a in args
-                           if isinstance(a, torch.Tensor))
+            shapes = tuple(
+                tuple(int(s) for s in a.shape) for a in args if isinstance(a, torch.Tensor)
+            )
             self.signatures.add((op, shapes))
             return func(*args, **(kwargs or {}))
 
@@ -144,8 +161,16 @@ def _recorder(torch: Any) -> Any:
 
 def run_one(config_dir: Path, device: str, seq_len: int) -> dict[str, Any]:
     """Probe in a child process: its peak RSS is the model's alone, a crash stays there."""
-    cmd = [sys.executable, __file__, "--one", str(config_dir), "--device", device,
-           "--seq-len", str(seq_len)]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--one",
+        str(config_dir),
+        "--device",
+        device,
+        "--seq-len",
+        str(seq_len),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     row: dict[str, Any] = {"model": config_dir.name.replace("--", "/", 1), "device": device}
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
@@ -159,8 +184,11 @@ def run_one(config_dir: Path, device: str, seq_len: int) -> dict[str, Any]:
 def _last_error(stderr: str) -> str:
     """The exception line, and the last frame in transformers (where the model needed it)."""
     lines = stderr.splitlines()
-    errors = [ln for ln in lines if ln and not ln.startswith((" ", "\t"))
-              and ("Error" in ln or "Exception" in ln)]
+    errors = [
+        ln
+        for ln in lines
+        if ln and not ln.startswith((" ", "\t")) and ("Error" in ln or "Exception" in ln)
+    ]
     frames = [ln.strip() for ln in lines if ln.startswith("  File ") and "transformers/" in ln]
     where = ""
     if frames:
@@ -185,17 +213,24 @@ def op_choices(device: str) -> dict[str, list[str]]:
 
     cases = {
         "sdpa bf16 causal (1,32,4096,128)": lambda: F.scaled_dot_product_attention(
-            t(1, 32, 4096, 128), t(1, 32, 4096, 128), t(1, 32, 4096, 128), is_causal=True),
+            t(1, 32, 4096, 128), t(1, 32, 4096, 128), t(1, 32, 4096, 128), is_causal=True
+        ),
         "sdpa bf16 GQA enable_gqa (32 q / 8 kv heads)": lambda: F.scaled_dot_product_attention(
-            t(1, 32, 4096, 128), t(1, 8, 4096, 128), t(1, 8, 4096, 128), is_causal=True,
-            enable_gqa=True),
+            t(1, 32, 4096, 128),
+            t(1, 8, 4096, 128),
+            t(1, 8, 4096, 128),
+            is_causal=True,
+            enable_gqa=True,
+        ),
         "sdpa bf16 MLA (qk 192, v 128)": lambda: F.scaled_dot_product_attention(
-            t(1, 128, 1024, 192), t(1, 128, 1024, 192), t(1, 128, 1024, 128), is_causal=True),
+            t(1, 128, 1024, 192), t(1, 128, 1024, 192), t(1, 128, 1024, 128), is_causal=True
+        ),
         "rms_norm bf16": lambda: F.rms_norm(t(1, 16, 4096), (4096,), t(4096), 1e-5),
         "layer_norm bf16": lambda: F.layer_norm(t(1, 16, 4096), (4096,), t(4096), t(4096)),
         "silu bf16": lambda: F.silu(t(16, 4096)),
         "_grouped_mm bf16": lambda: torch._grouped_mm(
-            t(64, 4096), t(8, 4096, 1024), offs=t(8, dt=torch.int32)),
+            t(64, 4096), t(8, 4096, 1024), offs=t(8, dt=torch.int32)
+        ),
         "x[..., None] (Python indexing)": lambda: t(4, 8)[..., None],
     }
     out: dict[str, list[str]] = {}
@@ -205,27 +240,36 @@ def op_choices(device: str) -> dict[str, list[str]]:
             with mode, recorder:
                 call()
             ops = [op for op in recorder.counts if not op.startswith("prim.")]
-            out[name] = [op.removeprefix("aten.").removesuffix(".default") for op in ops
-                         if "empty" not in op and "_to_copy" not in op]
+            out[name] = [
+                op.removeprefix("aten.").removesuffix(".default")
+                for op in ops
+                if "empty" not in op and "_to_copy" not in op
+            ]
         except Exception as e:  # the finding is the failure itself
             out[name] = [f"ERROR {type(e).__name__}: {str(e).splitlines()[0][:120]}"]
     return out
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
-    head = f"{'model':38} {'dev':4} {'result':7} {'build s':>7} {'fwd s':>6} {'RSS MB':>6} " \
-           f"{'aten':>6} {'shapes':6} attention"
+    head = (
+        f"{'model':38} {'dev':4} {'result':7} {'build s':>7} {'fwd s':>6} {'RSS MB':>6} "
+        f"{'aten':>6} {'shapes':6} attention"
+    )
     print(head)
     for r in rows:
         if "error" in r:
             print(f"{r['model']:38} {r['device']:4} error   {r['error']}")
             continue
-        attn = ",".join(a.removeprefix("aten.").removesuffix(".default")
-                        for a in r["attention_ops"]) or "math (bmm + softmax)"
-        print(f"{r['model']:38} {r['device']:4} ok      {r['build_s']:7} {r['forward_s']:6} "
-              f"{r['peak_rss_mb']:6} {r['aten_calls']:6} "
-              f"{'equal' if r['shapes_ok'] else 'DIFF':6} "
-              f"{attn}")
+        attn = (
+            ",".join(a.removeprefix("aten.").removesuffix(".default") for a in r["attention_ops"])
+            or "math (bmm + softmax)"
+        )
+        print(
+            f"{r['model']:38} {r['device']:4} ok      {r['build_s']:7} {r['forward_s']:6} "
+            f"{r['peak_rss_mb']:6} {r['aten_calls']:6} "
+            f"{'equal' if r['shapes_ok'] else 'DIFF':6} "
+            f"{attn}"
+        )
         for gap in r["shape_gaps"]:
             print(f"{'':46} {gap}")
 
@@ -252,8 +296,9 @@ def main() -> None:
         for name, ops in cases.items():
             print(f"  {name:46} {' '.join(ops)}")
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({"seq_len": args.seq_len, "rows": rows, "op_choices": choices},
-                              indent=1))
+    OUT.write_text(
+        json.dumps({"seq_len": args.seq_len, "rows": rows, "op_choices": choices}, indent=1)
+    )
     print(f"\nwritten: {OUT.relative_to(REPO)}")
 
 

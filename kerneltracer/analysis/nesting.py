@@ -104,23 +104,26 @@ class Nesting:
     def __init__(
         self, rows: np.ndarray, ts: np.ndarray, end: np.ndarray, thread: np.ndarray
     ) -> None:
-        order = np.lexsort((-end[rows], ts[rows], thread[rows]))
-        self.rows = rows[order]
-        self.ts = ts[self.rows]
-        self.end = end[self.rows]
-        self.thread = thread[self.rows]
+        rows = rows[np.lexsort((-end[rows], ts[rows], thread[rows]))]
+        self.rows = rows
+        self.ts = ts[rows]
+        self.end = end[rows]
+        threads = thread[rows]
         # Memoryviews, not lists: the three columns as Python lists peaked ~55 MiB higher
         # for the 700k host ops of a 3M-event trace, for the same Python floats and ints
         # read one at a time.
-        parents = stack_pass(
-            memoryview(self.ts), memoryview(self.end), memoryview(self.thread)
-        ).parent
+        parents = stack_pass(memoryview(self.ts), memoryview(self.end), memoryview(threads)).parent
         self.parent_pos = np.frombuffer(parents, dtype=np.int64) if len(parents) else _NONE
+        # Each thread's run of positions, not a thread key per interval: queries search the
+        # ts of their thread's run (a (thread, ts) key per interval held 16 bytes each).
+        cuts = np.flatnonzero(threads[1:] != threads[:-1]) + 1
+        self._threads = threads[np.concatenate(([0], cuts))] if threads.size else threads
+        self._bounds = np.concatenate(([0], cuts, [threads.size]))
+        del threads
         # Row -> position as an array over the trace's rows, not a dict: a dict of 700k
         # host ops held 80 MiB on a 3M-event trace, this 4 bytes per trace row.
         self._pos = np.full(ts.size, -1, dtype=np.int32 if self.rows.size < 2**31 else np.int64)
         self._pos[self.rows] = np.arange(self.rows.size)
-        self._keys: np.ndarray | None = None  # (thread, ts) keys, made on the first query
 
     def __len__(self) -> int:
         return int(self.rows.size)
@@ -165,17 +168,21 @@ class Nesting:
         out = np.full(ts.size, -1, dtype=np.int64)
         if not self.rows.size or not ts.size:
             return out
-        # Sort key (thread, ts): a query's candidates are those of its thread starting <= ts.
-        # Made once: callers query one op at a time, and remaking the keys of every
-        # interval per query made attribution quadratic in the Python events of a trace.
-        if self._keys is None:
-            self._keys = _combined(self.thread, self.ts)
-        keys = self._keys
-        qkeys = _combined(thread, ts)
-        first = np.searchsorted(self.thread, thread, side="left")
-        cand = np.searchsorted(keys, qkeys, side="right") - 1
+        # A query's candidate: the last interval of its thread starting at or before it.
+        cand = np.full(ts.size, -1, dtype=np.int64)
+        run = np.searchsorted(self._threads, thread)
+        run[run == self._threads.size] = 0
+        mine = np.flatnonzero(self._threads[run] == thread)
+        mine = mine[np.argsort(run[mine], kind="stable")]
+        for group in np.split(mine, np.flatnonzero(np.diff(run[mine])) + 1):  # one per thread
+            if not group.size:
+                continue
+            k = int(run[group[0]])
+            lo, hi = int(self._bounds[k]), int(self._bounds[k + 1])
+            cand[group] = lo + np.searchsorted(self.ts[lo:hi], ts[group], side="right") - 1
+            cand[group[cand[group] < lo]] = -1
         parent, iend = self.parent_pos, self.end
-        for q in np.flatnonzero(cand >= first).tolist():
+        for q in np.flatnonzero(cand >= 0).tolist():
             p, e = int(cand[q]), end[q]
             while p >= 0 and iend[p] < e:
                 p = int(parent[p])
@@ -185,11 +192,3 @@ class Nesting:
 
 
 _NONE = np.empty(0, dtype=np.int64)
-
-
-def _combined(thread: np.ndarray, ts: np.ndarray) -> np.ndarray:
-    """(thread, ts) as one sortable structured key."""
-    key = np.empty(ts.size, dtype=[("t", np.int64), ("s", np.float64)])
-    key["t"] = thread
-    key["s"] = ts
-    return key

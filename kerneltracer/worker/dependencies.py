@@ -46,8 +46,10 @@ class MissingDependency:
     def reason(self, context: str) -> str:
         where = f" ({context})" if context else ""
         verb = "are" if ", " in self.module else "is"
-        return (f"missing dependency: {self.module} {verb} not installed{where}; "
-                f"install it with: {self.install}")
+        return (
+            f"missing dependency: {self.module} {verb} not installed{where}; "
+            f"install it with: {self.install}"
+        )
 
 
 def missing_dependency(exc: BaseException) -> MissingDependency | None:

@@ -334,9 +334,30 @@ def test_stacks_that_are_not_one_alike_stack() -> None:
 # Found on the meta device: nothing is traced, so a description that tells alike layers
 # apart (a fresh object per layer, a depth attribute not known) shows here first.
 _FOUND_ALIKE = [
-    "llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "phi", "gemma", "olmo2",
-    "starcoder2", "mpt", "gpt2", "gpt_neox", "gptj", "falcon", "bloom", "opt", "codegen",
-    "cohere", "stablelm", "granite", "deepseek_v2", "mamba2", "bert",
+    "llama",
+    "mistral",
+    "mixtral",
+    "qwen2",
+    "qwen3",
+    "qwen3_moe",
+    "phi",
+    "gemma",
+    "olmo2",
+    "starcoder2",
+    "mpt",
+    "gpt2",
+    "gpt_neox",
+    "gptj",
+    "falcon",
+    "bloom",
+    "opt",
+    "codegen",
+    "cohere",
+    "stablelm",
+    "granite",
+    "deepseek_v2",
+    "mamba2",
+    "bert",
 ]
 _FOUND_UNLIKE = ["gemma2", "gpt_oss", "deepseek_v3", "qwen3_next", "jamba", "gpt_neo"]
 

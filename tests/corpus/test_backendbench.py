@@ -380,7 +380,8 @@ def test_hostile_run_dir_makes_a_file_backendbench_reads_as_recorded(
             strings += [kw["approximate"]] if "approximate" in kw else []
     assert sorted(strings) == sorted(HOSTILE_STRINGS)
     assert "left out" in proc.stderr + proc.stdout and "is not a plain name" in (
-        proc.stderr + proc.stdout)
+        proc.stderr + proc.stdout
+    )
     assert not (tmp_path / SENTINEL).exists()
 
 

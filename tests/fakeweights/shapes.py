@@ -16,7 +16,10 @@ from typing import Any
 
 Shape = tuple[int, ...]
 ATTENTION_OPS = (
-    "scaled_dot_product", "_flash_attention", "_efficient_attention", "cudnn_attention",
+    "scaled_dot_product",
+    "_flash_attention",
+    "_efficient_attention",
+    "cudnn_attention",
 )
 
 
@@ -39,8 +42,9 @@ def expected(config: Mapping[str, Any]) -> Expected:
     if "vision_config" in config and "text_config" in config:
         text = _decoder(config["text_config"])
         vision = _clip_vision(config["vision_config"], config["text_config"]["hidden_size"])
-        return Expected({**text.matmul, **vision}, text.grouped, text.q_heads, text.kv_heads,
-                        text.qk_head_dim)
+        return Expected(
+            {**text.matmul, **vision}, text.grouped, text.q_heads, text.kv_heads, text.qk_head_dim
+        )
     return _decoder(config)
 
 
@@ -59,8 +63,10 @@ def _decoder(c: Mapping[str, Any]) -> Expected:
     grouped: dict[str, Shape] = {}
     if experts:
         moe = c.get("moe_intermediate_size") or c["intermediate_size"]
-        grouped = {"experts.gate_up": (experts, hidden, 2 * moe),
-                   "experts.down": (experts, moe, hidden)}
+        grouped = {
+            "experts.gate_up": (experts, hidden, 2 * moe),
+            "experts.down": (experts, moe, hidden),
+        }
         matmul["router"] = (hidden, experts)
         shared = c.get("n_shared_experts") or 0
         if shared:
@@ -98,16 +104,22 @@ def _mla(c: Mapping[str, Any]) -> dict[str, Shape]:
 def _mlp(prefix: str, hidden: int, inner: int, fused: bool) -> dict[str, Shape]:
     if fused:
         return {f"{prefix}gate_up_proj": (hidden, 2 * inner), f"{prefix}down_proj": (inner, hidden)}
-    return {f"{prefix}gate_proj": (hidden, inner), f"{prefix}up_proj": (hidden, inner),
-            f"{prefix}down_proj": (inner, hidden)}
+    return {
+        f"{prefix}gate_proj": (hidden, inner),
+        f"{prefix}up_proj": (hidden, inner),
+        f"{prefix}down_proj": (inner, hidden),
+    }
 
 
 def _t5(c: Mapping[str, Any]) -> Expected:
     hidden, heads, head_dim, inner = c["d_model"], c["num_heads"], c["d_kv"], c["d_ff"]
     matmul: dict[str, Shape] = {
-        "q": (hidden, heads * head_dim), "k": (hidden, heads * head_dim),
-        "v": (hidden, heads * head_dim), "o": (heads * head_dim, hidden),
-        "wo": (inner, hidden), "lm_head": (hidden, c["vocab_size"]),
+        "q": (hidden, heads * head_dim),
+        "k": (hidden, heads * head_dim),
+        "v": (hidden, heads * head_dim),
+        "o": (heads * head_dim, hidden),
+        "wo": (inner, hidden),
+        "lm_head": (hidden, c["vocab_size"]),
     }
     if str(c.get("feed_forward_proj", "")).startswith("gated"):
         matmul.update({"wi_0": (hidden, inner), "wi_1": (hidden, inner)})
@@ -154,13 +166,21 @@ def missing(exp: Expected, calls: Iterable[tuple[str, list[Shape]]]) -> list[str
             (seen_3d if len(weight) == 3 else seen_2d).add(weight)
         if not attention_ok:
             attention_ok = _attention_matches(exp, op, shapes)
-    gaps = [f"{role} {shape} never multiplied" for role, shape in exp.matmul.items()
-            if shape not in seen_2d]
-    gaps += [f"{role} {shape} never multiplied" for role, shape in exp.grouped.items()
-             if shape not in seen_3d]
+    gaps = [
+        f"{role} {shape} never multiplied"
+        for role, shape in exp.matmul.items()
+        if shape not in seen_2d
+    ]
+    gaps += [
+        f"{role} {shape} never multiplied"
+        for role, shape in exp.grouped.items()
+        if shape not in seen_3d
+    ]
     if not attention_ok:
-        gaps.append(f"no attention with {exp.q_heads} query heads, key heads in "
-                    f"{sorted(exp.kv_heads)}, head dim {exp.qk_head_dim}")
+        gaps.append(
+            f"no attention with {exp.q_heads} query heads, key heads in "
+            f"{sorted(exp.kv_heads)}, head dim {exp.qk_head_dim}"
+        )
     return gaps
 
 
@@ -168,9 +188,14 @@ def _attention_matches(exp: Expected, op: str, shapes: list[Shape]) -> bool:
     if len(shapes) < 2 or len(shapes[0]) != 4 or len(shapes[1]) != 4:
         # The math fallback (CPU, or unequal Q/V head dims as in MLA): per-head bmm of
         # (batch·heads, seq, head_dim) queries.
-        return (op.startswith("aten.bmm") and len(shapes) == 2 and len(shapes[0]) == 3
-                and shapes[0][0] % exp.q_heads == 0 and shapes[0][2] == exp.qk_head_dim
-                and shapes[1][1] == exp.qk_head_dim)
+        return (
+            op.startswith("aten.bmm")
+            and len(shapes) == 2
+            and len(shapes[0]) == 3
+            and shapes[0][0] % exp.q_heads == 0
+            and shapes[0][2] == exp.qk_head_dim
+            and shapes[1][1] == exp.qk_head_dim
+        )
     if not any(name in op for name in ATTENTION_OPS):
         return False
     query, key = shapes[0], shapes[1]

@@ -55,8 +55,11 @@ def _weights(index: int) -> dict[str, bytes]:
         names = [f"model-0000{i}-of-00002.safetensors" for i in (1, 2)]
         weight_map = {"lm_head.weight": names[1], "model.embed_tokens.weight": names[0]}
         index_json = {"metadata": {"total_size": 2 * len(SHARD)}, "weight_map": weight_map}
-        return {names[0]: SHARD, names[1]: SHARD,
-                "model.safetensors.index.json": json.dumps(index_json).encode()}
+        return {
+            names[0]: SHARD,
+            names[1]: SHARD,
+            "model.safetensors.index.json": json.dumps(index_json).encode(),
+        }
     return {"model.safetensors": SHARD, "pytorch_model.bin": SHARD}
 
 
@@ -64,17 +67,25 @@ def _weights(index: int) -> dict[str, bytes]:
 def served() -> Iterator[Served]:
     dirs = {p.name.replace("--", "/", 1): p for p in sorted(CONFIGS.iterdir()) if p.is_dir()}
     with running_hub() as hub:
-        repos = {rid: hub.add(make_repo(rid, d, _weights(i))) for i, (rid, d) in
-                 enumerate(dirs.items())}
+        repos = {
+            rid: hub.add(make_repo(rid, d, _weights(i))) for i, (rid, d) in enumerate(dirs.items())
+        }
         yield Served(hub, repos, dirs)
 
 
 def _env(tmp_path: Path, hub: LocalHub) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "KT_", "TORCH"))}
     env.pop("TRANSFORMERS_OFFLINE", None)
-    env.update({"HF_HOME": str(tmp_path / "hf-home"), "HF_ENDPOINT": hub.endpoint,
-                "HF_HUB_DISABLE_XET": "1", "HF_HUB_DISABLE_TELEMETRY": "1",
-                "OMP_NUM_THREADS": "1", "COLUMNS": "200"})
+    env.update(
+        {
+            "HF_HOME": str(tmp_path / "hf-home"),
+            "HF_ENDPOINT": hub.endpoint,
+            "HF_HUB_DISABLE_XET": "1",
+            "HF_HUB_DISABLE_TELEMETRY": "1",
+            "OMP_NUM_THREADS": "1",
+            "COLUMNS": "200",
+        }
+    )
     return env
 
 
@@ -103,9 +114,14 @@ def test_published_configs_trace_at_full_size_without_weights(
         for rid in served.repos
     ]
     cfg = write_config(
-        tmp_path / "config.yaml", models,
-        defaults={"weights": "fake", "seq_len": SEQ_LEN, "tracers": ["torch_dispatch"],
-                  "timeout_s": 600},
+        tmp_path / "config.yaml",
+        models,
+        defaults={
+            "weights": "fake",
+            "seq_len": SEQ_LEN,
+            "tracers": ["torch_dispatch"],
+            "timeout_s": 600,
+        },
         download={"timeout_s": 120},
     )
     proc = kt("run", str(cfg), "-j", "2", env=_env(tmp_path, served.hub), timeout=1500)
@@ -125,8 +141,9 @@ def test_published_configs_trace_at_full_size_without_weights(
                 problems.append(f"{rid} {tracer}: not marked fake")
             if not 0 < st["peak_rss_bytes"] < MAX_RSS:
                 problems.append(f"{rid} {tracer}: peak RSS {st['peak_rss_bytes'] / 1e9:.2f} GB")
-        gaps = missing(expected(_resolved(config_dir)),
-                       _calls(run_dir / "jobs" / slug / "torch_dispatch"))
+        gaps = missing(
+            expected(_resolved(config_dir)), _calls(run_dir / "jobs" / slug / "torch_dispatch")
+        )
         problems += [f"{rid}: {gap}" for gap in gaps]
     assert not problems, "\n".join(problems)
 

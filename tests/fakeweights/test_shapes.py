@@ -26,8 +26,7 @@ def test_deepseek_v3_mla_and_experts_from_its_config() -> None:
     assert exp.matmul["router"] == (7168, 256)
     assert exp.matmul["shared_experts.gate_proj"] == (7168, 2048)
     assert exp.matmul["dense_down_proj"] == (18432, 7168)  # the first 3 layers are dense
-    assert exp.grouped == {"experts.gate_up": (256, 7168, 4096),
-                           "experts.down": (256, 2048, 7168)}
+    assert exp.grouped == {"experts.gate_up": (256, 7168, 4096), "experts.down": (256, 2048, 7168)}
     assert (exp.q_heads, exp.qk_head_dim) == (128, 192)
 
 
@@ -48,12 +47,18 @@ def _trace_of(exp: Any, seq: int = 16) -> list[tuple[str, list[Shape]]]:
     calls: list[tuple[str, list[Shape]]] = [
         ("aten.mm.default", [(seq, w[0]), w]) for w in exp.matmul.values()
     ]
-    calls += [("aten._grouped_mm.default", [(seq, w[1]), w, (w[0],)])
-              for w in exp.grouped.values()]
+    calls += [("aten._grouped_mm.default", [(seq, w[1]), w, (w[0],)]) for w in exp.grouped.values()]
     kv = min(exp.kv_heads)
-    calls.append(("aten._scaled_dot_product_flash_attention_for_cpu.default",
-                  [(1, exp.q_heads, seq, exp.qk_head_dim), (1, kv, seq, exp.qk_head_dim),
-                   (1, kv, seq, exp.qk_head_dim)]))
+    calls.append(
+        (
+            "aten._scaled_dot_product_flash_attention_for_cpu.default",
+            [
+                (1, exp.q_heads, seq, exp.qk_head_dim),
+                (1, kv, seq, exp.qk_head_dim),
+                (1, kv, seq, exp.qk_head_dim),
+            ],
+        )
+    )
     return calls
 
 
@@ -63,13 +68,20 @@ def test_missing_names_each_absent_weight_and_wrong_attention() -> None:
     assert missing(exp, trace) == []
 
     without_kv = [c for c in trace if c[1][1:2] != [(4096, 1024)]]
-    assert missing(exp, without_kv) == ["k_proj (4096, 1024) never multiplied",
-                                        "v_proj (4096, 1024) never multiplied"]
+    assert missing(exp, without_kv) == [
+        "k_proj (4096, 1024) never multiplied",
+        "v_proj (4096, 1024) never multiplied",
+    ]
 
-    wrong_heads = [c if "attention" not in c[0] else
-                   (c[0], [(1, 32, 16, 128), (1, 4, 16, 128), (1, 4, 16, 128)]) for c in trace]
+    wrong_heads = [
+        c
+        if "attention" not in c[0]
+        else (c[0], [(1, 32, 16, 128), (1, 4, 16, 128), (1, 4, 16, 128)])
+        for c in trace
+    ]
     assert missing(exp, wrong_heads) == [
-        "no attention with 32 query heads, key heads in [8, 32], head dim 128"]
+        "no attention with 32 query heads, key heads in [8, 32], head dim 128"
+    ]
 
 
 def test_math_attention_counts_for_unequal_head_dims() -> None:

@@ -16,21 +16,44 @@ from kerneltracer.jsonio import atomic_write_json, read_json
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    return subprocess.run([sys.executable, "-m", "kerneltracer.cli.main", *args],
-                          capture_output=True, text=True, env=env, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "kerneltracer.cli.main", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
 
 
 def test_optimize_prints_the_report_and_writes_json(tmp_path: Path) -> None:
     out = tmp_path / "report.json"
-    proc = run_cli("fx", "optimize", "redundant", "--passes", "redundant_ops,recompute",
-                   "--checkpoint-every", "1", "--runs", "2", "--warmup", "1",
-                   "--json", str(out))
+    proc = run_cli(
+        "fx",
+        "optimize",
+        "redundant",
+        "--passes",
+        "redundant_ops,recompute",
+        "--checkpoint-every",
+        "1",
+        "--runs",
+        "2",
+        "--warmup",
+        "1",
+        "--json",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stderr
-    for line in ("Model: RedundantModel", "Input: (2, 3, 16, 16)",
-                 "redundant_ops: 15 -> 10 nodes; removed 5 redundant ops",
-                 "GRAPH STATISTICS:", "  Original nodes: 15 (13 compute)",
-                 "  Reduction: 33.3%", "MEMORY (activations saved for backward):",
-                 "TIME (train step fwd+bwd, median over 2 runs):", "  Overhead: "):
+    for line in (
+        "Model: RedundantModel",
+        "Input: (2, 3, 16, 16)",
+        "redundant_ops: 15 -> 10 nodes; removed 5 redundant ops",
+        "GRAPH STATISTICS:",
+        "  Original nodes: 15 (13 compute)",
+        "  Reduction: 33.3%",
+        "MEMORY (activations saved for backward):",
+        "TIME (train step fwd+bwd, median over 2 runs):",
+        "  Overhead: ",
+    ):
         assert line in proc.stdout, line
     report = read_json(out)
     assert report["graph_original"]["total_nodes"] == 15
@@ -61,8 +84,9 @@ def test_redundancy_lists_duplicates_of_a_node_table(tmp_path: Path) -> None:
 
 
 def test_cli_module_and_registered_analysis_do_not_import_torch() -> None:
-    code = ("import sys; import kerneltracer.cli.fx_cmd, kerneltracer.analysis.fx_redundancy.job; "
-            "assert 'torch' not in sys.modules, 'torch imported'")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120)
+    code = (
+        "import sys; import kerneltracer.cli.fx_cmd, kerneltracer.analysis.fx_redundancy.job; "
+        "assert 'torch' not in sys.modules, 'torch imported'"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

@@ -17,8 +17,13 @@ def ref(name: str) -> dict[str, str]:
 
 
 def node(name: str, op: str, target: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
-    row: dict[str, Any] = {"name": name, "op": op, "target": target, "args": list(args),
-                           "kwargs": kwargs}
+    row: dict[str, Any] = {
+        "name": name,
+        "op": op,
+        "target": target,
+        "args": list(args),
+        "kwargs": kwargs,
+    }
     return row
 
 
@@ -70,8 +75,9 @@ Y = node("y", "placeholder", "y")
     ("call_method", "uniform_", (), {}, Effect.MUTATING),
     ("call_method", "bernoulli", (), {}, Effect.RANDOM),
 ])  # fmt: skip
-def test_classify_functions(op: str, target: str, args: tuple[Any, ...],
-                            kwargs: dict[str, Any], effect: Effect) -> None:
+def test_classify_functions(
+    op: str, target: str, args: tuple[Any, ...], kwargs: dict[str, Any], effect: Effect
+) -> None:
     assert classify(op, target, args, kwargs).effect is effect
 
 
@@ -92,69 +98,123 @@ def test_classify_modules(module: ModuleInfo | None, effect: Effect) -> None:
 
 
 def test_duplicates_chain_through_replaced_nodes() -> None:
-    rows = [X, fn("a", "torch.relu", ref("x")), fn("b", "torch.relu", ref("x")),
-            fn("c", "_operator.mul", ref("a"), 2), fn("d", "_operator.mul", ref("b"), 2),
-            fn("e", "_operator.mul", ref("b"), 2.0),  # float scalar: not the same op as int
-            node("output", "output", "output", [ref("c"), ref("d"), ref("e")])]
+    rows = [
+        X,
+        fn("a", "torch.relu", ref("x")),
+        fn("b", "torch.relu", ref("x")),
+        fn("c", "_operator.mul", ref("a"), 2),
+        fn("d", "_operator.mul", ref("b"), 2),
+        fn("e", "_operator.mul", ref("b"), 2.0),  # float scalar: not the same op as int
+        node("output", "output", "output", [ref("c"), ref("d"), ref("e")]),
+    ]
     assert dups(rows) == [("b", "a"), ("d", "c")]
 
 
 def test_kwargs_order_does_not_matter_but_values_do() -> None:
-    rows = [X, fn("a", "torch.sum", ref("x"), dim=1, keepdim=True),
-            fn("b", "torch.sum", ref("x"), keepdim=True, dim=1),
-            fn("c", "torch.sum", ref("x"), dim=0, keepdim=True)]
+    rows = [
+        X,
+        fn("a", "torch.sum", ref("x"), dim=1, keepdim=True),
+        fn("b", "torch.sum", ref("x"), keepdim=True, dim=1),
+        fn("c", "torch.sum", ref("x"), dim=0, keepdim=True),
+    ]
     assert dups(rows) == [("b", "a")]
 
 
 def test_inplace_write_separates_versions() -> None:
-    rows = [X, fn("r1", "torch.relu", ref("x")),
-            node("w", "call_method", "add_", ref("x"), 1),
-            fn("r2", "torch.relu", ref("x")), fn("r3", "torch.relu", ref("x"))]
+    rows = [
+        X,
+        fn("r1", "torch.relu", ref("x")),
+        node("w", "call_method", "add_", ref("x"), 1),
+        fn("r2", "torch.relu", ref("x")),
+        fn("r3", "torch.relu", ref("x")),
+    ]
     assert dups(rows) == [("r3", "r2")]
 
 
 def test_write_through_a_view_separates_the_base() -> None:
-    rows = [X, fn("r1", "torch.relu", ref("x")),
-            node("v", "call_method", "view", ref("x"), -1),
-            node("w", "call_method", "mul_", ref("v"), 2),
-            fn("r2", "torch.relu", ref("x"))]
+    rows = [
+        X,
+        fn("r1", "torch.relu", ref("x")),
+        node("v", "call_method", "view", ref("x"), -1),
+        node("w", "call_method", "mul_", ref("v"), 2),
+        fn("r2", "torch.relu", ref("x")),
+    ]
     assert dups(rows) == []
 
 
 def test_a_value_that_is_written_later_is_never_merged() -> None:
-    rows = [X, fn("a", "torch.relu", ref("x")), fn("b", "torch.relu", ref("x")),
-            node("w", "call_method", "add_", ref("a"), 1)]
+    rows = [
+        X,
+        fn("a", "torch.relu", ref("x")),
+        fn("b", "torch.relu", ref("x")),
+        node("w", "call_method", "add_", ref("a"), 1),
+    ]
     assert dups(rows) == []
 
 
 def test_unknown_side_effect_is_a_barrier() -> None:
-    rows = [X, fn("a", "torch.relu", ref("x")), fn("p", "builtins.print", ref("a")),
-            fn("b", "torch.relu", ref("x"))]
+    rows = [
+        X,
+        fn("a", "torch.relu", ref("x")),
+        fn("p", "builtins.print", ref("a")),
+        fn("b", "torch.relu", ref("x")),
+    ]
     assert dups(rows) == []
 
 
 def test_random_and_stateful_ops_are_never_merged() -> None:
-    rows = [X, fn("d1", "torch.nn.functional.dropout", ref("x"), 0.5),
-            fn("d2", "torch.nn.functional.dropout", ref("x"), 0.5),
-            fn("n1", "torch.ops.aten.native_batch_norm.default", ref("x"), None, None, None,
-               None, True, 0.1, 1e-5),
-            fn("n2", "torch.ops.aten.native_batch_norm.default", ref("x"), None, None, None,
-               None, True, 0.1, 1e-5)]
+    rows = [
+        X,
+        fn("d1", "torch.nn.functional.dropout", ref("x"), 0.5),
+        fn("d2", "torch.nn.functional.dropout", ref("x"), 0.5),
+        fn(
+            "n1",
+            "torch.ops.aten.native_batch_norm.default",
+            ref("x"),
+            None,
+            None,
+            None,
+            None,
+            True,
+            0.1,
+            1e-5,
+        ),
+        fn(
+            "n2",
+            "torch.ops.aten.native_batch_norm.default",
+            ref("x"),
+            None,
+            None,
+            None,
+            None,
+            True,
+            0.1,
+            1e-5,
+        ),
+    ]
     assert dups(rows) == []
 
 
 def test_get_attr_duplicates_merge() -> None:
-    rows = [node("w1", "get_attr", "fc.weight"), node("w2", "get_attr", "fc.weight"),
-            X, fn("a", "torch.mm", ref("x"), ref("w1")), fn("b", "torch.mm", ref("x"), ref("w2"))]
+    rows = [
+        node("w1", "get_attr", "fc.weight"),
+        node("w2", "get_attr", "fc.weight"),
+        X,
+        fn("a", "torch.mm", ref("x"), ref("w1")),
+        fn("b", "torch.mm", ref("x"), ref("w2")),
+    ]
     assert dups(rows) == [("w2", "w1"), ("b", "a")]
 
 
 def test_call_module_needs_a_known_pure_type() -> None:
     lin = {"type": "torch.nn.modules.linear.Linear"}
-    rows = [X, {**node("a", "call_module", "fc", ref("x")), "module": lin},
-            {**node("b", "call_module", "fc", ref("x")), "module": lin},
-            node("c", "call_module", "custom", ref("x")),
-            node("d", "call_module", "custom", ref("x"))]
+    rows = [
+        X,
+        {**node("a", "call_module", "fc", ref("x")), "module": lin},
+        {**node("b", "call_module", "fc", ref("x")), "module": lin},
+        node("c", "call_module", "custom", ref("x")),
+        node("d", "call_module", "custom", ref("x")),
+    ]
     assert dups(rows) == [("b", "a")]
 
 

@@ -43,8 +43,9 @@ def test_table_analysis_matches_the_live_pass(tmp_path: Path) -> None:
         atomic_write_json(path, to_table(gm.graph, gm))
         from_file = analyze(path)
         live = RedundantOpElimination().analyze(gm.graph)
-        assert [(d.node, d.same_as) for d in from_file.duplicates] == \
-            [(d["node"], d["same_as"]) for d in live["opportunities"]]
+        assert [(d.node, d.same_as) for d in from_file.duplicates] == [
+            (d["node"], d["same_as"]) for d in live["opportunities"]
+        ]
         assert from_file.nodes == len(gm.graph.nodes)
 
 
@@ -58,20 +59,38 @@ def test_aten_graph_redundancy_is_found(tmp_path: Path) -> None:
 
 
 def make_job(run_dir: Path, outputs_for: str = "files") -> Path:
-    spec = JobSpec(key="redundant/print_fx", model=ModelRef(display="redundant",
-                   slug="redundant"), tracer="print_fx", tracer_version="1",
-                   exclusive_group=None, framework="huggingface", mode="eval", device="cpu",
-                   dtype="float32", batch_size=1, seq_len=8, options={}, timeout_s=60.0,
-                   max_rss_gb=None)
+    spec = JobSpec(
+        key="redundant/print_fx",
+        model=ModelRef(display="redundant", slug="redundant"),
+        tracer="print_fx",
+        tracer_version="1",
+        exclusive_group=None,
+        framework="huggingface",
+        mode="eval",
+        device="cpu",
+        dtype="float32",
+        batch_size=1,
+        seq_len=8,
+        options={},
+        timeout_s=60.0,
+        max_rss_gb=None,
+    )
     job_dir = RunPaths(run_dir).job(spec.key).dir
     rels = write_graphs(job_dir / "graphs")
     listed = rels if outputs_for == "files" else []
-    status = base_status(spec, "1", JobStatus.OK,
-                         outputs=[describe_output(job_dir, r) for r in listed])
+    status = base_status(
+        spec, "1", JobStatus.OK, outputs=[describe_output(job_dir, r) for r in listed]
+    )
     if outputs_for == "dir":
-        status = status.model_copy(update={"outputs": [
-            describe_output(job_dir, "graphs/graph_0.json").model_copy(update={"path": "graphs"})
-        ]})
+        status = status.model_copy(
+            update={
+                "outputs": [
+                    describe_output(job_dir, "graphs/graph_0.json").model_copy(
+                        update={"path": "graphs"}
+                    )
+                ]
+            }
+        )
     write_status(job_dir, status)
     return job_dir
 
@@ -97,8 +116,7 @@ def test_run_lists_redundancy_per_graph(tmp_path: Path, listing: str) -> None:
     job_dir = make_job(tmp_path, listing)
     outputs = ("graphs/graph_0.json", "graphs/graph_1.json", "graphs/graph_2.json")
     job = job_view(job_dir, outputs if listing == "files" else ("graphs",))
-    assert [p.name for p in graph_files(job)] == ["graph_0.json", "graph_1.json",
-                                                  "graph_2.json"]
+    assert [p.name for p in graph_files(job)] == ["graph_0.json", "graph_1.json", "graph_2.json"]
     out = tmp_path / "out"
     out.mkdir()
     files = FxRedundancyAnalysis().run(job, out)
@@ -118,8 +136,20 @@ def test_kerneltracer_analyze_runs_it_end_to_end(tmp_path: Path) -> None:
     job_dir = make_job(tmp_path)
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.run(
-        [sys.executable, "-m", "kerneltracer.cli.main", "analyze", str(tmp_path),
-         "--only", "fx_redundancy"], capture_output=True, text=True, env=env, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "kerneltracer.cli.main",
+            "analyze",
+            str(tmp_path),
+            "--only",
+            "fx_redundancy",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     report = read_json(job_dir / "analysis" / "fx_redundancy" / "fx_redundancy.json")
     assert report["total_redundant"] == 10

@@ -41,7 +41,8 @@ def saved(opt: GraphOptimizer, gm: fx.GraphModule) -> int:
     (MemoryBudget(0.5), None),
 ])  # fmt: skip
 def test_deep_net_saves_at_least_30_percent_with_identical_gradients(
-        policy: EveryNth | MemoryBudget, calls: int | None) -> None:
+    policy: EveryNth | MemoryBudget, calls: int | None
+) -> None:
     opt = deep_optimizer()
     opt.optimize([RecomputationPass(policy)])
     before, after = saved(opt, opt.original), saved(opt, opt.optimized)
@@ -56,8 +57,11 @@ def test_deep_net_saves_at_least_30_percent_with_identical_gradients(
 def test_every_nth_wraps_the_odd_layers() -> None:
     opt = deep_optimizer()
     opt.optimize([RecomputationPass(EveryNth(2))])
-    wrapped = [str(n.args[0].target) for n in opt.optimized.graph.nodes
-               if n.target is torch.utils.checkpoint.checkpoint]
+    wrapped = [
+        str(n.args[0].target)
+        for n in opt.optimized.graph.nodes
+        if n.target is torch.utils.checkpoint.checkpoint
+    ]
     assert wrapped == [f"recompute_layers_{i}" for i in (1, 3, 5, 7, 9)]
 
 
@@ -79,16 +83,20 @@ def test_budget_policy_checkpoints_fewer_layers_for_a_looser_budget() -> None:
 
 
 def test_min_cost_cover_picks_the_cheapest_feasible_set() -> None:
-    layers = [Layer(0, "a", (), True, "", saved_bytes=100, recompute_cost=10.0),
-              Layer(1, "b", (), True, "", saved_bytes=60, recompute_cost=1.0),
-              Layer(2, "c", (), True, "", saved_bytes=60, recompute_cost=1.0),
-              Layer(3, "d", (), True, "", saved_bytes=30, recompute_cost=0.1)]
+    layers = [
+        Layer(0, "a", (), True, "", saved_bytes=100, recompute_cost=10.0),
+        Layer(1, "b", (), True, "", saved_bytes=60, recompute_cost=1.0),
+        Layer(2, "c", (), True, "", saved_bytes=60, recompute_cost=1.0),
+        Layer(3, "d", (), True, "", saved_bytes=30, recompute_cost=0.1),
+    ]
     assert _min_cost_cover(layers, 100) == [1, 2]
     assert _min_cost_cover(layers, 90) == [1, 3]
     assert _min_cost_cover(layers, 30) == [3]
     assert _min_cost_cover(layers, 250) == [0, 1, 2, 3]
-    many = [Layer(i, str(i), (), True, "", saved_bytes=1000 + i, recompute_cost=1.0 + i % 7)
-            for i in range(60)]
+    many = [
+        Layer(i, str(i), (), True, "", saved_bytes=1000 + i, recompute_cost=1.0 + i % 7)
+        for i in range(60)
+    ]
     chosen = _min_cost_cover(many, 20_000)
     assert sum(many[i].saved_bytes for i in chosen) >= 20_000
 
@@ -126,9 +134,14 @@ def test_benchmark_reports_memory_and_time_overhead() -> None:
     assert report.memory_reduction_pct >= 30
     assert report.graph_optimized.compute_nodes == report.graph_original.compute_nodes
     assert report.graph_optimized.recomputed_nodes == 20
-    for line in ("Model: DeepNet", "GRAPH STATISTICS:", "MEMORY (activations saved",
-                 "TIME (train step fwd+bwd, median over 2 runs):", "Overhead: ",
-                 "recompute: 43 -> 33 nodes; checkpointed 5 of 11 layers"):
+    for line in (
+        "Model: DeepNet",
+        "GRAPH STATISTICS:",
+        "MEMORY (activations saved",
+        "TIME (train step fwd+bwd, median over 2 runs):",
+        "Overhead: ",
+        "recompute: 43 -> 33 nodes; checkpointed 5 of 11 layers",
+    ):
         assert line in text
     assert report.to_json()["time_optimized"]["runs"] == 2
 

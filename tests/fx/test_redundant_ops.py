@@ -24,8 +24,11 @@ from tests.support.fx_models import ImpureRepeats
 
 
 def targets(gm: fx.GraphModule) -> Counter[str]:
-    return Counter(getattr(n.target, "__name__", str(n.target)) for n in gm.graph.nodes
-                   if n.op.startswith("call_"))
+    return Counter(
+        getattr(n.target, "__name__", str(n.target))
+        for n in gm.graph.nodes
+        if n.op.startswith("call_")
+    )
 
 
 def optimize(model: torch.nn.Module, shape: tuple[int, ...], *passes: Any) -> GraphOptimizer:
@@ -54,8 +57,9 @@ def test_redundant_model_duplicates_are_removed() -> None:
     (ResNetBlock(), (2, 8, 8, 8), 9),
     (DeepNet(16, 10), (4, 16), 43),
 ])  # fmt: skip
-def test_models_without_redundancy_are_unchanged(model: torch.nn.Module,
-                                                 shape: tuple[int, ...], nodes: int) -> None:
+def test_models_without_redundancy_are_unchanged(
+    model: torch.nn.Module, shape: tuple[int, ...], nodes: int
+) -> None:
     opt = optimize(model, shape)
     assert len(opt.original.graph.nodes) == len(opt.optimized.graph.nodes) == nodes
     assert opt.history[0].stats["redundant"] == 0
@@ -66,8 +70,13 @@ def test_batchnorm_dropout_rng_and_inplace_are_left_alone_in_train_mode() -> Non
     opt = optimize(ImpureRepeats().train(), (2, 4, 8, 8))
     assert targets(opt.optimized) == targets(opt.original)
     after = targets(opt.optimized)
-    assert (after["bn"], after["drop"], after["dropout"], after["rand_like"], after["relu"]) \
-        == (2, 2, 2, 2, 2)
+    assert (after["bn"], after["drop"], after["dropout"], after["rand_like"], after["relu"]) == (
+        2,
+        2,
+        2,
+        2,
+        2,
+    )
 
 
 def test_eval_mode_batchnorm_and_dropout_modules_are_pure() -> None:
@@ -75,8 +84,13 @@ def test_eval_mode_batchnorm_and_dropout_modules_are_pure() -> None:
     after = targets(opt.optimized)
     # BatchNorm reads running stats and Dropout is the identity in eval mode; F.dropout
     # defaults to training=True, rand_like is random and relu(y) straddles y.add_(1).
-    assert (after["bn"], after["drop"], after["dropout"], after["rand_like"], after["relu"]) \
-        == (1, 1, 2, 2, 2)
+    assert (after["bn"], after["drop"], after["dropout"], after["rand_like"], after["relu"]) == (
+        1,
+        1,
+        2,
+        2,
+        2,
+    )
     assert opt.history[0].nodes_before - opt.history[0].nodes_after == 2
 
 
@@ -190,8 +204,8 @@ class _TwiceBN(torch.nn.Module):
     (_Crashes(), SimpleMLP(32, 16, 4), (4, 32), "the optimised module fails to run"),
 ])  # fmt: skip
 def test_wrong_pass_is_rolled_back_with_an_error_naming_it(
-        bad: OptimizationPass, model: torch.nn.Module, shape: tuple[int, ...],
-        message: str) -> None:
+    bad: OptimizationPass, model: torch.nn.Module, shape: tuple[int, ...], message: str
+) -> None:
     torch.manual_seed(0)
     opt = GraphOptimizer(model, example_inputs=(torch.randn(*shape),))
     opt.optimize(["redundant_ops"])

@@ -53,9 +53,7 @@ _scalars = st.one_of(
 _keys = st.one_of(st.sampled_from(_FIELDS), st.text(max_size=10))
 _docs = st.recursive(
     _scalars,
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=4), st.dictionaries(_keys, inner, max_size=6)
-    ),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(_keys, inner, max_size=6)),
     max_leaves=25,
 )
 

@@ -135,4 +135,3 @@ def test_an_empty_dir_and_an_existing_run_dir_are_fine(tmp_path: Path) -> None:
         path.write_text(f"output_dir: {out}\n" + M)
         cfg, _ = load_config(path)
         assert cfg.output_dir == out
-

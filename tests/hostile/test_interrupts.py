@@ -50,7 +50,12 @@ def test_analyze_records_the_running_analysis_as_interrupted(
 ) -> None:
     run = make_run(tmp_path / "run", {KEY: status(KEY, "tiny")})
     proc = kt_popen(
-        "analyze", str(run), "--import", "tests.report.analysis_fixtures", "--only", "hang",
+        "analyze",
+        str(run),
+        "--import",
+        "tests.report.analysis_fixtures",
+        "--only",
+        "hang",
         env=_env(),
     )
     out = run / "jobs" / KEY / "analysis" / "hang"
@@ -95,8 +100,15 @@ def test_replay_records_what_ran_and_the_rest_as_interrupted(
     write_corpus(Corpus(("m",), sigs), corpus)
     marker = tmp_path / "hang.pid"
     proc = kt_popen(
-        "replay", str(corpus), "--import", "tests.fixtures.replay_ops", "--batch-size", "1",
-        "--repeats", "1", env=_env(KT_TEST_HANG_PID=str(marker)),
+        "replay",
+        str(corpus),
+        "--import",
+        "tests.fixtures.replay_ops",
+        "--batch-size",
+        "1",
+        "--repeats",
+        "1",
+        env=_env(KT_TEST_HANG_PID=str(marker)),
     )
     _wait_for(marker, proc, seconds=300)
     worker = int(marker.read_text())

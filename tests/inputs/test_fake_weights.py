@@ -21,7 +21,16 @@ from kerneltracer.worker.frameworks.huggingface.zoo import ZOO, build_zoo
 # One or two per family: decoder, encoder, encoder-decoder, MoE, state-space, vision, audio,
 # multimodal.
 NAMES = (
-    "llama", "gpt2", "bert-mlm", "t5", "mixtral", "qwen2-moe", "mamba", "vit", "whisper", "clip",
+    "llama",
+    "gpt2",
+    "bert-mlm",
+    "t5",
+    "mixtral",
+    "qwen2-moe",
+    "mamba",
+    "vit",
+    "whisper",
+    "clip",
 )
 # VLMs whose forward reads values the worker chose (image grids and sizes, tile ids, token
 # layout): they run on fake weights; not compared op by op, as a fake run reads those values
@@ -50,13 +59,25 @@ def zoo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _job(
     path: Path, weights: str, mode: str = "eval", phase: str = "prefill", **kw: Any
 ) -> JobSpec:
-    ref = ModelRef(display=path.name, slug=path.name, path=str(path), local_dir=str(path),
-                   weights=weights)
+    ref = ModelRef(
+        display=path.name, slug=path.name, path=str(path), local_dir=str(path), weights=weights
+    )
     fields: dict[str, Any] = {
-        "key": f"{path.name}/torch_dispatch", "model": ref, "tracer": "torch_dispatch",
-        "tracer_version": "2", "exclusive_group": None, "framework": "huggingface",
-        "mode": mode, "device": "cpu", "dtype": "float32", "batch_size": 2, "seq_len": 12,
-        "options": {}, "timeout_s": 60.0, "max_rss_gb": None, "phase": phase,
+        "key": f"{path.name}/torch_dispatch",
+        "model": ref,
+        "tracer": "torch_dispatch",
+        "tracer_version": "2",
+        "exclusive_group": None,
+        "framework": "huggingface",
+        "mode": mode,
+        "device": "cpu",
+        "dtype": "float32",
+        "batch_size": 2,
+        "seq_len": 12,
+        "options": {},
+        "timeout_s": 60.0,
+        "max_rss_gb": None,
+        "phase": phase,
     }
     return JobSpec.model_validate({**fields, **kw})
 
@@ -75,9 +96,15 @@ def _trace(job: JobSpec, tmp_path: Path) -> set[str]:
     ctx = load_huggingface(job, tmp_path)
     if not job.model.fake_weights:
         spec = InputSpec.of(
-            ctx.model, config=ctx.model.config, tokenizer=ctx.tokenizer, batch=job.batch_size,
-            seq_len=job.seq_len, device="cpu", float_dtype=ctx.model.dtype,
-            train=job.mode == "train", omit_all_ones_mask=True,
+            ctx.model,
+            config=ctx.model.config,
+            tokenizer=ctx.tokenizer,
+            batch=job.batch_size,
+            seq_len=job.seq_len,
+            device="cpu",
+            float_dtype=ctx.model.dtype,
+            train=job.mode == "train",
+            omit_all_ones_mask=True,
         )
         ctx.workload = build_workload(spec, job.phase, job.new_tokens)
     try:
@@ -104,8 +131,9 @@ def _norm(value: Any) -> Any:
     if isinstance(value, dict) and "shape" in value:
         out = {k: v for k, v in value.items() if k not in ("min", "max", "true", "stride")}
         if "stride" in value:
-            out["stride"] = [s for s, n in zip(value["stride"], value["shape"], strict=True)
-                             if n != 1]
+            out["stride"] = [
+                s for s, n in zip(value["stride"], value["shape"], strict=True) if n != 1
+            ]
         return out
     if isinstance(value, list):
         return [_norm(v) for v in value]
@@ -198,8 +226,9 @@ def test_zoo_names_exist() -> None:
     assert {*NAMES, *KNOWN_VALUES, *DATA_VALUES, *TRAIN_READS} <= {e.name for e in ZOO}
 
 
-@pytest.mark.parametrize(("name", "mode"), [(n, m) for m in ("eval", "train")
-                                            for n in KNOWN_VALUES])
+@pytest.mark.parametrize(
+    ("name", "mode"), [(n, m) for m in ("eval", "train") for n in KNOWN_VALUES]
+)
 def test_values_the_worker_chose_stay_known_on_fake_weights(
     zoo_dir: Path, tmp_path: Path, name: str, mode: str
 ) -> None:
@@ -316,8 +345,7 @@ def test_one_value_buffers_keep_their_config_value() -> None:
             return self.conv(torch.nn.functional.pad(x, (0, extra)))
 
     with fake.fake_session() as mode:
-        model = fake.build_fake_model(_fake_model(Padded), None, torch.float32, "cpu", mode,
-                                      False)
+        model = fake.build_fake_model(_fake_model(Padded), None, torch.float32, "cpu", mode, False)
         with fake.values_unsupported():
             assert model(torch.ones(2, 1, 8)).shape == (2, 2, 7)
 
@@ -347,8 +375,9 @@ def test_a_value_read_on_fake_tensors_is_unsupported_naming_the_line() -> None:
     from kerneltracer.worker.frameworks.huggingface import fake
 
     with fake.fake_session() as mode:
-        model = fake.build_fake_model(_fake_model(_gated()), None, torch.float32, "cpu", mode,
-                                      False)
+        model = fake.build_fake_model(
+            _fake_model(_gated()), None, torch.float32, "cpu", mode, False
+        )
         with pytest.raises(UnsupportedError) as info, fake.values_unsupported():
             model(torch.ones(2, 4))
     message = str(info.value)
@@ -378,8 +407,9 @@ def test_layerdrop_draws_its_random_number_for_real() -> None:
 
     torch.manual_seed(0)
     with fake.fake_session() as mode:
-        model = fake.build_fake_model(_fake_model(LayerDrop), None, torch.float32, "cpu", mode,
-                                      False)
+        model = fake.build_fake_model(
+            _fake_model(LayerDrop), None, torch.float32, "cpu", mode, False
+        )
         with fake.values_unsupported():
             out = model(torch.ones(2, 4))
     assert out.shape == (2, 4)
@@ -394,10 +424,10 @@ def test_a_value_read_under_a_tracer_names_the_models_line_not_the_tracers() -> 
     from kerneltracer.worker.tracers._dispatch_recorder import DispatchRecorder
 
     with fake.fake_session() as mode:
-        model = fake.build_fake_model(_fake_model(_gated()), None, torch.float32, "cpu", mode,
-                                      False)
-        with pytest.raises(UnsupportedError) as info, fake.values_unsupported(), \
-                DispatchRecorder():
+        model = fake.build_fake_model(
+            _fake_model(_gated()), None, torch.float32, "cpu", mode, False
+        )
+        with pytest.raises(UnsupportedError) as info, fake.values_unsupported(), DispatchRecorder():
             model(torch.ones(2, 4))
     message = str(info.value)
     assert "_dispatch_recorder" not in message
@@ -421,8 +451,9 @@ def test_a_mask_index_on_fake_tensors_says_the_size_depends_on_values() -> None:
             return x[x.sum(-1) != 0]  # drop padding rows
 
     with fake.fake_session() as mode:
-        model = fake.build_fake_model(_fake_model(DropPadding), None, torch.float32, "cpu",
-                                      mode, False)
+        model = fake.build_fake_model(
+            _fake_model(DropPadding), None, torch.float32, "cpu", mode, False
+        )
         with pytest.raises(UnsupportedError) as info, fake.values_unsupported():
             model(torch.ones(2, 4))
     message = str(info.value)
@@ -467,10 +498,14 @@ def test_a_capture_whose_every_method_read_a_value_is_unsupported() -> None:
     def breaks() -> list[Any]:
         raise RuntimeError("something else")
 
-    with pytest.raises(UnsupportedError, match="size depends on a tensor's values"), \
-            fake.values_unsupported():
+    with (
+        pytest.raises(UnsupportedError, match="size depends on a tensor's values"),
+        fake.values_unsupported(),
+    ):
         run_methods([("dynamo", reads), ("export", reads)])
     # One method failing for another reason: the capture failed, as without fake weights.
-    with pytest.raises(RuntimeError, match="every capture method failed"), \
-            fake.values_unsupported():
+    with (
+        pytest.raises(RuntimeError, match="every capture method failed"),
+        fake.values_unsupported(),
+    ):
         run_methods([("dynamo", reads), ("export", breaks)])

@@ -25,8 +25,16 @@ def _spec(zoo_dir: Path, name: str, train: bool = False) -> tuple[InputSpec, Any
     config = transformers.AutoConfig.from_pretrained(zoo_dir / entry.name)
     model = getattr(transformers, entry.arch).from_pretrained(zoo_dir / entry.name)
     model.train(train)
-    spec = InputSpec.of(model, config=config, tokenizer=None, batch=2, seq_len=SEQ,
-                        device="cpu", float_dtype=torch.float32, train=train)
+    spec = InputSpec.of(
+        model,
+        config=config,
+        tokenizer=None,
+        batch=2,
+        seq_len=SEQ,
+        device="cpu",
+        float_dtype=torch.float32,
+        train=train,
+    )
     return spec, config
 
 
@@ -81,8 +89,16 @@ def test_text_stays_within_the_text_towers_positions(zoo_dir: Path) -> None:
 
     entry = by_name()["owlvit"]
     model = getattr(transformers, entry.arch).from_pretrained(zoo_dir / entry.name)
-    spec = InputSpec.of(model, config=model.config, tokenizer=None, batch=2, seq_len=32,
-                        device="cpu", float_dtype=torch.float32, train=False)
+    spec = InputSpec.of(
+        model,
+        config=model.config,
+        tokenizer=None,
+        batch=2,
+        seq_len=32,
+        device="cpu",
+        float_dtype=torch.float32,
+        train=False,
+    )
     inputs = build_inputs(spec)
     positions = model.config.text_config.max_position_embeddings
     assert positions < 32 and list(inputs["input_ids"].shape) == [2, positions]
@@ -142,12 +158,18 @@ def test_time_series_windows_come_from_the_config(zoo_dir: Path) -> None:
     # An encoder-decoder forecaster reads the future in its decoder, eval included.
     assert list(inputs["future_values"].shape) == [2, config.prediction_length]
     assert list(inputs["future_time_features"].shape) == [
-        2, config.prediction_length, config.num_time_features]
+        2,
+        config.prediction_length,
+        config.num_time_features,
+    ]
 
     spec, config = _spec(zoo_dir, "patchtst")
     inputs = build_inputs(spec)
-    assert list(inputs["past_values"].shape) == [2, config.context_length,
-                                                 config.num_input_channels]
+    assert list(inputs["past_values"].shape) == [
+        2,
+        config.context_length,
+        config.num_input_channels,
+    ]
     assert "future_values" not in inputs  # the target: train mode only
     spec, config = _spec(zoo_dir, "patchtst", train=True)
     future = build_inputs(spec)["future_values"]
@@ -168,21 +190,26 @@ def test_missing_packages_are_named_with_their_install_command(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # transformers' requires_backends wording (DETR's matcher without scipy)
-    text = ("\nHungarianMatcher requires the scipy library but it was not found in your "
-            "environment. You can install it with pip:\n`pip install scipy`.")
+    text = (
+        "\nHungarianMatcher requires the scipy library but it was not found in your "
+        "environment. You can install it with pip:\n`pip install scipy`."
+    )
     found = missing_dependency(ImportError(text))
     assert found is not None and found.package == "scipy"
     assert found.install.endswith("-m pip install scipy")
     # several backends missing at once are named at once (pillow and timm for a timm model)
-    text = ("\nTimmWrapperModel requires the PIL library but it was not found in your "
-            "environment. You can install it with pip:\n`pip install pillow`. Please note.\n"
-            "\nTimmWrapperModel requires the timm library but it was not found in your "
-            "environment. You can install it with pip:\n`pip install timm`. Please note.\n")
+    text = (
+        "\nTimmWrapperModel requires the PIL library but it was not found in your "
+        "environment. You can install it with pip:\n`pip install pillow`. Please note.\n"
+        "\nTimmWrapperModel requires the timm library but it was not found in your "
+        "environment. You can install it with pip:\n`pip install timm`. Please note.\n"
+    )
     found = missing_dependency(ImportError(text))
     assert found is not None and (found.package, found.module) == ("pillow timm", "PIL, timm")
     assert found.install.endswith("-m pip install pillow timm")
     assert found.reason("TimmWrapperModel").startswith(
-        "missing dependency: PIL, timm are not installed (TimmWrapperModel)")
+        "missing dependency: PIL, timm are not installed (TimmWrapperModel)"
+    )
     # a tokenizer raising its own ImportError while importing sacremoses failed
     try:
         try:
@@ -201,8 +228,7 @@ def test_missing_packages_are_named_with_their_install_command(
     # not missing dependencies: a submodule missing from an installed package, other errors
     assert missing_dependency(ModuleNotFoundError("x", name="json.nothing_here")) is None
     assert missing_dependency(ImportError("cannot import name 'x' from 'y'")) is None
-    assert missing_dependency(ValueError("requires the scipy library but it was not found")) \
-        is None
+    assert missing_dependency(ValueError("requires the scipy library but it was not found")) is None
 
 
 def test_conformer_features_take_mel_bins_from_the_encoder_sub_config(zoo_dir: Path) -> None:
@@ -224,8 +250,11 @@ def test_audio_language_prompt_has_one_placeholder_per_audio_feature(zoo_dir: Pa
     spec, config = _spec(zoo_dir, "qwen2-audio")
     inputs = build_inputs(spec)
     audio = config.audio_config
-    assert list(inputs["input_features"].shape) == [2, audio.num_mel_bins,
-                                                     2 * audio.max_source_positions]
+    assert list(inputs["input_features"].shape) == [
+        2,
+        audio.num_mel_bins,
+        2 * audio.max_source_positions,
+    ]
     assert list(inputs["feature_attention_mask"].shape) == [2, 2 * audio.max_source_positions]
     placeholders = int((inputs["input_ids"][0] == config.audio_token_id).sum())
     with torch.no_grad():  # the tower's own count: conv stem and pooling each halve
@@ -258,9 +287,17 @@ def test_a_speech_config_without_feature_sizes_names_where_it_looked() -> None:
 
     config = transformers.PretrainedConfig()
     config.encoder_config = transformers.PretrainedConfig()
-    spec = InputSpec(model=Odd(), config=config, tokenizer=None, batch=1, seq_len=4,
-                     device="cpu", float_dtype=torch.float32, train=False,
-                     params=dict(inspect.signature(Odd.forward).parameters))
+    spec = InputSpec(
+        model=Odd(),
+        config=config,
+        tokenizer=None,
+        batch=1,
+        seq_len=4,
+        device="cpu",
+        float_dtype=torch.float32,
+        train=False,
+        params=dict(inspect.signature(Odd.forward).parameters),
+    )
     with pytest.raises(UnsupportedError) as info:
         build_inputs(spec)
     message = str(info.value)

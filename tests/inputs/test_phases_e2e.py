@@ -46,12 +46,20 @@ def phase_run(
         root / "config.yaml",
         [
             {"path": llama, "phase": "decode", "tracers": ["torch_dispatch", "print_fx"]},
-            {"path": llama, "phase": "generate", "new_tokens": NEW,
-             "tracers": ["torch_dispatch", "print_fx"]},
+            {
+                "path": llama,
+                "phase": "generate",
+                "new_tokens": NEW,
+                "tracers": ["torch_dispatch", "print_fx"],
+            },
             {"path": str(odd), "trust_remote_code": True, "tracers": ["torch_dispatch"]},
             *[
-                {"path": str(zoo_dir / name), "phase": phase, "new_tokens": NEW,
-                 "tracers": ["torch_dispatch"]}
+                {
+                    "path": str(zoo_dir / name),
+                    "phase": phase,
+                    "new_tokens": NEW,
+                    "tracers": ["torch_dispatch"],
+                }
                 for name in GENERATING_FAMILIES
                 for phase in ("decode", "generate")
             ],
@@ -74,9 +82,9 @@ def _rows(run_dir: Path, key: str) -> list[dict[str, Any]]:
 
 
 def _layers(tiny_models: dict[str, Path]) -> int:
-    return int(json.loads((tiny_models["tiny-llama"] / "config.json").read_text())[
-        "num_hidden_layers"
-    ])
+    return int(
+        json.loads((tiny_models["tiny-llama"] / "config.json").read_text())["num_hidden_layers"]
+    )
 
 
 def test_decode_attention_has_one_query_and_seq_len_keys(

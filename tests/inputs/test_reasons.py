@@ -15,7 +15,7 @@ from kerneltracer.errors import LibraryError, UnsupportedError
 from kerneltracer.worker.failure import classify_exception
 from kerneltracer.worker.inputs import InputSpec, build_workload, explain
 
-_SOURCE = '''
+_SOURCE = """
 class Callable:
     def __call__(self, **kwargs):
         return self.forward(**kwargs)
@@ -44,7 +44,7 @@ class Quantizer(Callable):
 
 def _project(ids, count):
     raise RuntimeError("X1 and X2 must have the same number of columns. X1: 256 X2: 32")
-'''
+"""
 
 
 _FILE = "/lib/transformers/models/odd/modeling_odd.py"
@@ -64,8 +64,16 @@ def _spec(model: Any, batch: int = 1, train: bool = False) -> InputSpec:
     import torch
 
     config = type("Config", (), {"vocab_size": 10})()
-    return InputSpec.of(model, config=config, tokenizer=None, batch=batch, seq_len=4,
-                        device="cpu", float_dtype=torch.float32, train=train)
+    return InputSpec.of(
+        model,
+        config=config,
+        tokenizer=None,
+        batch=batch,
+        seq_len=4,
+        device="cpu",
+        float_dtype=torch.float32,
+        train=train,
+    )
 
 
 def _failure(model: Any, spec: InputSpec) -> Exception:

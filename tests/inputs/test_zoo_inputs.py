@@ -22,8 +22,17 @@ SEQ = 12
 # Families whose models generate text: decode and generate must work for them.
 GENERATING = {"decoder", "encoder-decoder", "moe", "state-space", "hybrid", "recurrent"}
 GENERATING_EXTRA = {
-    "whisper", "llava", "qwen2-vl", "llava-next", "instructblip", "idefics3", "video-llava",
-    "mllama", "fuyu", "qwen2-audio", "seamless-m4t",
+    "whisper",
+    "llava",
+    "qwen2-vl",
+    "llava-next",
+    "instructblip",
+    "idefics3",
+    "video-llava",
+    "mllama",
+    "fuyu",
+    "qwen2-audio",
+    "seamless-m4t",
 }
 # Models whose generate() is one forward and a greedy pass (CTC): decode is refused.
 NOT_AUTOREGRESSIVE = {"parakeet"}
@@ -61,8 +70,19 @@ def _spec(model: Any, config: Any, train: bool) -> InputSpec:
 def test_zoo_spans_every_family() -> None:
     families = {e.family for e in ZOO}
     assert families == {
-        "decoder", "encoder", "encoder-decoder", "moe", "state-space", "hybrid", "recurrent",
-        "vision", "video", "detection", "audio", "time-series", "multimodal",
+        "decoder",
+        "encoder",
+        "encoder-decoder",
+        "moe",
+        "state-space",
+        "hybrid",
+        "recurrent",
+        "vision",
+        "video",
+        "detection",
+        "audio",
+        "time-series",
+        "multimodal",
     }
     assert families == {e.family for e in TESTED}  # every family has a tested entry
     assert len(ZOO) >= 60
@@ -185,8 +205,14 @@ def _bare_spec(model: Any) -> InputSpec:
 
     config = type("Config", (), {"vocab_size": 10})()
     return InputSpec.of(
-        model, config=config, tokenizer=None, batch=1, seq_len=4, device="cpu",
-        float_dtype=torch.float32, train=False,
+        model,
+        config=config,
+        tokenizer=None,
+        batch=1,
+        seq_len=4,
+        device="cpu",
+        float_dtype=torch.float32,
+        train=False,
     )
 
 

@@ -84,10 +84,12 @@ def test_report_warns_about_a_run_on_untested_versions(tmp_path: Path) -> None:
     run = make_run(
         tmp_path / "run",
         {
-            "a/torch_dispatch": status("a/torch_dispatch", "a", versions={
-                "torch": "2.13.0+cpu", "transformers": newer}),
-            "b/torch_dispatch": status("b/torch_dispatch", "b", versions={
-                "torch": "2.13.0+cpu", "transformers": "5.19.0"}),
+            "a/torch_dispatch": status(
+                "a/torch_dispatch", "a", versions={"torch": "2.13.0+cpu", "transformers": newer}
+            ),
+            "b/torch_dispatch": status(
+                "b/torch_dispatch", "b", versions={"torch": "2.13.0+cpu", "transformers": "5.19.0"}
+            ),
         },
     )
     result = build_report(run)
@@ -103,8 +105,14 @@ def test_report_warns_about_a_run_on_untested_versions(tmp_path: Path) -> None:
 
 
 def test_report_of_a_run_on_tested_versions_has_no_warning(tmp_path: Path) -> None:
-    run = make_run(tmp_path / "run", {"a/torch_dispatch": status(
-        "a/torch_dispatch", "a", versions={"torch": "2.13.0+cpu", "transformers": "5.24.0"})})
+    run = make_run(
+        tmp_path / "run",
+        {
+            "a/torch_dispatch": status(
+                "a/torch_dispatch", "a", versions={"torch": "2.13.0+cpu", "transformers": "5.24.0"}
+            )
+        },
+    )
     result = build_report(run)
     assert result.warnings == []
     assert 'class="warning"' not in result.index.read_text()

@@ -132,6 +132,45 @@ def test_nesting_refuses_a_row_it_does_not_hold() -> None:
         nest.parent(3)
 
 
+def _nested_spans(
+    rng: np.random.Generator, lo: float, hi: float, depth: int
+) -> list[tuple[float, float]]:
+    """Properly nested spans inside [lo, hi): some children, each with its own."""
+    out: list[tuple[float, float]] = []
+    if depth == 0:
+        return out
+    cuts = np.sort(rng.uniform(lo, hi, size=2 * int(rng.integers(0, 4))))
+    for s, e in zip(cuts[::2].tolist(), cuts[1::2].tolist(), strict=True):
+        out.append((s, e))
+        out += _nested_spans(rng, s, e, depth - 1)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_nesting_innermost_is_the_latest_enclosing_span_of_the_querys_thread(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    spans: list[tuple[float, float]] = []
+    threads: list[int] = []
+    for key in (7, 3, 11):  # keys out of order; thread 5 is never held
+        made = _nested_spans(rng, 0.0, 1000.0, 4)
+        spans += made
+        threads += [key] * len(made)
+    mixed = rng.permutation(len(spans))  # rows interleave threads, as a trace's do
+    ts = np.array([spans[i][0] for i in mixed])
+    end = np.array([spans[i][1] for i in mixed])
+    thread = np.array([threads[i] for i in mixed], dtype=np.int64)
+    nest = Nesting(np.arange(ts.size), ts, end, thread)
+    q_thread = rng.choice([3, 5, 7, 11], size=300)
+    q_ts = rng.uniform(-10.0, 1010.0, size=300)
+    q_end = q_ts + rng.exponential(20.0, size=300)
+    got = nest.innermost(q_thread, q_ts, q_end)
+    for q in range(300):
+        around = np.flatnonzero((thread == q_thread[q]) & (ts <= q_ts[q]) & (end >= q_end[q]))
+        # nested: the enclosing spans form a chain, the innermost starts last
+        want = int(around[np.lexsort((-end[around], ts[around]))[-1]]) if around.size else -1
+        assert got[q] == want, q
+
+
 @pytest.mark.parametrize("spill_bytes", [0, 40, 1 << 30])
 def test_packed_texts_read_the_same_spilled_or_held(spill_bytes: int) -> None:
     # 0: in the temp file from the first batch; 40: from the second; 1 GiB: never.

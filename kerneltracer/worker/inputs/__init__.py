@@ -24,7 +24,13 @@ from kerneltracer.worker.inputs.workload import (
 )
 
 __all__ = [
-    "PHASES", "InputSpec", "Workload", "build_inputs", "build_workload", "describe", "explain",
+    "PHASES",
+    "InputSpec",
+    "Workload",
+    "build_inputs",
+    "build_workload",
+    "describe",
+    "explain",
 ]
 
 # Arguments that carry the model's data; a forward taking none of them cannot be fed.
@@ -132,14 +138,27 @@ def describe(workload: Workload) -> list[dict[str, Any]]:
         elif isinstance(value, list) and value and isinstance(value[0], dict):
             # Per-image targets: one row, its shape the number of images.
             kind = BUILDERS[name].kind if name in BUILDERS else "step"
-            rows.append({"name": name, "kind": kind, "shape": [len(value)], "dtype": "list",
-                         "keys": sorted(value[0])})
+            rows.append(
+                {
+                    "name": name,
+                    "kind": kind,
+                    "shape": [len(value)],
+                    "dtype": "list",
+                    "keys": sorted(value[0]),
+                }
+            )
         elif isinstance(value, list) and value and all(torch.is_tensor(v) for v in value):
             # One tensor per sample (ragged series): one row, each sample's shape listed.
             kind = BUILDERS[name].kind if name in BUILDERS else "step"
-            rows.append({"name": name, "kind": kind, "shape": [len(value)],
-                         "dtype": str(value[0].dtype).removeprefix("torch."),
-                         "shapes": [list(v.shape) for v in value]})
+            rows.append(
+                {
+                    "name": name,
+                    "kind": kind,
+                    "shape": [len(value)],
+                    "dtype": str(value[0].dtype).removeprefix("torch."),
+                    "shapes": [list(v.shape) for v in value],
+                }
+            )
         elif name in CACHE_NAMES:
             rows.append(_describe_cache(name, value))
         elif name == "encoder_outputs":

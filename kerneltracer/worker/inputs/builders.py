@@ -52,8 +52,10 @@ def _token_ids(spec: InputSpec, built: Built) -> Any:
     if image_tokens or video_tokens:
         # The image's placeholders, then the video's, then the text (set: counted above).
         parts = []
-        for count, marker in ((image_tokens, spec.image_token_id()),
-                              (video_tokens, media.video_token_id(spec))):
+        for count, marker in (
+            (image_tokens, spec.image_token_id()),
+            (video_tokens, media.video_token_id(spec)),
+        ):
             if count:
                 run = torch.full((spec.batch, count), marker or 0, dtype=torch.long)
                 parts += _framed(spec, run)
@@ -154,55 +156,78 @@ BUILDERS: Mapping[str, Builder] = {
     for b in (
         Builder("pixel_values", "vision", media.pixel_values),
         Builder("image_grid_thw", "vision", grids.image_grid_thw, grids.wants_grid, known=True),
-        Builder("image_sizes", "vision", media.image_sizes, media.wants_image_sizes,
-                known=True),
-        Builder("aspect_ratio_ids", "vision", tiles.aspect_ratio_ids, tiles.wants_tiles,
-                known=True),
-        Builder("aspect_ratio_mask", "vision", tiles.aspect_ratio_mask, tiles.wants_tiles,
-                known=True),
+        Builder("image_sizes", "vision", media.image_sizes, media.wants_image_sizes, known=True),
+        Builder(
+            "aspect_ratio_ids", "vision", tiles.aspect_ratio_ids, tiles.wants_tiles, known=True
+        ),
+        Builder(
+            "aspect_ratio_mask", "vision", tiles.aspect_ratio_mask, tiles.wants_tiles, known=True
+        ),
         Builder("pixel_attention_mask", "vision", media.pixel_attention_mask, media.has_pixels),
         Builder("pixel_values_videos", "vision", media.pixel_values_videos, media.wants_video),
-        Builder("video_grid_thw", "vision", grids.video_grid_thw, grids.wants_video_grid,
-                known=True),
+        Builder(
+            "video_grid_thw", "vision", grids.video_grid_thw, grids.wants_video_grid, known=True
+        ),
         Builder("qformer_input_ids", "text", media.qformer_input_ids, media.has_pixels),
-        Builder("qformer_attention_mask", "text", media.qformer_attention_mask,
-                media.has_qformer_ids),
+        Builder(
+            "qformer_attention_mask", "text", media.qformer_attention_mask, media.has_qformer_ids
+        ),
         Builder("input_values", "audio", media.input_values),
         Builder("input_features", "audio", media.input_features),
-        Builder("feature_attention_mask", "audio", media.feature_attention_mask,
-                media.has_features),
+        Builder(
+            "feature_attention_mask", "audio", media.feature_attention_mask, media.has_features
+        ),
         Builder("past_values", "series", series.past_values),
         Builder("freq", "series", series.frequency, series.wants_frequency),
-        Builder("past_time_features", "series", series.past_time_features,
-                series.has_tensor_past),
+        Builder("past_time_features", "series", series.past_time_features, series.has_tensor_past),
         Builder("past_observed_mask", "series", series.observed_mask, series.has_tensor_past),
-        Builder("static_categorical_features", "series", series.static_categorical,
-                series.wants_static_categorical),
+        Builder(
+            "static_categorical_features",
+            "series",
+            series.static_categorical,
+            series.wants_static_categorical,
+        ),
         Builder("static_real_features", "series", series.static_real, series.wants_static_real),
         Builder("future_values", "series", series.future_values, series.wants_future),
-        Builder("future_time_features", "series", series.future_time_features,
-                series.wants_future_features),
+        Builder(
+            "future_time_features",
+            "series",
+            series.future_time_features,
+            series.wants_future_features,
+        ),
         Builder("input_ids", "text", _token_ids, known=True, prepare=media.placeholder_counts),
         Builder("attention_mask", "text", _attention_mask, _wants_mask),
         Builder("token_type_ids", "text", lambda s, b: _zeros_like_ids(b), _wants_token_types),
-        Builder("cross_attention_mask", "vision", tiles.cross_attention_mask,
-                tiles.wants_cross_mask, known=True),
-        Builder("mm_token_type_ids", "text", grids.mm_token_type_ids, grids.wants_token_types,
-                known=True),
-        Builder("position_ids", "text", grids.rope_positions, grids.wants_rope_positions,
-                known=True),
+        Builder(
+            "cross_attention_mask",
+            "vision",
+            tiles.cross_attention_mask,
+            tiles.wants_cross_mask,
+            known=True,
+        ),
+        Builder(
+            "mm_token_type_ids",
+            "text",
+            grids.mm_token_type_ids,
+            grids.wants_token_types,
+            known=True,
+        ),
+        Builder(
+            "position_ids", "text", grids.rope_positions, grids.wants_rope_positions, known=True
+        ),
         Builder("bbox", "layout", _bbox, _wants_bbox),
         Builder("decoder_input_ids", "text", _decoder_ids, _is_encoder_decoder),
         # Labels are drawn by us, not data: losses read them (CTC's masked_select of the
         # non-blank targets, Wav2Vec2's `labels.max() < vocab_size` check).
-        Builder("labels", "label", labels.labels, labels.wants_labels, train_only=True,
-                known=True),
+        Builder("labels", "label", labels.labels, labels.wants_labels, train_only=True, known=True),
         # Dual encoders (CLIP, SigLIP) compute their contrastive loss only when asked.
         Builder("return_loss", "flag", lambda s, b: True, train_only=True),
-        Builder("start_positions", "label", labels.span_start, labels.is_qa, train_only=True,
-                known=True),
-        Builder("end_positions", "label", labels.span_end, labels.is_qa, train_only=True,
-                known=True),
+        Builder(
+            "start_positions", "label", labels.span_start, labels.is_qa, train_only=True, known=True
+        ),
+        Builder(
+            "end_positions", "label", labels.span_end, labels.is_qa, train_only=True, known=True
+        ),
     )
 }
 

@@ -23,16 +23,29 @@ from kerneltracer.worker.inputs.spec import InputSpec
 # Where a library's own code lives: the frames an explanation may point at.
 _LIBRARIES = ("transformers",)
 # torch's words when BatchNorm gets one value per channel in train mode.
-_BATCHNORM = re.compile(r"Expected more than 1 value per channel when training, got input "
-                        r"size (?P<size>torch\.Size\(\[[^\]]*\]\))")
+_BATCHNORM = re.compile(
+    r"Expected more than 1 value per channel when training, got input "
+    r"size (?P<size>torch\.Size\(\[[^\]]*\]\))"
+)
 # Errors that mean code and not data is wrong: a name never bound, a call that does not
 # match the callee.
 _CODE_ERRORS = (NameError, UnboundLocalError)
-_CALL_MISMATCH = re.compile(r"unexpected keyword argument|positional arguments? but \d+ "
-                            r"(?:were|was) given|missing \d+ required")
+_CALL_MISMATCH = re.compile(
+    r"unexpected keyword argument|positional arguments? but \d+ "
+    r"(?:were|was) given|missing \d+ required"
+)
 # Forward arguments that switch outputs on or off; never data a builder should make.
-_FLAGS = frozenset({"self", "kwargs", "args", "return_dict", "output_attentions",
-                    "output_hidden_states", "use_cache"})
+_FLAGS = frozenset(
+    {
+        "self",
+        "kwargs",
+        "args",
+        "return_dict",
+        "output_attentions",
+        "output_hidden_states",
+        "use_cache",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -68,9 +81,11 @@ def explain(exc: BaseException, spec: InputSpec | None, built: dict[str, Any]) -
                 f"does not fit it ({line}, at {frames[0].where}): its builder does not "
                 "follow this config"
             )
-    if isinstance(exc, _CODE_ERRORS) or (
-        isinstance(exc, TypeError) and _CALL_MISMATCH.search(str(exc))
-    ) or (isinstance(exc, AttributeError) and "'NoneType'" not in str(exc)):
+    if (
+        isinstance(exc, _CODE_ERRORS)
+        or (isinstance(exc, TypeError) and _CALL_MISMATCH.search(str(exc)))
+        or (isinstance(exc, AttributeError) and "'NoneType'" not in str(exc))
+    ):
         return LibraryError(
             f"{_library_version()} raised {line} at {frames[0].where}, on code that reads none "
             "of the inputs built: a bug of the library, not of the model's config or inputs"
@@ -100,8 +115,9 @@ def _library_frames(exc: BaseException) -> list[_Frame]:
             code = frame.f_code
             text = linecache.getline(code.co_filename, tb.tb_lineno).strip()
             short = "/".join(code.co_filename.split("/")[-3:])
-            out.append(_Frame(f"{short}:{tb.tb_lineno} in {code.co_name}", text,
-                              dict(frame.f_locals)))
+            out.append(
+                _Frame(f"{short}:{tb.tb_lineno} in {code.co_name}", text, dict(frame.f_locals))
+            )
         tb = tb.tb_next
     return out[::-1]
 

@@ -39,8 +39,9 @@ def _row(spec: InputSpec) -> int:
     """Values of one patch: channels x temporal patch x patch x patch."""
     patch = int(spec.find_in("vision_config", "patch_size", default=14))
     temporal = int(spec.find_in("vision_config", "temporal_patch_size", default=1) or 1)
-    channels = int(spec.find_in("vision_config", "in_channels", "in_chans", "num_channels",
-                                default=3))
+    channels = int(
+        spec.find_in("vision_config", "in_channels", "in_chans", "num_channels", default=3)
+    )
     return channels * temporal * patch * patch
 
 

@@ -106,8 +106,10 @@ def _boxes(spec: InputSpec, num_labels: int) -> list[dict[str, Any]]:
         gen = spec.generator(30 + i)
         centre = torch.rand((objects, 2), generator=gen) * 0.5 + 0.25
         size = torch.rand((objects, 2), generator=gen) * 0.4 + 0.1
-        out.append({
-            "class_labels": spec.randint(num_labels, (objects,), salt=31 + i),
-            "boxes": torch.cat([centre, size], dim=1).to(spec.float_dtype),
-        })
+        out.append(
+            {
+                "class_labels": spec.randint(num_labels, (objects,), salt=31 + i),
+                "boxes": torch.cat([centre, size], dim=1).to(spec.float_dtype),
+            }
+        )
     return out

@@ -17,8 +17,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 _SUB_CONFIGS = (
-    "text_config", "vision_config", "audio_config", "encoder", "decoder", "qformer_config",
-    "encoder_config", "backbone_config",
+    "text_config",
+    "vision_config",
+    "audio_config",
+    "encoder",
+    "decoder",
+    "qformer_config",
+    "encoder_config",
+    "backbone_config",
 )
 
 

@@ -31,8 +31,10 @@ def _ratio(spec: InputSpec) -> tuple[int, tuple[int, int]]:
     tiles = int(spec.find_in("vision_config", "max_num_tiles"))
     ratios = spec.find_in("vision_config", "supported_aspect_ratios") or [[1, 1]]
     pairs = [(int(r[0]), int(r[1])) for r in ratios]
-    best = max(range(len(pairs)), key=lambda i: (pairs[i][0] * pairs[i][1] <= tiles,
-                                                 pairs[i][0] * pairs[i][1]))
+    best = max(
+        range(len(pairs)),
+        key=lambda i: (pairs[i][0] * pairs[i][1] <= tiles, pairs[i][0] * pairs[i][1]),
+    )
     return best + 1, pairs[best]
 
 
@@ -45,7 +47,7 @@ def pixel_tiles(spec: InputSpec, side: int, channels: int) -> Any:
     """(batch, images, max tiles, channels, side, side): one image, its unused tiles zero."""
     tiles = int(spec.find_in("vision_config", "max_num_tiles"))
     pixels = spec.randn((spec.batch, 1, tiles, channels, side, side), salt=18)
-    pixels[:, :, used_tiles(spec):] = 0
+    pixels[:, :, used_tiles(spec) :] = 0
     return pixels
 
 

@@ -217,9 +217,7 @@ def rows_of(table: dict[Any, list[Any]]) -> list[dict[str, Any]]:
                 "outputs": _json(outs)
                 if isinstance(outs, tuple) and outs[:1] == (_SEQ,)
                 else [_json(outs)],
-                "modules": dict(
-                    sorted(bounded(modules).items(), key=lambda kv: (-kv[1], kv[0]))
-                ),
+                "modules": dict(sorted(bounded(modules).items(), key=lambda kv: (-kv[1], kv[0]))),
             }
         )
     rows.sort(key=lambda r: (r["phase"] != "forward", r["op"], -r["count"]))

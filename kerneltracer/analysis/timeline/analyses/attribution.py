@@ -233,6 +233,9 @@ def attribute(trace: ChromeTrace, *, more_instances: bool = True) -> Attribution
     runtime = np.flatnonzero(complete & trace.category_mask(CUDA_API))
     repeated = _by_correlation(links, runtime)
     _by_flow(links, runtime, thread)
+    # Each whole-trace temporary is dropped once used: the instances, made last, are the
+    # peak of a run at 3M events, and what is still alive then adds to it.
+    del runtime
     op_rows = np.flatnonzero(complete & trace.category_mask({"cpu_op"}))
     ops = Nesting(op_rows, trace.ts, trace.end, thread)
     op_row = np.full(rows.size, -1, dtype=np.int64)
@@ -240,6 +243,8 @@ def attribute(trace: ChromeTrace, *, more_instances: bool = True) -> Attribution
     lrows = launch[has]
     op_row[has] = ops.innermost(thread[lrows], trace.ts[lrows], trace.end[lrows])
     _by_external_id(links, op_rows, op_row)
+    host_ops = int(op_rows.size)
+    del op_rows, has
     graph_launch = _graph_launches(trace, launch)
     status = np.full(rows.size, ATTRIBUTED, dtype=np.int8)
     status[op_row < 0] = OUTSIDE_OPS
@@ -253,6 +258,7 @@ def attribute(trace: ChromeTrace, *, more_instances: bool = True) -> Attribution
         notes = _annotations(trace, thread)
         lrows = launch[outside]
         op_row[outside] = notes.innermost(thread[lrows], trace.ts[lrows], trace.end[lrows])
+        del notes
     steps = StepSpans(trace)
     when = np.where(launch >= 0, trace.ts[np.maximum(launch, 0)], trace.ts[rows])
     # The links' lookups are freed by now but glibc keeps their pages (~70 MiB at 3M
@@ -272,7 +278,7 @@ def attribute(trace: ChromeTrace, *, more_instances: bool = True) -> Attribution
         step=steps.at(when),
         repeated=repeated,
         instances=instances.items,
-        host_ops=int(op_rows.size),
+        host_ops=host_ops,
         make_instance=instances.of if more_instances else None,
     )
 

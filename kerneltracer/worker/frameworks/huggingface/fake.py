@@ -96,8 +96,11 @@ def _keeping_mode() -> Any:
             known = bool(fakes) and all(a.constant is not None for a in fakes)
             if func in self.lift_fns and not fakes:
                 # torch.tensor(python integers): a literal, its values known.
-                known = all(not (a.dtype.is_floating_point or a.dtype.is_complex)
-                            for a in leaves if isinstance(a, torch.Tensor))
+                known = all(
+                    not (a.dtype.is_floating_point or a.dtype.is_complex)
+                    for a in leaves
+                    if isinstance(a, torch.Tensor)
+                )
             before, self._from_known = self._from_known, known
             try:
                 return super().dispatch(func, types, args, kwargs)
@@ -230,8 +233,10 @@ def _how_read(cause: BaseException) -> str:
 
     if isinstance(cause, DynamicOutputShapeException):
         # No Python read at all: the op's output size is the count of true values.
-        return ("makes a tensor whose size depends on a tensor's values (a boolean mask "
-                "index, nonzero, masked_select)")
+        return (
+            "makes a tensor whose size depends on a tensor's values (a boolean mask "
+            "index, nonzero, masked_select)"
+        )
     return "reads a tensor's value in Python (.item(), .tolist() or a branch on a tensor)"
 
 
@@ -269,9 +274,7 @@ def _model_frame(exc: BaseException) -> tuple[str, str] | None:
     # Dynamo runs the model's code symbolically: the model's frames are not in the
     # traceback but in the user stack it attaches (real_stack).
     stack = list(getattr(exc, "real_stack", None) or traceback.extract_tb(exc.__traceback__))
-    frames = [
-        f for f in stack if "/torch/" not in f.filename and not f.filename.startswith(_OURS)
-    ]
+    frames = [f for f in stack if "/torch/" not in f.filename and not f.filename.startswith(_OURS)]
     if not frames:
         return None
     f = frames[-1]
@@ -330,8 +333,10 @@ def _ctc_from_known_lengths() -> None:
             return NotImplemented
         frames, batch = log_probs.shape[0], log_probs.shape[1]
         longest = int(lengths.max()) if lengths.numel() else 0
-        return (log_probs.new_empty((batch,)),
-                log_probs.new_empty((batch, frames, 2 * longest + 1)))
+        return (
+            log_probs.new_empty((batch,)),
+            log_probs.new_empty((batch, frames, 2 * longest + 1)),
+        )
 
     # First: torch's own check for this op (dynamic output shape) would refuse it.
     checks.insert(0, (_is_ctc, known))

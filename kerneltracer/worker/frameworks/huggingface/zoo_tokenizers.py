@@ -22,8 +22,11 @@ def xlm(out: Path) -> None:
         vocab.setdefault(f"{ch}</w>", len(vocab))
     (out / "vocab.json").write_text(json.dumps(vocab))
     (out / "merges.txt").write_text("#version: 0.2\n")
-    config = {"tokenizer_class": "XLMTokenizer", "model_max_length": 128,
-              "do_lowercase_and_remove_accent": True}
+    config = {
+        "tokenizer_class": "XLMTokenizer",
+        "model_max_length": 128,
+        "do_lowercase_and_remove_accent": True,
+    }
     (out / "tokenizer_config.json").write_text(json.dumps(config))
 
 
