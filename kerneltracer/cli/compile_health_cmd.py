@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from kerneltracer.cli.options import out_option
+from kerneltracer.cli.options import out_option, single_threaded_blas
 from kerneltracer.core.layout import RUN, RunPaths
 
 TOP_SHOWN = 5
@@ -29,6 +29,7 @@ def compile_health(inputs: tuple[Path, ...], out_dir: Path | None) -> None:
     A log cut short (truncated) or not readable as one (unusable) is a state of its own:
     the files are written, then the command exits 1 naming each.
     """
+    single_threaded_blas()
     from kerneltracer.analysis.compile_health.export import write_fleet
     from kerneltracer.analysis.compile_health.fleet import logs_health, run_health
     from kerneltracer.cli.read_progress import input_bytes, read_progress

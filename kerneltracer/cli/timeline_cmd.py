@@ -10,6 +10,7 @@ from kerneltracer.cli.options import (
     device_options_for,
     input_limit_options,
     out_option,
+    single_threaded_blas,
     strict_option,
 )
 from kerneltracer.errors import InputFileError, UsageError
@@ -68,6 +69,7 @@ def timeline(
     several traces summary.md also gives per rank the comm / comp overlap and the time
     waiting in collectives, and names the straggler of each step.
     """
+    single_threaded_blas()
     from kerneltracer.analysis.timeline.load.loader import count_text
     from kerneltracer.analysis.timeline.pipeline import OpsOptions, TraceAnalysis
     from kerneltracer.analysis.timeline.writer import expand_traces, run_timeline

@@ -206,3 +206,53 @@ def test_timeline_of_a_small_gpu_trace_reads_the_device_table_without_pydantic(
     assert not {"pandas", "pydantic", "kerneltracer.costmodel.devicespec", "numpy.ma"} & set(
         modules
     )
+
+
+# How many threads numpy's OpenBLAS runs with once the command is done, from the library
+# numpy loaded (None: numpy is not built on OpenBLAS here, there are none to start).
+_BLAS_THREADS = r"""
+import ctypes, json, sys
+from kerneltracer.cli.main import root
+try:
+    root.main(args=json.loads(sys.argv[1]), prog_name="kerneltracer")
+except SystemExit as exc:
+    assert not exc.code, exc.code
+with open("/proc/self/maps") as maps:
+    libs = {line.split()[-1] for line in maps if "openblas" in line.split()[-1]}
+threads = None
+for lib in map(ctypes.CDLL, libs):
+    for name in ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_",
+                 "openblas_get_num_threads"):
+        if hasattr(lib, name):
+            threads = getattr(lib, name)()
+print("\n" + json.dumps(threads))
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc/self/maps")
+@pytest.mark.parametrize(("chosen", "expected"), [(None, 1), ("2", 2)])
+def test_the_trace_reader_runs_numpy_without_blas_threads_unless_the_user_chose(
+    testdata_dir: Path, tmp_path: Path, chosen: str | None, expected: int
+) -> None:
+    """OpenBLAS starts its threads when numpy is imported; the readers never multiply
+    matrices, so `timeline` asks for one before numpy loads. A user's choice stands."""
+    import os
+
+    trace = testdata_dir / "hta" / "call_stack" / "backward_thread.json"
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if chosen is not None:
+        env["OPENBLAS_NUM_THREADS"] = chosen
+    args = ["timeline", str(trace), "-o", str(tmp_path / "out")]
+    proc = subprocess.run(
+        [sys.executable, "-c", _BLAS_THREADS, json.dumps(args)],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        env=env,
+        timeout=300,
+        check=True,
+    )
+    threads = json.loads(proc.stdout.splitlines()[-1])
+    if threads is None:
+        pytest.skip("numpy here is not built on OpenBLAS")
+    assert threads == expected
