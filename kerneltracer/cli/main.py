@@ -6,6 +6,7 @@ anything else prints one line too, plus the traceback only with ``--debug`` / ``
 
 from __future__ import annotations
 
+import gc
 import sys
 import traceback
 from typing import Any
@@ -173,7 +174,13 @@ _COMMANDS: Registry[click.Command] = Registry(
 
 
 def main() -> None:
-    root(prog_name="kerneltracer")
+    try:
+        root(prog_name="kerneltracer")
+    finally:
+        # The process ends here: without this its shutdown re-scans every object the
+        # command's imports made for cycles, three times (~5% of `timeline` on a tiny
+        # trace). Frozen objects are only spared the cycle search; nothing is left open.
+        gc.freeze()
 
 
 if __name__ == "__main__":

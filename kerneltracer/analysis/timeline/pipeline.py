@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kerneltracer.analysis.timeline.analyses.ranks import RankRow
-from kerneltracer.analysis.timeline.load.heap import no_cyclic_gc
 from kerneltracer.analysis.timeline.load.loader import (
     ChromeTrace,
     LoadProgress,
@@ -20,6 +19,7 @@ from kerneltracer.analysis.timeline.load.loader import (
 from kerneltracer.analysis.timeline.model.validate import ValidationReport
 from kerneltracer.analysis.timeline.render.forked import ForkedCall
 from kerneltracer.analysis.timeline.render.inferscope_file import write_inferscope
+from kerneltracer.core.heap import no_cyclic_gc
 
 if TYPE_CHECKING:
     from kerneltracer.analysis.timeline.analyses.gpu_breakdown import (

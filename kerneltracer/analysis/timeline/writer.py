@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kerneltracer.analysis.timeline.analyses.ranks import rank_table
-from kerneltracer.analysis.timeline.load.heap import no_cyclic_gc
 from kerneltracer.analysis.timeline.load.loader import LoadProgress
 from kerneltracer.analysis.timeline.pipeline import (
     OpsOptions,
@@ -25,6 +24,7 @@ from kerneltracer.analysis.timeline.pipeline import (
     report_document,
 )
 from kerneltracer.analysis.timeline.render.markdown import render_markdown, render_rank_summary
+from kerneltracer.core.heap import no_cyclic_gc
 from kerneltracer.jsonio import atomic_write_json, atomic_write_text
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from kerneltracer.analysis.timeline.load.heap import release_free_heap
+from kerneltracer.core.heap import release_free_heap
 
 _DTYPES: dict[str, Any] = {
     "ph": np.uint8,

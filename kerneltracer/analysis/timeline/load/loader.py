@@ -28,7 +28,7 @@ import numpy as np
 
 from kerneltracer.analysis.timeline.load.builder import PH_COMPLETE, PH_INSTANT, Builder
 from kerneltracer.analysis.timeline.load.events import OpArgsStore, loads_lenient
-from kerneltracer.analysis.timeline.load.heap import release_free_heap
+from kerneltracer.core.heap import release_free_heap
 from kerneltracer.errors import TraceLoadError
 from kerneltracer.inputguard import InputLimits, input_position, open_input
 

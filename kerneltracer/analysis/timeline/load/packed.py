@@ -23,7 +23,7 @@ from typing import IO, Any, Generic, TypeVar
 import msgspec
 import numpy as np
 
-from kerneltracer.analysis.timeline.load.heap import release_free_heap
+from kerneltracer.core.heap import release_free_heap
 
 V = TypeVar("V")
 

@@ -21,10 +21,10 @@ from typing import IO
 import orjson
 from isal import igzip
 
-from kerneltracer.analysis.timeline.load.heap import no_cyclic_gc
 from kerneltracer.analysis.timeline.load.loader import ChromeTrace
 from kerneltracer.analysis.timeline.model.validate import ValidationReport, Validator
 from kerneltracer.analysis.timeline.render.convert import InferScopeConverter
+from kerneltracer.core.heap import no_cyclic_gc
 from kerneltracer.jsonio import atomic_writer
 
 _COMPRESS_LEVEL = 1

@@ -1,5 +1,5 @@
-"""The heap while a trace is worked on: free pages handed back to the system (glibc's
-``malloc_trim``; elsewhere nothing), the cycle collector paused."""
+"""The process's heap: free pages handed back to the system (glibc's ``malloc_trim``;
+elsewhere nothing), the cycle collector paused while a big input is worked on."""
 
 from __future__ import annotations
 
