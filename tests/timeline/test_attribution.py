@@ -290,6 +290,45 @@ def test_odd_args_and_random_nesting_never_break_the_invariant(tmp_path: Path) -
         assert sum(r.gpu_time_us for r in table.rows) == pytest.approx(a.total_us)
 
 
+def test_settled_flows_link_what_the_flows_link(tmp_path: Path) -> None:
+    """The pipeline replaces a trace's flows by the links attribution makes of them
+    (settle_flows, right after loading): seeded random traces of launches, kernels with
+    shared, repeated and missing correlation ids and flows, some started twice, attribute
+    the same either way."""
+    import random
+
+    from kerneltracer.analysis.timeline.analyses.attribution import settle_flows
+
+    rng = random.Random(7)
+    flow_links = 0
+    for n in range(30):
+        events: list[dict[str, Any]] = [op("aten::mm", 0, 1000), op("aten::add", 1200, 500)]
+        for _ in range(40):
+            ts = float(rng.randrange(0, 1700))
+            kind = rng.choice(["launch", "kernel", "pair", "flow"])
+            if kind == "launch":
+                events.append(launch(ts, corr=rng.randrange(8)))
+            elif kind == "kernel":
+                events.append(kernel("k", ts, 3, corr=rng.choice([-1, 1, 2, 50 + n])))
+            elif kind == "pair":  # a kernel that only its flow ties to a launch
+                fid = rng.randrange(12)
+                events += [launch(ts, corr=900), flow("s", fid, ts + 1, gpu=False)]
+                events += [flow("f", fid, ts + 40, gpu=True), kernel("k", ts + 40, 3, corr=999)]
+            else:  # a stray end or start
+                events.append(flow(rng.choice("sf"), rng.randrange(12), ts, gpu=rng.random() < 0.5))
+        path = write_trace(tmp_path / f"t{n}.json", events)
+        plain = attribute(load_chrome_trace(path, op_args=True))
+        trace = load_chrome_trace(path, op_args=True)
+        settle_flows(trace)
+        assert trace.flows is None
+        settled = attribute(trace)
+        for column in ("rows", "launch", "method", "op", "status", "step"):
+            assert getattr(settled, column).tolist() == getattr(plain, column).tolist(), column
+        assert [i.name for i in settled.instances] == [i.name for i in plain.instances]
+        flow_links += int((plain.method == FLOW).sum())
+    assert flow_links > 20  # the traces did exercise the flows
+
+
 def _moment_in_no_child_of(op: dict, events: list[dict]) -> float:
     """A time inside ``op`` but in none of its children (addmm may record a nested
     aten::copy_ or not, depending on the run): the launch's innermost op must be ``op``."""

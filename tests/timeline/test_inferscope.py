@@ -143,6 +143,53 @@ def test_validator_lists_each_violation(tmp_path: Path) -> None:
     assert "overlaps the previous op by 5.000 µs" in overlap.detail
 
 
+def _overlaps_as_sorted_tuples(events: list[dict[str, Any]]) -> list[tuple[str, ...]]:
+    """The stream-overlap pairs as the validator found them when it sorted (start, end, id)
+    tuples per stream: the reference its columns must agree with, ties included."""
+    lanes: dict[Any, list[tuple[float, float, str]]] = {}
+    for e in events:
+        meta = e["metadata"]
+        key = (meta["device_id"], meta["stream_id"])
+        lanes.setdefault(key, []).append((e["timestamp_start_us"], e["timestamp_end_us"], e["id"]))
+    pairs = []
+    for spans in lanes.values():
+        prev_end, prev_id = float("-inf"), ""
+        for start, end, eid in sorted(spans):
+            if start < prev_end:
+                pairs.append((prev_id, eid))
+            if end > prev_end:
+                prev_end, prev_id = end, eid
+    return pairs
+
+
+def test_stream_overlaps_pair_the_ops_the_sorted_spans_pair() -> None:
+    """Seeded streams with many equal starts, ends and whole spans (ids compared as text:
+    e10 before e9), and ids of other forms."""
+    import random
+
+    rng = random.Random(3)
+    odd_ids = ["x", "e", "e07", "e-1", "e١", "k9"]  # not the converter's e<k>: kept as text
+    for _ in range(30):
+        events = []
+        for k in range(rng.randrange(1, 60)):
+            start = float(rng.randrange(0, 20))
+            events.append(
+                {
+                    "id": rng.choice([f"e{k}", f"e{k}", f"e{rng.randrange(200)}", *odd_ids]),
+                    "type": rng.choice(["gpu_kernel", "h2d_copy"]),
+                    "name": "k",
+                    "timestamp_start_us": start,
+                    "timestamp_end_us": start + rng.randrange(0, 6),
+                    "metadata": {"device_id": 0, "stream_id": rng.randrange(2)},
+                }
+            )
+        report = validate({"events": events, "scopes": []})
+        found = [v.ids for v in report.violations if v.constraint == "stream_overlap"]
+        expected = _overlaps_as_sorted_tuples(events)
+        assert report.counts.get("stream_overlap", 0) == len(expected)
+        assert found == expected[: len(found)]  # the first ones listed, in order
+
+
 def test_violations_in_real_traces_are_listed_not_fatal(testdata_dir: Path) -> None:
     doc = to_inferscope(load_chrome_trace(hta_path(testdata_dir, "rank0_16")))
     report = validate(doc).to_dict()

@@ -232,7 +232,10 @@ def attribute(trace: ChromeTrace, *, more_instances: bool = True) -> Attribution
     launch, method = links.launch, links.method
     runtime = np.flatnonzero(complete & trace.category_mask(CUDA_API))
     repeated = _by_correlation(links, runtime)
-    _by_flow(links, runtime, thread)
+    if trace.flow_launch is not None:
+        _by_settled_flow(links, *trace.flow_launch)
+    else:
+        _by_flow(links, runtime, thread)
     # Each whole-trace temporary is dropped once used: the instances, made last, are the
     # peak of a run at 3M events, and what is still alive then adds to it.
     del runtime
@@ -281,6 +284,37 @@ def attribute(trace: ChromeTrace, *, more_instances: bool = True) -> Attribution
         host_ops=host_ops,
         make_instance=instances.of if more_instances else None,
     )
+
+
+def settle_flows(trace: ChromeTrace) -> None:
+    """Replace ``trace.flows`` by what :func:`attribute` reads of them (``flow_launch``):
+    the GPU events that only their flow links to a launch call, and those calls.
+
+    The flows are five columns over every flow event (27 MiB at 3M events) and only
+    attribution reads them, last of the analyses: settled as soon as the trace is loaded,
+    they are not carried through the InferScope writer and the other analyses, whose peaks
+    they raised. The links are those :func:`attribute` makes itself, correlation first."""
+    if trace.flows is None:
+        return
+    complete = trace.ph == PH_COMPLETE
+    rows = np.flatnonzero(complete & trace.category_mask(GPU_ACTIVITY) & (trace.stream >= 0))
+    links = _Links.unlinked(trace, rows)
+    runtime = np.flatnonzero(complete & trace.category_mask(CUDA_API))
+    _by_correlation(links, runtime)
+    _by_flow(links, runtime, thread_keys(trace.pid, trace.tid))
+    by_flow = links.method == FLOW
+    trace.flow_launch = (rows[by_flow], links.launch[by_flow])
+    trace.flows = None
+
+
+def _by_settled_flow(links: _Links, flow_rows: np.ndarray, calls: np.ndarray) -> None:
+    """:func:`_by_flow`, from the links :func:`settle_flows` kept (``flow_rows`` sorted)."""
+    todo = np.flatnonzero(links.launch < 0)
+    if not todo.size or not flow_rows.size:
+        return
+    at = np.minimum(np.searchsorted(flow_rows, links.rows[todo]), flow_rows.size - 1)
+    hit = flow_rows[at] == links.rows[todo]
+    links.link(todo[hit], calls[at[hit]], FLOW)
 
 
 def _annotations(trace: ChromeTrace, thread: np.ndarray) -> Nesting:

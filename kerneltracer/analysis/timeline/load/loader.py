@@ -89,6 +89,9 @@ class ChromeTrace:
     # ac2g flow events as columns (id, start, pid, tid, ts; pid/tid index thread_labels).
     op_args: OpArgsStore = field(default_factory=OpArgsStore)
     flows: dict[str, np.ndarray] | None = None
+    # What op attribution reads of the flows, once ``attribution.settle_flows`` has replaced
+    # them: the GPU event rows their flow links, and the runtime call row of each.
+    flow_launch: tuple[np.ndarray, np.ndarray] | None = None
     # Also only then: runtime launch call row -> the kernel name its args carry (ROCm's do).
     launch_kernels: dict[int, str] = field(default_factory=dict)
     bad_events: dict[str, int] = field(default_factory=dict)  # malformed, by kind

@@ -24,13 +24,19 @@ from isal import igzip
 from kerneltracer.analysis.timeline.load.loader import ChromeTrace
 from kerneltracer.analysis.timeline.model.validate import ValidationReport, Validator
 from kerneltracer.analysis.timeline.render.convert import InferScopeConverter
-from kerneltracer.core.heap import no_cyclic_gc
+from kerneltracer.core.heap import no_cyclic_gc, release_free_heap
 from kerneltracer.jsonio import atomic_writer
 
 _COMPRESS_LEVEL = 1
 # Bounds the bytes waiting for the compressor: a piece is a chunk's text (~7 MiB for the
 # default 20,000 events) or a separator, and encoding a chunk takes longer than deflating it.
 _QUEUED_PIECES = 2
+# Chunks between hand-backs of the free heap. Each chunk's texts and columns, freed, left
+# holes that the next chunk's did not fill: at 3M events the resident size grew by ~75 MiB
+# over the 93 chunks with live memory flat, the writer's peak. Handing the heap back every
+# 5 chunks kept it to ~30 MiB for ~120k more page faults (~0.1 s); every chunk, to ~25 MiB
+# for ~340k (~0.65 s).
+_TRIM_EVERY = 5
 
 
 def write_inferscope(
@@ -43,8 +49,10 @@ def write_inferscope(
     with no_cyclic_gc(), atomic_writer(path) as raw, _background_gzip(raw) as put:
         put(orjson.dumps(conv.header())[:-1] + b',"events":[')
         sep = b""
-        for text, columns in conv.encoded_chunks(chunk_size):
+        for k, (text, columns) in enumerate(conv.encoded_chunks(chunk_size), 1):
             validator.feed_columns(columns)
+            if k % _TRIM_EVERY == 0:
+                release_free_heap()
             if text:
                 put(sep)  # on its own: joined, each chunk's text was copied once more
                 put(text)
