@@ -333,27 +333,33 @@ def _plan(trace: ChromeTrace, is_cpu_call: np.ndarray) -> _Plan:
     order = np.lexsort((-trace.dur, trace.ts))
     events = order[is_event[order]]
     scopes = order[is_scope[order]]
-    depth, parent_scope, scope_parent = _nesting(trace, order, is_scope, is_cpu_call)
+    host = order[(is_scope | is_cpu_call)[order]]
+    del order  # a row index over the whole trace, not needed while the host rows nest
+    depth, parent_scope, scope_parent = _nesting(trace, host, is_scope)
     return _Plan(events, scopes, depth, parent_scope, scope_parent)
 
 
 def _nesting(
-    trace: ChromeTrace, order: np.ndarray, is_scope: np.ndarray, is_cpu_call: np.ndarray
+    trace: ChromeTrace, rows: np.ndarray, is_scope: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, dict[int, int]]:
-    """Call depth of host events and innermost enclosing scope (-1: none), per thread."""
-    host = is_scope | is_cpu_call
+    """Call depth of host events and innermost enclosing scope (-1: none), per thread;
+    ``rows``: the host events (calls and scopes) in start order, longer first."""
     depth = np.zeros(len(trace), dtype=np.int32)
     parent_scope = np.full(len(trace), -1, dtype=np.int32)
     scope_parent: dict[int, int] = {}
-    rows = order[host[order]]
     # One thread after another (a stable sort keeps start order within each), so that the
-    # stack is a local list instead of a per-row lookup of the thread's stack.
-    thread = (trace.pid[rows].astype(np.int64) << 32) | trace.tid[rows]
+    # stack is a local list instead of a per-row lookup of the thread's stack. In place and
+    # one array at a time: these row-sized temporaries were the writer's peak at 3M events.
+    thread = trace.pid[rows].astype(np.int64)
+    thread <<= 32
+    thread |= trace.tid[rows]
     by_thread = np.argsort(thread, kind="stable")
-    rows, thread = rows[by_thread], thread[by_thread]
+    rows = rows[by_thread]
+    thread = thread[by_thread]
+    del by_thread
     new_thread = np.ones(rows.size, dtype=bool)
     new_thread[1:] = thread[1:] != thread[:-1]
-    del thread, by_thread
+    del thread
     edges = [*np.flatnonzero(new_thread).tolist(), rows.size]
     looped = 0  # rows before it are done; those from it up to the thread at hand are not
     for lo, hi in pairwise(edges):
