@@ -72,33 +72,10 @@ def timeline(
     single_threaded_blas()
     from kerneltracer.core.heap import no_cyclic_gc
 
-    # From the imports on: they and the reports made the collector re-scan every module's
-    # objects (~40 ms a run; 6% of a tiny trace's). The analyses pause it themselves.
-    with no_cyclic_gc():
-        _timeline(
-            traces,
-            out_dir,
-            no_inferscope,
-            include_last_step,
-            strict,
-            no_ops,
-            capture_trace,
-            device_name,
-            devices_file,
-        )
-
-
-def _timeline(
-    traces: tuple[Path, ...],
-    out_dir: Path,
-    no_inferscope: bool,
-    include_last_step: bool,
-    strict: bool,
-    no_ops: bool,
-    capture_trace: Path | None,
-    device_name: str | None,
-    devices_file: Path | None,
-) -> None:
+    # From the imports on, until the command's context closes: they and the reports made
+    # the collector re-scan every module's objects (~40 ms a run; 6% of a tiny trace's).
+    # The analyses pause it themselves.
+    click.get_current_context().with_resource(no_cyclic_gc())
     from kerneltracer.analysis.timeline.load.loader import count_text
     from kerneltracer.analysis.timeline.pipeline import OpsOptions, TraceAnalysis
     from kerneltracer.analysis.timeline.writer import expand_traces, run_timeline
