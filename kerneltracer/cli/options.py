@@ -29,7 +29,7 @@ def single_threaded_blas() -> None:
 
     Call before numpy is first imported. The trace and log readers never multiply
     matrices, yet OpenBLAS starts its threads when numpy is imported and they spin while
-    it loads: ~0.1 s of CPU on two cores, a third of `timeline` on a tiny trace."""
+    it loads: 0.1-0.2 s of CPU on two cores, a third of `timeline` on a tiny trace."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
