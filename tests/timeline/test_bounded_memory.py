@@ -18,6 +18,7 @@ from kerneltracer.analysis.timeline.load.events import OpArgsStore, json_list
 from kerneltracer.analysis.timeline.load.loader import load_chrome_trace
 from kerneltracer.analysis.timeline.load.packed import PackedTexts
 from kerneltracer.analysis.timeline.model.arrays import (
+    code_mask,
     isin_sorted,
     median,
     sorted_unique,
@@ -39,6 +40,14 @@ def test_set_operations_match_numpy(size: int) -> None:
     members = sorted_unique(ids[: size // 2])
     assert members.tolist() == np.unique(ids[: size // 2]).tolist()
     assert isin_sorted(ids, members).tolist() == np.isin(ids, members).tolist()
+    # Name / category codes, -1 (no such code) among them, members given as any iterable.
+    chosen = {c for c in range(40) if c % 3 == 0}
+    marked = codes.copy()
+    marked[::5] = -1
+    want = np.isin(marked, list(chosen))
+    assert code_mask(marked, chosen, 40).tolist() == want.tolist()
+    assert code_mask(marked, iter(sorted(chosen)), 40).tolist() == want.tolist()
+    assert not code_mask(marked, [], 40).any()
     durs = rng.random(size) * 1e4
     durs[::4] = np.round(durs[::4])  # ties
     if not size:

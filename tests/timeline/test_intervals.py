@@ -6,7 +6,12 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kerneltracer.analysis.timeline.model.intervals import exclusive_sweep, merge, union_length
+from kerneltracer.analysis.timeline.model.intervals import (
+    exclusive_sweep,
+    merge,
+    merged_union_length,
+    union_length,
+)
 
 _spans = st.lists(st.tuples(st.integers(0, 60), st.integers(0, 15)), max_size=25)
 
@@ -99,3 +104,19 @@ def test_exclusive_sweep_equals_the_sort_of_concatenations_bit_for_bit(
         arrays.append(merge(s, e) if merged else (s, e))
     hi = lo + width
     assert exclusive_sweep(arrays, lo, hi) == _sweep_by_concatenation(arrays, lo, hi)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_float_spans, max_size=4))
+def test_union_of_merged_parts_is_the_union_of_their_concatenation_bit_for_bit(
+    parts: list[list[tuple[float, float]]],
+) -> None:
+    """The bottleneck summary's unions of categories' merged spans, folded two at a time:
+    the same float as merging the concatenation (empty parts and ties included)."""
+    merged = []
+    for spans in parts:
+        s = np.array([a for a, _ in spans], dtype=float)
+        merged.append(merge(s, s + np.array([d for _, d in spans], dtype=float)))
+    starts = np.concatenate([np.empty(0)] + [m[0] for m in merged])
+    ends = np.concatenate([np.empty(0)] + [m[1] for m in merged])
+    assert merged_union_length(merged) == union_length(starts, ends)

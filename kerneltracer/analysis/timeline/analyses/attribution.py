@@ -42,7 +42,7 @@ from kerneltracer.analysis.timeline.load.loader import (
     ChromeTrace,
     release_free_heap,
 )
-from kerneltracer.analysis.timeline.model.arrays import sorted_unique
+from kerneltracer.analysis.timeline.model.arrays import isin_sorted, sorted_unique
 from kerneltracer.analysis.timeline.model.categories import CUDA_API, GPU_ACTIVITY
 
 METHODS = ("correlation", "flow", "external_id", "graph_capture", "repeated_correlation")
@@ -59,6 +59,17 @@ _GRAPH_LAUNCH = re.compile(r"^(cuda|hip|cu)GraphLaunch")
 _MODULE_PREFIX = "nn.Module: "
 _STEP = re.compile(r"ProfilerStep#(\d+)")
 _BATCH = 4096  # op instances made at a time (their decoded args live together)
+# A trace of this many rows or more hands the heap's freed pages back between the phases
+# of its attribution: at 3M events each phase's short-lived arrays and decoded args landed
+# in pages an earlier trim had handed back, and stayed resident once freed (+20-30 MiB a
+# phase), where a trim costs ~2 ms. Smaller traces' holes are small: no system calls.
+_TRIM_ROWS = 1 << 20
+_TRIM_EVERY = 8  # instance batches between trims
+
+
+def _trim(trace: ChromeTrace) -> None:
+    if len(trace) >= _TRIM_ROWS:
+        release_free_heap()
 
 
 @dataclass(slots=True)  # made on demand from OpInstances' columns, a few at a time
@@ -322,7 +333,7 @@ def _annotations(trace: ChromeTrace, thread: np.ndarray) -> Nesting:
     rows = np.flatnonzero(
         (trace.ph == PH_COMPLETE)
         & trace.category_mask({"user_annotation"})
-        & ~np.isin(trace.name, step_names)
+        & ~trace.name_mask(step_names)
     )
     return Nesting(rows, trace.ts, trace.end, thread)
 
@@ -410,7 +421,9 @@ def _by_flow(links: _Links, runtime: np.ndarray, thread: np.ndarray) -> None:
     # every flow they held ~240 MiB at 3M events (op attribution's peak), where
     # correlation ids had already linked all or most GPU events.
     e_idx = np.flatnonzero(~start)
-    e_idx = e_idx[np.isin(fts[e_idx], trace.ts[q_rows])]
+    # np.isin sorted both sides' concatenation with an int64 order (+55 MiB at 3M events,
+    # settle_flows' peak); the distinct query times alone are a small sorted table.
+    e_idx = e_idx[isin_sorted(fts[e_idx], sorted_unique(trace.ts[q_rows]))]
     e_thread = thread_keys(flows["pid"][e_idx], flows["tid"][e_idx])
     ends = dict(
         zip(
@@ -422,7 +435,7 @@ def _by_flow(links: _Links, runtime: np.ndarray, thread: np.ndarray) -> None:
     flow_ids = [ends.get(key) for key in zip(q_thread, q_ts, strict=True)]
     needed = np.array([i for i in flow_ids if i is not None], dtype=fid.dtype)
     s_idx = np.flatnonzero(start)
-    s_idx = s_idx[np.isin(fid[s_idx], needed)]
+    s_idx = s_idx[isin_sorted(fid[s_idx], sorted_unique(needed))]
     # A flow id that starts twice does not say which start a GPU event's flow came from.
     ids, times = np.unique(fid[s_idx], return_counts=True)
     once = set(ids[times == 1].tolist())
@@ -452,6 +465,7 @@ def _by_flow(links: _Links, runtime: np.ndarray, thread: np.ndarray) -> None:
     links.link(gpu_pos[ok], calls[ok], FLOW)
 
 
+_NO_ROWS = np.empty(0, dtype=np.int64)
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
@@ -462,25 +476,32 @@ def _by_external_id(links: _Links, op_rows: np.ndarray, op_row: np.ndarray) -> N
     todo = np.flatnonzero(links.launch < 0)
     if not todo.size or not trace.op_args:
         return
-    queries: list[tuple[int, int]] = []
+    # Kept in arrays, not as (q, ext) tuples: Python objects that outlive the loop, made
+    # between the decoded args it frees, pinned those args' allocator arenas (+23 MiB
+    # resident at 3M events for 23k lookups).
+    asked, asked_ids = array("q"), array("q")
     for q in todo.tolist():
         ext = trace.args.get(int(links.rows[q]), {}).get("External id")
         if type(ext) is int and _INT64_MIN <= ext <= _INT64_MAX:  # no op's id is outside
-            queries.append((q, ext))
-    if not queries:
+            asked.append(q)
+            asked_ids.append(ext)
+    _trim(trace)  # the looked-up args, decoded and freed
+    if not asked:
         return
+    wanted_ids = np.frombuffer(asked_ids, dtype=np.int64)
     # Only the batches of ops that can carry a queried id are decoded (their shapes skipped).
-    id_rows, ids = trace.op_args.external_id_rows({ext for _, ext in queries})
-    pos = np.minimum(np.searchsorted(id_rows, op_rows), max(id_rows.size - 1, 0))
-    has = id_rows[pos] == op_rows if id_rows.size else np.zeros(op_rows.size, dtype=bool)
-    rows, exts = op_rows[has], ids[pos[has]]
+    id_rows, ids = trace.op_args.external_id_rows(set(sorted_unique(wanted_ids).tolist()))
+    # Searched from the side of the (few) rows with a wanted id, op_rows being sorted: from
+    # every op's side, op-sized positions and masks were ~30 MiB of temporaries at 3M.
+    is_op = isin_sorted(id_rows, op_rows)
+    rows, exts = id_rows[is_op], ids[is_op]
     # Only the ops with an id some GPU event asks for: a dict over every op's id was
     # ~100 MiB at 3M events, for the few GPU events that correlation and flows left.
-    wanted = np.isin(exts, np.array([ext for _, ext in queries], dtype=np.int64))
+    wanted = np.isin(exts, wanted_ids)
     by_id: dict[int, int] = {}
     for r, ext in zip(rows[wanted].tolist(), exts[wanted].tolist(), strict=True):
         by_id.setdefault(ext, r)  # the first (outermost) op with the id
-    for q, ext in queries:
+    for q, ext in zip(asked, asked_ids, strict=True):
         r = by_id.get(ext)
         if r is not None:
             op_row[q] = r
@@ -494,7 +515,7 @@ def _graph_launches(trace: ChromeTrace, launch: np.ndarray) -> np.ndarray:
         return out
     has = launch >= 0
     is_graph = np.zeros(launch.size, dtype=bool)
-    is_graph[has] = np.isin(trace.name[launch[has]], graph_names)
+    is_graph[has] = trace.name_mask(graph_names, launch[has])
     out[is_graph] = launch[is_graph]
     return out
 
@@ -505,7 +526,7 @@ class StepSpans:
     def __init__(self, trace: ChromeTrace) -> None:
         ids = {i: int(m.group(1)) for i, n in enumerate(trace.names) if (m := _STEP.match(n))}
         rows = (
-            np.flatnonzero(np.isin(trace.name, list(ids)) & (trace.ph == PH_COMPLETE))
+            np.flatnonzero(trace.name_mask(ids) & (trace.ph == PH_COMPLETE))
             if ids
             else np.empty(0, dtype=np.int64)
         )
@@ -563,7 +584,9 @@ class _Instances:
         index = self.index
         wanted = rows[rows >= 0]
         if wanted.size:
-            self._make(self._new_rows(wanted))
+            order = self._new_rows(wanted)
+            _trim(self.trace)
+            self._make(order)
         out = np.full(rows.size, -1, dtype=np.int64)
         out[rows >= 0] = index[wanted]
         return out
@@ -581,11 +604,16 @@ class _Instances:
         # 3M-event trace held ~55 MiB at attribution's peak.
         parent_pos, op_rows = ops.parent_pos, ops.rows
         taken = np.zeros(len(ops), dtype=bool)  # per op (nesting position): ordered here
-        order = array("q")
+        # One array a batch, joined at the end: one array grown row by row was moved by
+        # realloc into fresh heap pages again and again (+30 MiB resident at 3M events for
+        # its final 2 MiB).
+        parts: list[array[int]] = []
         # Iterative, outermost first: a trace nesting ops thousands deep must not meet
         # Python's recursion limit. A batch of rows as Python ints at a time.
         for at in range(0, seq.size, _BATCH):
             part = slice(at, at + _BATCH)
+            order = array("q")
+            parts.append(order)
             for row, p in zip(seq[part].tolist(), pos[part].tolist(), strict=True):
                 if p < 0:  # an annotation: no enclosing op
                     order.append(row)
@@ -604,7 +632,7 @@ class _Instances:
                     up = parent_pos.item(up)
                 chain.reverse()
                 order.extend(chain)
-        return np.frombuffer(order, dtype=np.int64) if order else np.empty(0, dtype=np.int64)
+        return np.concatenate([np.frombuffer(p, dtype=np.int64) for p in parts if p] or [_NO_ROWS])
 
     def _op_cats(self) -> np.ndarray:
         return np.array(
@@ -617,8 +645,10 @@ class _Instances:
         self.index[rows] = np.arange(start, start + rows.size, dtype=np.int32)
         self.items.grow(rows.size)
         # A batch at a time: every row's decoded args at once were ~100 MiB at 3M events.
-        for at in range(0, rows.size, _BATCH):
+        for n, at in enumerate(range(0, rows.size, _BATCH), 1):
             self._make_batch(rows[at : at + _BATCH], start + at)
+            if n % _TRIM_EVERY == 0:
+                _trim(self.trace)
 
     def _make_batch(self, rows: np.ndarray, first: int) -> None:
         """Instances ``first`` on (their room made) for ``rows``."""

@@ -20,7 +20,7 @@ from kerneltracer.analysis.timeline.model.intervals import (
     clip,
     exclusive_sweep,
     merge,
-    union_length,
+    merged_union_length,
 )
 from kerneltracer.analysis.timeline.model.results import (
     Bottleneck,
@@ -29,6 +29,7 @@ from kerneltracer.analysis.timeline.model.results import (
     StepResult,
     Summary,
 )
+from kerneltracer.core.heap import release_after
 
 # Exclusive categories in priority order; "idle" is what none of them covers.
 CATEGORIES = (
@@ -53,9 +54,15 @@ def _analyze_window(
     # Each category's spans merged once, then shared by the sweep and the unions: a union
     # of merged unions is the same union, and the raw spans of every category at once (two
     # floats an event, concatenated again per union) made the analyses' peak at 3M events.
-    covered = {c: _covered(trace, cats.rows[c], lo, hi) for c in CATEGORIES}
+    covered = {}
+    for c in CATEGORIES:
+        covered[c] = _covered(trace, cats.rows[c], lo, hi)
+        release_after(cats.rows[c].size)  # its clipped and sorted copies
     durations = exclusive_sweep([covered[c] for c in CATEGORIES], lo, hi)
+    rows = sum(r.size for r in cats.rows.values())
+    release_after(rows)
     breakdown = _breakdown(trace, cats, durations, lo, hi)
+    release_after(rows)
     summary = _summary(trace, cats, covered, breakdown, lo, hi)
     bottleneck = classify(breakdown, summary)
     return BottleneckResult(
@@ -86,7 +93,7 @@ def analyze_steps(trace: ChromeTrace, cats: CategoryRows) -> list[StepResult]:
     rows = np.flatnonzero(
         (trace.ph == PH_COMPLETE)
         & trace.category_mask({"user_annotation", "cpu_op"})
-        & np.isin(trace.name, step_ids)
+        & trace.name_mask(step_ids)
     )
     out = []
     windows = _WindowIndex(trace, cats)
@@ -170,9 +177,7 @@ def _summary(
     hi: float,
 ) -> Summary:
     def union(*names: str) -> float:
-        s = np.concatenate([covered[n][0] for n in names])
-        e = np.concatenate([covered[n][1] for n in names])
-        return union_length(s, e)
+        return merged_union_length([covered[n] for n in names])
 
     gpu_all = union("gpu_compute", "gpu_communication", "h2d_copy", "d2h_copy", "gpu_memory_other")
     counts = {c: int(np.count_nonzero(_in_window(trace, cats.rows[c], lo, hi))) for c in CATEGORIES}

@@ -37,15 +37,15 @@ def categorize(trace: ChromeTrace) -> CategoryRows:
         "memset": complete & trace.category_mask({"gpu_memset"}),
     }
     comm_ids = [i for i, n in enumerate(names) if kernel_type(n) == KernelType.COMMUNICATION]
-    is_comm = np.isin(trace.name, comm_ids)
+    is_comm = trace.name_mask(comm_ids)
     direction = {i: memcpy_direction(n) for i, n in enumerate(names)}
     h2d_ids = [i for i, d in direction.items() if d == "HtoD"]
     d2h_ids = [i for i, d in direction.items() if d == "DtoH"]
-    is_h2d = kinds["memcpy"] & np.isin(trace.name, h2d_ids)
-    is_d2h = kinds["memcpy"] & np.isin(trace.name, d2h_ids)
+    is_h2d = kinds["memcpy"] & trace.name_mask(h2d_ids)
+    is_d2h = kinds["memcpy"] & trace.name_mask(d2h_ids)
     cuda_api = complete & trace.category_mask(CUDA_API)
     # Host blocked on the GPU: not launch overhead, so kept apart from the other API calls.
-    is_sync = np.isin(trace.name, [i for i, n in enumerate(names) if "Synchronize" in n])
+    is_sync = trace.name_mask(i for i, n in enumerate(names) if "Synchronize" in n)
     rows = {
         "gpu_compute": np.flatnonzero(kinds["kernel"] & ~is_comm),
         "gpu_communication": np.flatnonzero(kinds["kernel"] & is_comm),

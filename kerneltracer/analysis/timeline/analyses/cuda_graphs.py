@@ -323,7 +323,7 @@ def _capture_spans(
         spans.append((int(thread[b]), float(t.end[b]), float(t.ts[e]) if e is not None else np.inf))
     record_names = [i for i, n in enumerate(t.names) if _RECORD.match(n)]
     complete = t.ph == PH_COMPLETE
-    for r in np.flatnonzero(complete & np.isin(t.name, record_names)).tolist():
+    for r in np.flatnonzero(complete & t.name_mask(record_names)).tolist():
         inside = [s for s in spans if s[0] == thread[r] and t.ts[r] <= s[1] <= t.end[r]]
         if not inside:  # a stream capture recorded inside is the more precise region
             spans.append((int(thread[r]), float(t.ts[r]), float(t.end[r])))

@@ -163,11 +163,11 @@ def _launched_in_steps(
     """
     base = is_complete & ~trace.category_mask({"trace", "python_function"})
     step_ids = [i for i, n in enumerate(trace.names) if "ProfilerStep" in n]
-    steps_in_base = np.isin(trace.name, np.asarray(step_ids, dtype=np.int32)) & base
+    steps_in_base = trace.name_mask(step_ids) & base
     if unique_codes(trace.name[steps_in_base])[0].size < 2:
         return None
     sync_ids = [i for i, n in enumerate(trace.names) if n in _HOST_SYNC_NAMES]
-    gpu_like = ((trace.stream >= 0) & (trace.correlation >= 0)) | np.isin(trace.name, sync_ids)
+    gpu_like = ((trace.stream >= 0) & (trace.correlation >= 0)) | trace.name_mask(sync_ids)
     host = base & ~gpu_like
     steps = host & steps_in_base
     in_window = ts <= end[steps].max() if last else ts < ts[steps].max()

@@ -96,11 +96,11 @@ def _calls(trace: ChromeTrace) -> list[CollectiveCall]:
         for n in sorted_unique(trace.name[kernels]).tolist()
         if kernel_type(trace.names[n]) is KernelType.COMMUNICATION
     }
-    rows = kernels[np.isin(trace.name[kernels], list(comm_names))] if comm_names else kernels[:0]
+    rows = kernels[trace.name_mask(comm_names, kernels)]
     source = "gpu_kernel"
     if rows.size == 0:
         host = [i for i, n in enumerate(trace.names) if is_host_collective(n)]
-        rows = np.flatnonzero(complete & np.isin(trace.name, host))
+        rows = np.flatnonzero(complete & trace.name_mask(host))
         source = "host_collective"
     rows = rows[np.argsort(trace.ts[rows], kind="stable")]
     counters: dict[tuple[str, str], int] = defaultdict(int)
@@ -123,7 +123,7 @@ def _steps(trace: ChromeTrace) -> dict[int, tuple[float, float]]:
         return out
     rows = np.flatnonzero(
         (trace.ph == PH_COMPLETE)
-        & np.isin(trace.name, list(ids))
+        & trace.name_mask(ids)
         & ~trace.category_mask({"gpu_user_annotation"})
     )
     for row in rows.tolist():

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import errno
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -28,6 +28,7 @@ import numpy as np
 
 from kerneltracer.analysis.timeline.load.builder import PH_COMPLETE, PH_INSTANT, Builder
 from kerneltracer.analysis.timeline.load.events import OpArgsStore, loads_lenient
+from kerneltracer.analysis.timeline.model.arrays import code_mask
 from kerneltracer.core.heap import release_free_heap
 from kerneltracer.errors import TraceLoadError
 from kerneltracer.inputguard import InputLimits, input_position, open_input
@@ -110,7 +111,11 @@ class ChromeTrace:
 
     def category_mask(self, cats: frozenset[str] | set[str]) -> np.ndarray:
         ids = [i for i, c in enumerate(self.categories) if c in cats]
-        return np.isin(self.cat, np.asarray(ids, dtype=np.int32))
+        return code_mask(self.cat, ids, len(self.categories))
+
+    def name_mask(self, ids: Iterable[int], rows: np.ndarray | None = None) -> np.ndarray:
+        """Whether each row's (or each of ``rows``') name is one of the name ids ``ids``."""
+        return code_mask(self.name if rows is None else self.name[rows], ids, len(self.names))
 
     @property
     def rank(self) -> int | None:

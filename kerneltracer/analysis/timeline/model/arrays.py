@@ -9,6 +9,8 @@ on a tiny trace's run), to ask whether they were given a masked array: ours neve
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 
 
@@ -41,6 +43,16 @@ def isin_sorted(values: np.ndarray, members: np.ndarray) -> np.ndarray:
     pos = np.searchsorted(members, values)
     pos[pos == members.size] = 0
     return members[pos] == values
+
+
+def code_mask(codes: np.ndarray, members: Iterable[int], size: int) -> np.ndarray:
+    """``np.isin(codes, members)`` for codes in ``[0, size)`` (name or category ids), as
+    a gather from a table of ``size`` flags: ``np.isin`` widened the column to int64 and
+    compared it, ~9 MiB of temporaries and 16 ms on a 1.9M-row column where this takes
+    the mask alone and 4 ms. A code of -1 reads the table's extra last flag, never set."""
+    table = np.zeros(size + 1, dtype=bool)
+    table[np.fromiter(members, dtype=np.intp)] = True
+    return table[codes]
 
 
 def median(values: np.ndarray) -> float:

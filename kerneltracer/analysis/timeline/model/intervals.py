@@ -23,6 +23,17 @@ def union_length(starts: np.ndarray, ends: np.ndarray) -> float:
     return float(np.sum(me - ms)) if ms.size else 0.0
 
 
+def merged_union_length(parts: list[tuple[np.ndarray, np.ndarray]]) -> float:
+    """``union_length`` of the concatenation of ``parts``, each already merged: folded
+    two at a time with ``_union``, whose result is ``merge``'s (a union's merged spans do
+    not depend on the order of its intervals). The concatenation's sort and gathered
+    copies were ~45 MiB at 3M events, where a million host ops' spans are unioned."""
+    s, e = np.empty(0), np.empty(0)
+    for ps, pe in parts:
+        s, e = _union(s, e, ps, pe)
+    return _length(s, e)
+
+
 def clip(
     starts: np.ndarray, ends: np.ndarray, lo: float, hi: float
 ) -> tuple[np.ndarray, np.ndarray]:
