@@ -102,6 +102,67 @@ UNLIKE: dict[str, dict[str, Any]] = {
 }
 
 
+# Two stacks each (an encoder and a decoder; a vision tower and the LM), 5 layers apiece:
+# the tests lower MIN_DEPTH to 5 and make the short traces free (at this depth four of them
+# cost more than one full trace, and would be refused), so that both stacks are extended.
+_PAIR_DEPTH = 5
+_SEQ2SEQ: dict[str, Any] = {
+    "vocab_size": 128,
+    "d_model": 16,
+    "encoder_layers": _PAIR_DEPTH,
+    "decoder_layers": _PAIR_DEPTH,
+    "encoder_attention_heads": 2,
+    "decoder_attention_heads": 2,
+    "encoder_ffn_dim": 32,
+    "decoder_ffn_dim": 32,
+}
+TWO_STACKS: dict[str, dict[str, Any]] = {
+    "bart": {
+        "architectures": ["BartForConditionalGeneration"],
+        **_SEQ2SEQ,
+        "max_position_embeddings": 64,
+    },
+    "whisper": {
+        "architectures": ["WhisperForConditionalGeneration"],
+        **_SEQ2SEQ,
+        "num_mel_bins": 8,
+        "max_source_positions": 16,
+        "max_target_positions": 64,
+        "decoder_start_token_id": 1,
+        "pad_token_id": 0,
+        "bos_token_id": 1,
+        "eos_token_id": 2,
+        "suppress_tokens": [],
+        "begin_suppress_tokens": [],
+    },
+    # Its image features are the vision tower's hidden_states[-2]: the layer before the last.
+    "llava": {
+        "architectures": ["LlavaForConditionalGeneration"],
+        "text_config": {
+            "model_type": "llama",
+            "vocab_size": 128,
+            "hidden_size": 16,
+            "intermediate_size": 32,
+            "num_attention_heads": 2,
+            "num_key_value_heads": 1,
+            "num_hidden_layers": _PAIR_DEPTH,
+            "max_position_embeddings": 64,
+        },
+        "vision_config": {
+            "model_type": "clip_vision_model",
+            "image_size": 16,
+            "patch_size": 8,
+            "hidden_size": 16,
+            "intermediate_size": 32,
+            "num_attention_heads": 2,
+            "num_hidden_layers": _PAIR_DEPTH,
+            "projection_dim": 16,
+        },
+        "image_token_index": 120,
+    },
+}
+
+
 def _model_dir(root: Path, model_type: str, fields: dict[str, Any], name: str = "") -> Path:
     from transformers import AutoConfig
 
@@ -185,7 +246,7 @@ def test_alike_layers_give_the_full_trace(
     tracer: str,
     mode: str,
 ) -> None:
-    from kerneltracer.worker.tracers._layers import find_stack
+    from kerneltracer.worker.tracers._layers import find_stacks
 
     fields, name = ALIKE[model_type], model_type
     if tracer == "print_aten" and mode == "train":
@@ -199,7 +260,43 @@ def test_alike_layers_give_the_full_trace(
     phase = "decode" if mode == "decode" else "prefill"
     mode = "eval" if mode == "decode" else mode
     for ctx in _context(path, tracer, mode, tmp_path, phase):
-        assert find_stack(ctx.model) is not None
+        assert find_stacks(ctx.model) is not None
+        with caplog.at_level(logging.INFO, logger="kerneltracer.worker.tracers"):
+            short = capture(ctx, True)
+        assert not _fell_back(caplog)
+        _assert_same(capture(ctx, False), short)
+
+
+@pytest.fixture
+def free_short_traces(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kerneltracer.worker.tracers import _layers
+
+    monkeypatch.setattr(_layers, "MIN_DEPTH", _PAIR_DEPTH)
+    monkeypatch.setattr(_layers, "_short_cost", lambda chosen, full, depth: 0)
+
+
+@pytest.mark.parametrize(
+    ("model_type", "tracer", "mode"),
+    [(m, t, "eval") for m in TWO_STACKS for t in CAPTURES] + [("llava", "print_aten", "train")],
+)
+@pytest.mark.usefixtures("free_short_traces")
+def test_two_stacks_give_the_full_trace(
+    model_root: Path,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    model_type: str,
+    tracer: str,
+    mode: str,
+) -> None:
+    from kerneltracer.worker.tracers._layers import TRACE_DEPTH, find_stacks
+
+    path = _model_dir(model_root, model_type, TWO_STACKS[model_type])
+    capture = CAPTURES[tracer]
+    for ctx in _context(path, tracer, mode, tmp_path):
+        stacks = find_stacks(ctx.model)
+        assert stacks is not None
+        depth = TRACE_DEPTH + 1 if mode == "train" else TRACE_DEPTH
+        assert len(stacks.plan(depth)) == 2
         with caplog.at_level(logging.INFO, logger="kerneltracer.worker.tracers"):
             short = capture(ctx, True)
         assert not _fell_back(caplog)
@@ -231,11 +328,11 @@ def test_the_summary_says_how_the_graph_was_made_and_the_option_turns_it_off(
 def test_unlike_layers_are_traced_in_full(
     model_root: Path, tmp_path: Path, model_type: str
 ) -> None:
-    from kerneltracer.worker.tracers._layers import find_stack
+    from kerneltracer.worker.tracers._layers import find_stacks
 
     path = _model_dir(model_root, model_type, UNLIKE[model_type])
     for ctx in _context(path, "print_fx", "eval", tmp_path):
-        assert find_stack(ctx.model) is None
+        assert find_stacks(ctx.model) is None
 
 
 class _Config:
@@ -293,10 +390,10 @@ def _explained(model: Any) -> list[Any]:
 
 def test_index_free_toy_extends_to_the_full_graph() -> None:
     from kerneltracer.worker.tracers._graphs import capture_graph
-    from kerneltracer.worker.tracers._layers import find_stack
+    from kerneltracer.worker.tracers._layers import find_stacks
 
     model = _toy(9)
-    stack = find_stack(model)
+    stack = find_stacks(model)
     assert stack is not None
     (short,) = stack.extended(lambda: _explained(model))
     (full,) = _explained(model)
@@ -306,27 +403,169 @@ def test_index_free_toy_extends_to_the_full_graph() -> None:
 
 @pytest.mark.parametrize("variant", ["scaled", "breaks"])
 def test_toy_whose_layers_read_their_index_is_refused(variant: str) -> None:
-    from kerneltracer.worker.tracers._layers import NotRepeating, find_stack
+    from kerneltracer.worker.tracers._layers import NotRepeating, find_stacks
 
     model = _toy(8, **{variant: True})
-    stack = find_stack(model)
+    stack = find_stacks(model)
     assert stack is not None  # built alike: only the trace shows the difference
     with pytest.raises(NotRepeating):
         stack.extended(lambda: _explained(model))
 
 
+def _pair(
+    names: tuple[str, str] = ("encoder", "decoder"),
+    depths: tuple[int, int] = (8, 8),
+    sizes: dict[str, Any] | None = None,
+) -> Any:
+    """Two stacks, the second reading the first's output in every layer (cross-attention
+    in miniature), sized by ``sizes`` (dotted names go into sub-configs)."""
+    import torch
+    from torch import nn
+    from transformers import PretrainedConfig
+
+    config = PretrainedConfig()
+    for key, value in (sizes or {"encoder_layers": depths[0], "decoder_layers": depths[1]}).items():
+        owner, _, attr = key.rpartition(".")
+        if owner and not hasattr(config, owner):
+            setattr(config, owner, PretrainedConfig())
+        setattr(getattr(config, owner) if owner else config, attr, value)
+
+    class Layer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.proj = nn.Linear(8, 8)
+
+        def forward(self, x: torch.Tensor, memory: torch.Tensor | None) -> torch.Tensor:
+            y = torch.relu(self.proj(x)) + x
+            return y if memory is None else y * memory
+
+    class Pair(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.config = config
+            for name, depth in zip(names, depths, strict=True):
+                setattr(self, name, nn.ModuleList(Layer() for _ in range(depth)))
+
+        def forward(self, x: torch.Tensor) -> Any:
+            first, second = (getattr(self, n) for n in names)
+            h = x
+            for layer in first:
+                h = layer(h, None)
+            y = x + 1
+            for layer in second:
+                y = layer(y, h)
+            return y.sum(), h
+
+    return Pair()
+
+
+def _sized_by(model: Any) -> dict[str, str]:
+    from kerneltracer.worker.tracers._layers import find_stacks
+
+    stacks = find_stacks(model)
+    assert stacks is not None
+    subs = {id(v): f"{k}." for k, v in vars(model.config).items() if hasattr(v, "to_dict")}
+    return {s.path: subs.get(id(s.config), "") + s.depth_attr for s in stacks.stacks}
+
+
+@pytest.mark.parametrize(
+    ("names", "depths", "sizes", "expected"),
+    [
+        (  # one length: by the words of the path
+            ("encoder", "decoder"),
+            (8, 8),
+            {"encoder_layers": 8, "decoder_layers": 8},
+            {"encoder": "encoder_layers", "decoder": "decoder_layers"},
+        ),
+        (  # a VLM's sub-configs
+            ("vision_tower", "language_model"),
+            (8, 8),
+            {"vision_config.num_hidden_layers": 8, "text_config.num_hidden_layers": 8},
+            {
+                "vision_tower": "vision_config.num_hidden_layers",
+                "language_model": "text_config.num_hidden_layers",
+            },
+        ),
+        (  # two lengths: by the value, whatever the names
+            ("first", "second"),
+            (6, 8),
+            {"encoder_layers": 6, "decoder_layers": 8},
+            {"first": "encoder_layers", "second": "decoder_layers"},
+        ),
+    ],
+)
+def test_each_stack_is_cut_through_the_attribute_that_sizes_it(
+    names: tuple[str, str], depths: tuple[int, int], sizes: dict[str, Any], expected: dict[str, str]
+) -> None:
+    assert _sized_by(_pair(names, depths, sizes)) == expected
+
+
+@pytest.mark.parametrize(
+    "sizes",
+    [
+        {"encoder_layers": 8, "decoder_layers": 8},  # either could size either
+        {"num_layers": 8},  # one attribute for both: cutting one stack would cut the other
+    ],
+)
+def test_stacks_whose_sizes_cannot_be_told_apart_are_traced_in_full(sizes: dict[str, Any]) -> None:
+    from kerneltracer.worker.tracers._layers import find_stacks
+
+    assert find_stacks(_pair(("first", "second"), (8, 8), sizes)) is None
+
+
+@pytest.mark.usefixtures("free_short_traces")
+def test_two_stack_toy_extends_to_the_full_graph() -> None:
+    from kerneltracer.worker.tracers._graphs import capture_graph
+    from kerneltracer.worker.tracers._layers import find_stacks
+
+    model = _pair(depths=(7, 9))
+    stacks = find_stacks(model)
+    assert stacks is not None
+    assert [s.depth for s in stacks.plan(2)] == [7, 9]
+    (short,) = stacks.extended(lambda: _explained(model))
+    (full,) = _explained(model)
+    a, b = capture_graph(full, "dynamo", "g"), capture_graph(short, "dynamo", "g")
+    assert (b.text, b.table) == (a.text, a.table)
+
+
+@pytest.mark.parametrize(
+    ("depths", "trace_depth", "extended"),
+    [
+        ((12, 12), 2, []),  # four short traces cost more than one full: BART-base's depth
+        ((24, 32), 2, [24, 32]),  # LLaVA-1.5's: the shallower first
+        ((20, 20), 2, [20, 20]),
+        ((20, 20), 3, []),  # train mode's depths 3 and 4 pay later
+        ((32, 3), 2, [32]),  # a shallow stack stays whole
+    ],
+)
+def test_stacks_are_cut_where_the_short_traces_save_time(
+    depths: tuple[int, int], trace_depth: int, extended: list[int]
+) -> None:
+    from kerneltracer.worker.tracers._layers import NotRepeating, find_stacks
+
+    stacks = find_stacks(_pair(depths=depths))
+    assert stacks is not None
+    if extended:
+        assert [s.depth for s in stacks.plan(trace_depth)] == extended
+    else:
+        with pytest.raises(NotRepeating, match="cost no more than the short traces"):
+            stacks.plan(trace_depth)
+
+
 def test_stacks_that_are_not_one_alike_stack() -> None:
     from torch import nn
 
-    from kerneltracer.worker.tracers._layers import find_stack
+    from kerneltracer.worker.tracers._layers import find_stacks
 
     model = _toy(8)
     model.layers[3].proj = nn.Linear(8, 8, bias=False)
-    assert find_stack(model) is None  # one layer built otherwise
+    assert find_stacks(model) is None  # one layer built otherwise
     model = _toy(8)
     model.extra = nn.ModuleList([nn.Linear(8, 8), nn.Linear(8, 8)])
-    assert find_stack(model) is None  # two stacks: an encoder and a decoder, say
-    assert find_stack(_toy(4)) is None  # too shallow to gain anything
+    stacks = find_stacks(model)  # a second stack too shallow to cut: kept whole
+    assert stacks is not None
+    assert ([s.path for s in stacks.stacks], stacks.kept_layers) == (["layers"], 2)
+    assert find_stacks(_toy(4)) is None  # too shallow to gain anything
 
 
 # Architectures whose default config (cut down) builds one stack of alike layers, and ones
@@ -367,7 +606,7 @@ def test_which_architectures_have_one_alike_stack(model_type: str) -> None:
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from kerneltracer.worker.tracers._layers import find_stack
+    from kerneltracer.worker.tracers._layers import find_stacks
 
     config = AutoConfig.for_model(model_type)
     sizes = {**_SMALL, "num_key_value_heads": 2, "num_hidden_layers": 6}
@@ -376,7 +615,7 @@ def test_which_architectures_have_one_alike_stack(model_type: str) -> None:
             setattr(config, key, value)
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(config)
-    assert (find_stack(model) is not None) == (model_type in _FOUND_ALIKE)
+    assert (find_stacks(model) is not None) == (model_type in _FOUND_ALIKE)
 
 
 def test_train_mode_print_aten_on_too_few_layers_traces_them_all(

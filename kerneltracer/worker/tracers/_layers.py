@@ -1,12 +1,24 @@
-"""Full-depth graphs of a stack of alike layers, from traces at depths 2 and 3.
+"""Full-depth graphs of stacks of alike layers, from traces at depths 2 and 3.
 
 Dynamo (and AOTAutograd after it) inline every decoder layer anew, so an 8B's graph costs
-32 times one layer's trace. When the model has one stack of layers built alike (module
-types, attributes, parameter shapes, hooks; per-layer config lists uniform), its graph at
-full depth is its graph at depth 3 with the last layer's nodes repeated: FX numbers each
-base name in the order names are asked for, so every name moves on by a fixed count per
-layer; a layer's nodes read the layer before's; the nodes after the stack read the last
-layer; the output gains one group of values per layer (a cache's keys and values).
+32 times one layer's trace. When a stack's layers are built alike (module types,
+attributes, parameter shapes, hooks; per-layer config lists uniform), the graph at full
+depth is the graph at depth 3 with the last layer's nodes repeated: FX numbers each base
+name in the order names are asked for, so every name moves on by a fixed count per layer;
+a layer's nodes read the layer before's; the nodes after the stack read the last layer (or
+the one before it: LLaVA's image features are the vision tower's ``hidden_states[-2]``);
+the output gains one group of values per layer (a cache's keys and values).
+
+A model may have several top-level stacks: an encoder and a decoder (BART, Marian,
+Whisper), a vision tower beside the language model (LLaVA). Each is cut through the config
+attribute that sizes it, maybe a sub-config's (``vision_config.num_hidden_layers``); when
+stacks of one length could each be sized by several, the attribute named like the stack's
+path (encoder, decoder, vision, text/language) decides, and without one the model is traced
+in full. Stacks too shallow, unlike, or sized by nothing known stay whole in every trace.
+Two extended stacks take four traces, each stack at depth 2 or 3; the shallower stack is
+extended first, at both depths of the other, then the other on those graphs. Four traces
+cost more than one full trace of a 12+12 BART: :meth:`Stacks.plan` counts layers and a
+fixed cost per trace, and cuts only stacks that save time.
 
 :func:`extend` learns that from the graphs at depths d and d+1: the nodes of layer d must be
 layer d-1's, one layer on (same ops, targets, constants, shapes, strides, devices, source
@@ -30,10 +42,10 @@ import functools
 import operator
 import re
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
-from itertools import islice, product
+from itertools import combinations, islice, product
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -45,7 +57,23 @@ if TYPE_CHECKING:
 TRACE_DEPTH = 2
 # Below this the two short traces (5 layers) save nothing worth the checks.
 MIN_DEPTH = 6
-_DEPTH_ATTRS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+# A Dynamo trace's cost besides its layers, in layers: the masks, embeddings, heads and
+# Dynamo's own start. Tiny BART traced 4 layers in 2.3 s, 24 in 6.4 s: ~1.3 s and ~0.2 s
+# a layer, so four short traces of two stacks cost about 24 layers more than the one full.
+_TRACE_OVERHEAD = 6
+_DEPTH_ATTRS = (
+    "num_hidden_layers",
+    "n_layer",
+    "num_layers",
+    "n_layers",
+    # Encoder-decoders: BART, Marian, Whisper; T5's decoder beside its num_layers.
+    "encoder_layers",
+    "decoder_layers",
+    "num_decoder_layers",
+)
+# Words of a module path and of a config attribute that tell two stacks of one length apart.
+_ROLES = frozenset({"encoder", "decoder", "vision", "text", "audio", "speech"})
+_SYNONYMS = {"language": "text", "visual": "vision"}
 _INT = re.compile(r"\d+")
 _GRAPH_MODULE_KEYS = ("_parameters", "_buffers", "_modules")
 # What FX's code generation prints of a node's meta besides its value and source line
@@ -59,9 +87,11 @@ class NotRepeating(Exception):
 
 @dataclass(frozen=True)
 class LayerStack:
-    """The model's one stack of alike layers and the config entries that size it."""
+    """A stack of alike layers and the config entries that size it."""
 
+    path: str
     layers: nn.ModuleList
+    # The config or sub-config (a VLM's ``text_config``) that holds ``depth_attr``.
     config: Any
     depth_attr: str
     # Config attributes with one entry per layer (all entries equal).
@@ -89,52 +119,184 @@ class LayerStack:
             for attr, value in saved.items():
                 setattr(self.config, attr, value)
 
+
+@dataclass(frozen=True)
+class Stacks:
+    """The model's stacks that may be traced short (alike, deep enough, sized by a config
+    attribute of their own), and how many layers of other stacks every trace keeps."""
+
+    stacks: tuple[LayerStack, ...]
+    kept_layers: int
+
+    @property
+    def depth(self) -> int:
+        """Layers of every stack: what one full trace traces."""
+        return self.kept_layers + sum(s.depth for s in self.stacks)
+
+    def plan(self, depth: int) -> tuple[LayerStack, ...]:
+        """The stacks to cut to ``depth`` and ``depth + 1``, in the order they are extended:
+        those whose short traces save the most against one full trace, if any do."""
+        best: tuple[int, tuple[LayerStack, ...]] | None = None
+        for chosen in _subsets(self.stacks):
+            saved = _full_cost(chosen, self.depth) - _short_cost(chosen, self.depth, depth)
+            if saved > 0 and (best is None or saved > best[0]):
+                best = (saved, chosen)
+        if best is None:
+            raise NotRepeating(f"{self.depth} layers cost no more than the short traces")
+        # The later an extension, the larger its graphs (every stack extended before it at
+        # full depth): the deepest stack goes last.
+        return tuple(sorted(best[1], key=lambda s: s.depth))
+
     def extended(
         self, trace: Callable[[], Sequence[fx.GraphModule]], depth: int = TRACE_DEPTH
     ) -> list[fx.GraphModule]:
-        """``trace``'s graphs at full depth, from its graphs at ``depth`` and one more."""
-        with self.truncated(depth):
-            small = list(trace())
-        with self.truncated(depth + 1):
-            big = list(trace())
-        if len(small) != len(big) or not big:
-            raise NotRepeating(
-                f"{len(small)} graph(s) at depth {depth}, {len(big)} at depth {depth + 1}"
-            )
-        extra = self.depth - depth - 1
-        return [extend(s, b, extra) for s, b in zip(small, big, strict=True)]
+        """``trace``'s graphs at full depth, from its graphs with each planned stack at
+        ``depth`` and one more (every combination: 2 traces for one stack, 4 for two),
+        extended one stack at a time: the first stack's extension needs the same pair of
+        graphs at each depth of the others, each one checked (:func:`extend`)."""
+        chosen = self.plan(depth)
+        graphs: dict[tuple[int, ...], list[fx.GraphModule]] = {}
+        for depths in product((depth, depth + 1), repeat=len(chosen)):
+            with ExitStack() as cut:
+                for stack, d in zip(chosen, depths, strict=True):
+                    cut.enter_context(stack.truncated(d))
+                graphs[depths] = list(trace())
+        counts = {k: len(v) for k, v in graphs.items()}
+        if len(set(counts.values())) != 1 or not graphs[(depth,) * len(chosen)]:
+            raise NotRepeating(f"graph counts by depths {counts}")
+        for stack in chosen:
+            extra = stack.depth - depth - 1
+            graphs = {
+                rest: [
+                    extend(s, b, extra)
+                    for s, b in zip(graphs[(depth, *rest)], graphs[(depth + 1, *rest)], strict=True)
+                ]
+                for rest in {k[1:] for k in graphs}
+            }
+        return graphs[()]
 
 
-def find_stack(model: Any) -> LayerStack | None:
-    """The model's one stack of alike layers, if it has exactly one and it is deep enough."""
+def _subsets(stacks: Sequence[LayerStack]) -> Iterator[tuple[LayerStack, ...]]:
+    """Every stack first: between plans that save as much, the one extending more."""
+    for n in range(len(stacks), 0, -1):
+        yield from combinations(stacks, n)
+
+
+def _overhead(chosen: Sequence[LayerStack]) -> int:
+    """What a trace costs besides its layers, in layers: counted where several stacks make
+    four traces or more; one stack's two keep the rule it always had (deeper than 2d+1)."""
+    return _TRACE_OVERHEAD if len(chosen) > 1 else 0
+
+
+def _full_cost(chosen: Sequence[LayerStack], full: int) -> int:
+    return _overhead(chosen) + full
+
+
+def _short_cost(chosen: Sequence[LayerStack], full: int, depth: int) -> int:
+    """Layers traced by the short traces (and their overhead): every combination of
+    ``depth`` and ``depth + 1`` for the chosen stacks, the others at full depth."""
+    others = full - sum(s.depth for s in chosen)
+    traces = 2 ** len(chosen)
+    return traces * (_overhead(chosen) + others) + traces // 2 * len(chosen) * (2 * depth + 1)
+
+
+def find_stacks(model: Any) -> Stacks | None:
+    """The model's top-level stacks of layers (ModuleLists not inside another) that may be
+    traced short: alike, deep enough, each sized by one config attribute of its own, maybe
+    in a sub-config. A stack that is not (too shallow, unlike, sized by nothing known) is
+    kept at full depth in every trace. None when no stack may be traced short, or when
+    which attribute sizes which stack is not certain."""
     from torch import nn
 
-    stacks: list[tuple[str, nn.ModuleList]] = []
+    found: list[tuple[str, nn.ModuleList]] = []
     for name, module in model.named_modules():
-        nested = any(name.startswith(f"{outer}.") for outer, _ in stacks)
+        nested = any(name.startswith(f"{outer}.") for outer, _ in found)
         if isinstance(module, nn.ModuleList) and len(module) >= 2 and not nested:
-            stacks.append((name, module))
-    if len(stacks) != 1 or len(stacks[0][1]) < MIN_DEPTH:
-        return None  # an encoder and a decoder, a vision tower beside the LM: trace all
-    layers = stacks[0][1]
+            found.append((name, module))
     config = getattr(model, "config", None)
-    if not hasattr(config, "__dict__"):
+    if not found or not hasattr(config, "__dict__"):
         return None
-    # Its own attribute, not an alias (GPT-2's num_hidden_layers reads n_layer).
-    attrs = [a for a in _DEPTH_ATTRS if vars(config).get(a) == len(layers)]
-    if len(attrs) != 1:
+    sizes = _sizing_attrs(config)
+    owners: dict[str, tuple[Any, str]] = {}
+    # Shorter stacks are kept whole: what sizes them matters not.
+    for path, layers in (f for f in found if len(f[1]) >= MIN_DEPTH):
+        fits = [key for key, (owner, attr) in sizes.items() if vars(owner)[attr] == len(layers)]
+        if len(fits) > 1:
+            # Two stacks of one length (an encoder and a decoder, a vision tower and the
+            # LM): the attribute named like the stack's path.
+            fits = [key for key in fits if _roles(key) & _roles(path)]
+            if len(fits) != 1:
+                return None
+        if fits:
+            owners[path] = sizes[fits[0]]
+    if len({(id(owner), attr) for owner, attr in owners.values()}) != len(owners):
+        return None  # one attribute sizing two stacks: cutting one would cut both
+    stacks: list[LayerStack] = []
+    kept = 0
+    claimed: set[tuple[int, str]] = set()
+    for path, layers in found:
+        stack = _stack(path, layers, owners.get(path))
+        if stack is None:
+            kept += len(layers)
+            continue
+        lists = {(id(stack.config), attr) for attr in stack.per_layer}
+        if lists & claimed:
+            return None  # a per-layer list that two stacks of one length could own
+        claimed |= lists
+        stacks.append(stack)
+    if not stacks:
         return None
+    return Stacks(tuple(stacks), kept)
+
+
+def _stack(path: str, layers: nn.ModuleList, owner: tuple[Any, str] | None) -> LayerStack | None:
+    """The stack, if it may be traced short."""
+    if owner is None:
+        return None
+    config, attr = owner
     per_layer = tuple(
         k
         for k, v in vars(config).items()
-        if isinstance(v, list | tuple) and len(v) == len(layers) and k != attrs[0]
+        if isinstance(v, list | tuple) and len(v) == len(layers) and k != attr
     )
     # Alternating attention kinds, dense layers before MoE ones: not one repeated layer.
     if any(len({repr(x) for x in getattr(config, k)}) != 1 for k in per_layer):
         return None
     if not _alike(list(layers)):
         return None
-    return LayerStack(layers, config, attrs[0], per_layer)
+    return LayerStack(path, layers, config, attr, per_layer)
+
+
+def _sizing_attrs(config: Any) -> dict[str, tuple[Any, str]]:
+    """Depth attributes of the config and its sub-configs, by dotted name: each its
+    object's own (GPT-2's num_hidden_layers only reads n_layer; BART's reads encoder_layers)."""
+    found: dict[str, tuple[Any, str]] = {}
+    seen: set[int] = set()
+
+    def visit(owner: Any, prefix: str) -> None:
+        if id(owner) in seen:
+            return
+        seen.add(id(owner))
+        for key, value in vars(owner).items():
+            if key in _DEPTH_ATTRS and type(value) is int:
+                found[prefix + key] = (owner, key)
+            elif _is_config(value):
+                visit(value, f"{prefix}{key}.")
+
+    visit(config, "")
+    return found
+
+
+def _is_config(value: Any) -> bool:
+    from transformers import PretrainedConfig
+
+    return isinstance(value, PretrainedConfig)
+
+
+def _roles(name: str) -> set[str]:
+    """What part of a model a module path or config attribute names."""
+    words = {_SYNONYMS.get(w, w) for w in re.split(r"[._]", name)}
+    return words & _ROLES
 
 
 def _alike(layers: Sequence[nn.Module]) -> bool:
@@ -156,7 +318,11 @@ def _describe(layer: nn.Module) -> list[Any]:
     """What makes a layer trace the way it does."""
     rows: list[Any] = []
     for path, module in layer.named_modules(remove_duplicate=False):
-        attrs = [(k, _token(v)) for k, v in vars(module).items() if k not in _GRAPH_MODULE_KEYS]
+        attrs = [
+            (k, _token(_hooks(k, v)))
+            for k, v in vars(module).items()
+            if k not in _GRAPH_MODULE_KEYS
+        ]
         params = [
             (n, tuple(p.shape), str(p.dtype), p.requires_grad, type(p).__name__)
             for n, p in module.named_parameters(recurse=False)
@@ -167,6 +333,12 @@ def _describe(layer: nn.Module) -> list[Any]:
         ]
         rows.append((path, type(module).__qualname__, sorted(attrs), params, buffers))
     return rows
+
+
+def _hooks(key: str, value: Any) -> Any:
+    """A module's hooks by kind and order: their keys are handle ids, counted across the
+    model (a vision tower's hidden-state recorders: ids 1, 3, 5 in layers 0, 1, 2)."""
+    return list(value.values()) if "hooks" in key and isinstance(value, dict) else value
 
 
 def _leaves(value: Any) -> Iterator[Any]:
@@ -265,6 +437,9 @@ class _Layout:
     # A mirrored run's input from the layer above (before it) -> the run's node that the
     # layer below reads in its place.
     chain: dict[fx.Node, fx.Node] = field(default_factory=dict)
+    # (reader after the stack, node of layer d-1) where the reader takes the layer before
+    # the last (LLaVA's image features: the vision tower's hidden_states[-2]).
+    behind: set[tuple[fx.Node, fx.Node]] = field(default_factory=set)
 
     def is_mirrored(self, node: fx.Node) -> bool:
         return self.run_of.get(node) in self.mirrored
@@ -456,7 +631,7 @@ def _check_rest(layout: _Layout) -> None:
     """Every node outside layer d is the same at both depths (the output: one group more)."""
     for old, new in layout.match.items():
         if new.op == "output":
-            ok = _same_output(new.args, old.args, layout)
+            ok = _same_output(new.args, old.args, layout, new)
         else:
             ok = _same_values((new.args, new.kwargs), (old.args, old.kwargs), _reads(new, layout))
         if not ok:
@@ -473,13 +648,28 @@ def _reads(reader: fx.Node, layout: _Layout) -> Callable[[fx.Node, fx.Node], boo
         # After the stack a node reads the last layer, which is now layer d; after a
         # mirrored run, the run's node that stands where the layer above's was read.
         run = layout.run_of.get(new)
-        if run is None or layout.pos[reader] < sum(run):
+        if run is None:
+            return moved is not None and _behind(reader, new, moved, layout)
+        if layout.pos[reader] < sum(run):
             return False
         if run in layout.mirrored:
             return moved is not None and layout.chain.get(moved) is new
         return layout.prev_of[new] is moved
 
     return same_ref
+
+
+def _behind(reader: fx.Node, new: fx.Node, moved: fx.Node, layout: _Layout) -> bool:
+    """``reader``, after the stack, reads layer d-1's ``new`` where it read layer d-2's
+    ``moved`` one layer shallower: the layer before the last, at either depth."""
+    later = layout.next_of.get(new)
+    if later is None or layout.is_mirrored(later):
+        return False
+    start, length = layout.run_of[later]
+    if layout.pos[reader] < start + length or layout.pos[new] - length != layout.pos[moved]:
+        return False
+    layout.behind.add((reader, new))
+    return True
 
 
 def _same_values(new: Any, old: Any, same_ref: Callable[[fx.Node, fx.Node], bool]) -> bool:
@@ -502,24 +692,27 @@ def _same_values(new: Any, old: Any, same_ref: Callable[[fx.Node, fx.Node], bool
     return type(new) is type(old) and repr(new) == repr(old)
 
 
-def _same_output(new: Any, old: Any, layout: _Layout) -> bool:
+def _same_output(new: Any, old: Any, layout: _Layout, output: fx.Node) -> bool:
     """The output at depth d+1 is the one at depth d with each group of layer-d values
     appended after the same group of layer d-1 (a cache's keys and values), and values of
-    the last layer read from layer d instead (an encoder's last hidden state)."""
+    the last layer read from layer d instead (an encoder's last hidden state), those of
+    the layer before the last from layer d-1."""
     if _is_node(new) or _is_node(old):
         moved = layout.match.get(old)
         if new is moved:
             return True
         if layout.is_mirrored(new):
             return moved is not None and layout.chain.get(moved) is new
-        return new in layout.run_of and layout.prev_of[new] is moved
+        if new in layout.run_of:
+            return layout.prev_of[new] is moved
+        return moved is not None and _behind(output, new, moved, layout)
     if not isinstance(new, list | tuple):
         return _same_values(new, old, lambda x, y: False)
     if type(new) is not type(old):
         return False
     kept = [v for group, appended in _groups(new, layout) if not appended for v in group]
     return len(kept) == len(old) and all(
-        _same_output(x, y, layout) for x, y in zip(kept, old, strict=True)
+        _same_output(x, y, layout, output) for x, y in zip(kept, old, strict=True)
     )
 
 
@@ -572,6 +765,8 @@ def _build(big: fx.GraphModule, layout: _Layout, extra: int) -> fx.GraphModule:
             if reader_copy is None:
                 return made[(ref, 0 if layout.is_mirrored(ref) else extra)]
             return made[(ref, reader_copy)]
+        if (reader, ref) in layout.behind and extra:
+            return made[(layout.next_of[ref], extra - 1)]  # the layer before the last
         if ref in layout.chain and layout.is_mirrored(reader):
             if reader_copy is not None and reader_copy < extra:
                 return made[(layout.chain[ref], reader_copy + 1)]  # the layer above
@@ -594,7 +789,7 @@ def _build(big: fx.GraphModule, layout: _Layout, extra: int) -> fx.GraphModule:
                 target, [(layout.target_step.get(source, ()), times) for source, times in moves]
             )
         if node.op == "output":
-            args = _expanded_output(node.args, layout, made, extra)
+            args = _expanded_output(node.args, node, layout, made, extra)
             kwargs: Any = {}
         else:
             args, kwargs = fx.map_arg(
@@ -627,9 +822,15 @@ def _build(big: fx.GraphModule, layout: _Layout, extra: int) -> fx.GraphModule:
 
 
 def _expanded_output(
-    value: Any, layout: _Layout, made: dict[tuple[fx.Node, int], fx.Node], extra: int
+    value: Any,
+    output: fx.Node,
+    layout: _Layout,
+    made: dict[tuple[fx.Node, int], fx.Node],
+    extra: int,
 ) -> Any:
     if _is_node(value):
+        if (output, value) in layout.behind and extra:
+            return made[(layout.next_of[value], extra - 1)]
         last = value in layout.run_of and not layout.is_mirrored(value)
         return made[(value, extra if last else 0)]
     if not isinstance(value, list | tuple):
@@ -639,5 +840,5 @@ def _expanded_output(
         if appended:
             out.extend(made[(v, c)] for c in range(extra + 1) for v in group)
         else:
-            out.extend(_expanded_output(v, layout, made, extra) for v in group)
+            out.extend(_expanded_output(v, output, layout, made, extra) for v in group)
     return type(value)(out)

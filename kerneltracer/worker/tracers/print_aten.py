@@ -145,20 +145,14 @@ def _bind(fn: Callable[[HFContext], list[CapturedGraph]], ctx: HFContext) -> Any
 def _aot_graphs(
     ctx: HFContext, note: dict[str, Any] | None = None, *, repeat_layers: bool = True
 ) -> list[CapturedGraph]:
-    from kerneltracer.worker.tracers._layers import TRACE_DEPTH, NotRepeating, find_stack
+    from kerneltracer.worker.tracers._layers import TRACE_DEPTH, NotRepeating, find_stacks
 
-    stack = find_stack(ctx.model) if repeat_layers else None
+    stacks = find_stacks(ctx.model) if repeat_layers else None
     # The backward runs the layers last to first and names its first layer's nodes without
     # suffixes, as the forward does its layer 0: the alike pair it is extended from must lie
     # between the two, so train mode traces at depths 3 and 4.
     depth = TRACE_DEPTH + 1 if ctx.mode == "train" else TRACE_DEPTH
-    if stack is not None and stack.depth <= 2 * depth + 1:
-        log.info(
-            "print_aten traces every layer: %d layers cost no more than the short traces",
-            stack.depth,
-        )
-        stack = None
-    if stack is not None:
+    if stacks is not None:
         # The same graphs at depths 2 and 3 from one Dynamo graph are the full depth's
         # graphs with the last layer repeated (see _layers); anything else traces all.
         kinds: list[list[str]] = []
@@ -171,7 +165,7 @@ def _aot_graphs(
             return [gm for _, _, gm in got]
 
         try:
-            modules = stack.extended(trace, depth)
+            modules = stacks.extended(trace, depth)
         except NotRepeating as exc:
             log.info("print_aten traces every layer: %s", exc)
         else:

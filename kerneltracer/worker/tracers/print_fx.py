@@ -117,14 +117,14 @@ def _grad_mode(ctx: HFContext) -> Any:
 def _dynamo_graphs(
     ctx: HFContext, extra: dict[str, Any], *, repeat_layers: bool = True
 ) -> list[CapturedGraph]:
-    from kerneltracer.worker.tracers._layers import NotRepeating, find_stack
+    from kerneltracer.worker.tracers._layers import NotRepeating, find_stacks
 
-    stack = find_stack(ctx.model) if repeat_layers else None
-    if stack is not None:
+    stacks = find_stacks(ctx.model) if repeat_layers else None
+    if stacks is not None:
         # One graph without breaks at depths 2 and 3 is the full depth's one graph with
         # its last layer repeated (see _layers); anything else traces every layer.
         try:
-            (gm,) = stack.extended(lambda: _unbroken_graph(ctx))
+            (gm,) = stacks.extended(lambda: _unbroken_graph(ctx))
         except NotRepeating as exc:
             log.info("print_fx traces every layer: %s", exc)
         else:
