@@ -628,3 +628,49 @@ def test_train_mode_print_aten_on_too_few_layers_traces_them_all(
         assert _fell_back(caplog) == [
             "print_aten traces every layer: 6 layers cost no more than the short traces"
         ]
+
+
+_ENC_DEC = [("model.encoder.layers", "encoder_layers"), ("model.decoder.layers", "decoder_layers")]
+# Two-stack architectures at 6 + 6 layers, built on the meta device: which stacks are cut,
+# through which attribute. T5's first block alone holds the relative attention bias: its
+# blocks are not alike, and it is traced in full.
+_TWO_STACK_FOUND: dict[str, tuple[str, dict[str, int], list[tuple[str, str]] | None]] = {
+    name: (arch, {"encoder_layers": 6, "decoder_layers": 6}, _ENC_DEC)
+    for name, arch in [
+        ("bart", "BartForConditionalGeneration"),
+        ("mbart", "MBartForConditionalGeneration"),
+        ("marian", "MarianMTModel"),
+        ("pegasus", "PegasusForConditionalGeneration"),
+        ("whisper", "WhisperForConditionalGeneration"),
+    ]
+} | {
+    "t5": ("T5ForConditionalGeneration", {"num_layers": 6, "num_decoder_layers": 6}, None),
+    "llava": (
+        "LlavaForConditionalGeneration",
+        {},
+        [
+            ("model.vision_tower.encoder.layers", "num_hidden_layers"),
+            ("model.language_model.layers", "num_hidden_layers"),
+        ],
+    ),
+}
+
+
+@pytest.mark.parametrize("model_type", list(_TWO_STACK_FOUND))
+def test_which_two_stack_architectures_are_cut(model_type: str) -> None:
+    import torch
+    import transformers
+    from transformers import AutoConfig
+
+    from kerneltracer.worker.tracers._layers import find_stacks
+
+    arch, sizes, expected = _TWO_STACK_FOUND[model_type]
+    config = AutoConfig.for_model(model_type, **sizes)
+    for sub in ("text_config", "vision_config"):
+        if hasattr(config, sub):
+            getattr(config, sub).num_hidden_layers = 6
+    with torch.device("meta"):
+        model = getattr(transformers, arch)(config)
+    stacks = find_stacks(model)
+    found = None if stacks is None else [(s.path, s.depth_attr) for s in stacks.stacks]
+    assert found == expected
