@@ -5,9 +5,10 @@ In-process on fake weights, several architectures with 6-7 alike layers (8 for p
 train mode, traced at depths 3 and 4: its backward runs the layers last to first), each
 traced both ways through the tracers' own capture functions: node tables, graph texts,
 index info and break reports must be equal, and the short path must have been taken.
-Models whose layers differ (alternating attention, dense layers before MoE ones, two
-stacks), whose layers read their own index, or whose graph breaks, must fall back to
-tracing every layer.
+Models with two stacks (BART, Whisper, LLaVA, 5 + 5 layers) are extended stack by stack
+and must give the full trace too. Models whose layers differ (alternating attention, dense
+layers before MoE ones), whose two stacks' sizes cannot be told apart, whose layers read
+their own index, or whose graph breaks, must fall back to tracing every layer.
 """
 
 from __future__ import annotations

@@ -18,7 +18,10 @@ in full. Stacks too shallow, unlike, or sized by nothing known stay whole in eve
 Two extended stacks take four traces, each stack at depth 2 or 3; the shallower stack is
 extended first, at both depths of the other, then the other on those graphs. Four traces
 cost more than one full trace of a 12+12 BART: :meth:`Stacks.plan` counts layers and a
-fixed cost per trace, and cuts only stacks that save time.
+fixed cost per trace, and cuts only stacks that save time. In train mode an
+encoder-decoder's decoder backward (self- and cross-attention) is refused: no placement of
+its new layer checks out, so print_aten traces BART's and Whisper's every layer (LLaVA's
+two stacks extend).
 
 :func:`extend` learns that from the graphs at depths d and d+1: the nodes of layer d must be
 layer d-1's, one layer on (same ops, targets, constants, shapes, strides, devices, source

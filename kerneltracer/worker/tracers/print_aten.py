@@ -59,9 +59,9 @@ class PrintAtenOptions(TracerOptions):
     extend_layers: bool = Field(
         True,
         description=(
-            "aot: trace a deep model's one stack of alike layers at depths 2 and 3 and "
-            "extend those graphs to full depth (checked per job, else every layer is "
-            "traced); false traces every layer"
+            "aot: trace a deep model's stacks of alike layers (one, or an encoder and a "
+            "decoder, a vision tower and the LM) at depths 2 and 3 and extend those graphs to "
+            "full depth (checked per job, else every layer is traced); false traces every layer"
         ),
     )
 
