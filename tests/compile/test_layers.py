@@ -123,19 +123,6 @@ TWO_STACKS: dict[str, dict[str, Any]] = {
         **_SEQ2SEQ,
         "max_position_embeddings": 64,
     },
-    "whisper": {
-        "architectures": ["WhisperForConditionalGeneration"],
-        **_SEQ2SEQ,
-        "num_mel_bins": 8,
-        "max_source_positions": 16,
-        "max_target_positions": 64,
-        "decoder_start_token_id": 1,
-        "pad_token_id": 0,
-        "bos_token_id": 1,
-        "eos_token_id": 2,
-        "suppress_tokens": [],
-        "begin_suppress_tokens": [],
-    },
     # Its image features are the vision tower's hidden_states[-2]: the layer before the last.
     "llava": {
         "architectures": ["LlavaForConditionalGeneration"],
@@ -278,7 +265,10 @@ def free_short_traces(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize(
     ("model_type", "tracer", "mode"),
-    [(m, t, "eval") for m in TWO_STACKS for t in CAPTURES] + [("llava", "print_aten", "train")],
+    # An encoder-decoder's Dynamo graph; a VLM's forward and backward, whose image features
+    # read the layer before the last. Each case is 5 traces (~15-25 s): BART's and LLaVA's
+    # other pairings, and Whisper's (BART's shape), passed too and are left out for time.
+    [("bart", "print_fx", "eval"), ("llava", "print_aten", "train")],
 )
 @pytest.mark.usefixtures("free_short_traces")
 def test_two_stacks_give_the_full_trace(
