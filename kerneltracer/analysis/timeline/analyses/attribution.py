@@ -44,6 +44,7 @@ from kerneltracer.analysis.timeline.load.loader import (
 )
 from kerneltracer.analysis.timeline.model.arrays import isin_sorted, sorted_unique
 from kerneltracer.analysis.timeline.model.categories import CUDA_API, GPU_ACTIVITY
+from kerneltracer.core.heap import release_after
 
 METHODS = ("correlation", "flow", "external_id", "graph_capture", "repeated_correlation")
 CORRELATION, FLOW, EXTERNAL_ID, GRAPH_CAPTURE, REPEATED_CORRELATION = range(5)
@@ -59,17 +60,10 @@ _GRAPH_LAUNCH = re.compile(r"^(cuda|hip|cu)GraphLaunch")
 _MODULE_PREFIX = "nn.Module: "
 _STEP = re.compile(r"ProfilerStep#(\d+)")
 _BATCH = 4096  # op instances made at a time (their decoded args live together)
-# A trace of this many rows or more hands the heap's freed pages back between the phases
-# of its attribution: at 3M events each phase's short-lived arrays and decoded args landed
-# in pages an earlier trim had handed back, and stayed resident once freed (+20-30 MiB a
-# phase), where a trim costs ~2 ms. Smaller traces' holes are small: no system calls.
-_TRIM_ROWS = 1 << 20
-_TRIM_EVERY = 8  # instance batches between trims
-
-
-def _trim(trace: ChromeTrace) -> None:
-    if len(trace) >= _TRIM_ROWS:
-        release_free_heap()
+# Instance batches between trims of the heap on a big trace (``release_after``): at 3M
+# events each phase's short-lived arrays and decoded args landed in pages an earlier trim
+# had handed back, and stayed resident once freed (+20-30 MiB a phase).
+_TRIM_EVERY = 8
 
 
 @dataclass(slots=True)  # made on demand from OpInstances' columns, a few at a time
@@ -476,16 +470,15 @@ def _by_external_id(links: _Links, op_rows: np.ndarray, op_row: np.ndarray) -> N
     todo = np.flatnonzero(links.launch < 0)
     if not todo.size or not trace.op_args:
         return
-    # Kept in arrays, not as (q, ext) tuples: Python objects that outlive the loop, made
-    # between the decoded args it frees, pinned those args' allocator arenas (+23 MiB
-    # resident at 3M events for 23k lookups).
+    # The asking GPU events' positions and their ids, the ids as the sorted lookups below
+    # take them.
     asked, asked_ids = array("q"), array("q")
     for q in todo.tolist():
         ext = trace.args.get(int(links.rows[q]), {}).get("External id")
         if type(ext) is int and _INT64_MIN <= ext <= _INT64_MAX:  # no op's id is outside
             asked.append(q)
             asked_ids.append(ext)
-    _trim(trace)  # the looked-up args, decoded and freed
+    release_after(len(trace))  # the looked-up args, decoded and freed
     if not asked:
         return
     wanted_ids = np.frombuffer(asked_ids, dtype=np.int64)
@@ -586,7 +579,7 @@ class _Instances:
         wanted = rows[rows >= 0]
         if wanted.size:
             order = self._new_rows(wanted)
-            _trim(self.trace)
+            release_after(len(self.trace))
             self._make(order)
         out = np.full(rows.size, -1, dtype=np.int64)
         out[rows >= 0] = index[wanted]
@@ -649,7 +642,7 @@ class _Instances:
         for n, at in enumerate(range(0, rows.size, _BATCH), 1):
             self._make_batch(rows[at : at + _BATCH], start + at)
             if n % _TRIM_EVERY == 0:
-                _trim(self.trace)
+                release_after(len(self.trace))
 
     def _make_batch(self, rows: np.ndarray, first: int) -> None:
         """Instances ``first`` on (their room made) for ``rows``."""
