@@ -40,15 +40,19 @@ def worker_env(
     env = common_env(base, threads)
     paths = JobPaths(job_dir)
     paths.tmp.mkdir(parents=True, exist_ok=True)
-    paths.rpc.mkdir(parents=True, exist_ok=True)
     env.update(
         {
             "TMPDIR": str(paths.tmp),
             "TORCHINDUCTOR_CACHE_DIR": str(paths.inductor_cache),
             "TRITON_CACHE_DIR": str(paths.triton_cache),
-            "VLLM_RPC_BASE_PATH": str(paths.rpc),
         }
     )
+    if job.framework == "vllm":
+        # Only vLLM opens sockets there. A deep job dir's socket dir is in the system's
+        # temp dir (see JobPaths.rpc), which a SIGKILLed run never cleans: made for every
+        # job, each killed run left one behind.
+        paths.rpc.mkdir(parents=True, exist_ok=True)
+        env["VLLM_RPC_BASE_PATH"] = str(paths.rpc)
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = gpu
         env[ENV_GPU_SLOT] = gpu

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,6 +40,24 @@ def test_a_socket_dir_too_long_for_a_unix_socket_is_a_short_one_per_job() -> Non
     other = RunPaths(Path("/" + "e" * 60)).job("m/vllm_profiler")
     assert deep.rpc.parent == Path(tempfile.gettempdir())
     assert deep.rpc.name.startswith("kt-rpc-") and deep.rpc != other.rpc
+
+
+def test_only_a_vllm_job_gets_a_socket_dir(tmp_path: Path) -> None:
+    """A deep job dir's socket dir lies in the system's temp dir, which a SIGKILLed run
+    never cleans: made for a job that opens no socket, each killed run left one there."""
+    from kerneltracer.orchestrator.environment import worker_env
+    from tests.helpers import job_spec
+
+    deep = tmp_path / ("d" * 60) / "job"
+    plain = worker_env(job_spec("torch_dispatch"), deep, {}, threads=1, gpu=None)
+    assert "VLLM_RPC_BASE_PATH" not in plain and not JobPaths(deep).rpc.exists()
+    rpc = JobPaths(deep).rpc
+    assert rpc.parent == Path(tempfile.gettempdir())  # the short one, removed below
+    try:
+        env = worker_env(job_spec("vllm_profiler", framework="vllm"), deep, {}, 1, None)
+        assert env["VLLM_RPC_BASE_PATH"] == str(rpc) and rpc.is_dir()
+    finally:
+        shutil.rmtree(rpc, ignore_errors=True)
 
 
 def test_relative_paths_are_the_bare_names() -> None:
