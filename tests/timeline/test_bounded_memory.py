@@ -9,6 +9,8 @@ from typing import Any
 import msgspec
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kerneltracer.analysis.nesting import Nesting
 from kerneltracer.analysis.timeline.analyses.bottleneck import _analyze_window, analyze_steps
@@ -247,3 +249,31 @@ def test_no_room_for_the_spilled_args_says_so_not_that_the_trace_is_bad(
     )
     with pytest.raises(TraceLoadError, match=r"no space left for the temporary file.*TMPDIR"):
         load_chrome_trace(path, op_args=True)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.binary(min_size=1, max_size=6).map(lambda b: b.replace(b",", b";")), st.booleans()
+        ),
+        max_size=25,
+    )
+)
+def test_joined_ranges_are_the_picked_texts_comma_separated(
+    items: list[tuple[bytes, bool]],
+) -> None:
+    """Texts picked out of a JSON array's text come out as their own join, each end where
+    it is: neighbours copied together, the others apart."""
+    from kerneltracer.analysis.timeline.load.packed import joined_ranges
+
+    texts = [t for t, _ in items]
+    blob = json_list(texts)
+    lengths = np.array([len(t) for t in texts], dtype=np.int64)
+    ends = np.cumsum(lengths) + np.arange(1, lengths.size + 1)
+    picked = np.array([i for i, (_, keep) in enumerate(items) if keep], dtype=np.int64)
+    text, got_ends = joined_ranges(blob, (ends - lengths)[picked], ends[picked])
+    want = [texts[i] for i in picked.tolist()]
+    assert text == b",".join(want)
+    starts = np.concatenate(([0], got_ends[:-1] + 1)) if want else got_ends
+    assert [text[s:e] for s, e in zip(starts.tolist(), got_ends.tolist(), strict=True)] == want

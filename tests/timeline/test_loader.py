@@ -197,3 +197,64 @@ def test_rocm_launch_calls_keep_the_kernel_they_name(testdata_dir: Path) -> None
     launched = {int(trace.correlation[r]): k for r, k in trace.launch_kernels.items()}
     assert all(ran[c] == k for c, k in launched.items() if c in ran)
     assert load_chrome_trace(path).launch_kernels == {}
+
+
+# Args texts as writers spell them: objects with and without keys, whitespace around and
+# inside, and values that are no object at all.
+_ARGS_TEXTS = [
+    None,  # no args key
+    b"{}",
+    b"{ }",
+    b"{\n  }",
+    b'{"External id": 5, "Input Dims": [[2, 3]]}',
+    b'{ "stream": 7, "correlation": 9 }',
+    b'{\n "External id": 6}',
+    b"[1, 2]",
+    b'"text"',
+    b"3",
+    b"null",
+    b'{"kernel": "gemm", "x": {"y": []}}',
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["cpu_op", "kernel", "cuda_runtime", "gpu_user_annotation"]),
+            st.sampled_from(range(len(_ARGS_TEXTS))),
+        ),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_kept_args_are_those_of_the_per_event_rules(shape: list[tuple[str, int]]) -> None:
+    """The batch path cuts the args it keeps out of the batch's array of args in runs;
+    what it keeps (whole args of GPU events, host ops' args, the ids) is what the
+    per-event rules keep from the same events."""
+    from kerneltracer.analysis.timeline.load.builder import Builder
+
+    parts = []
+    for i, (cat, which) in enumerate(shape):
+        text = _ARGS_TEXTS[which]
+        args = b"" if text is None else b',"args":' + text
+        head = b'{"ph":"X","cat":"%s","name":"n%d","pid":1,"tid":2,"ts":%d,"dur":1'
+        parts.append(head % (cat.encode(), i, i) + args + b"}")
+    data = b"[" + b",".join(parts) + b"]"
+
+    def kept(builder: Builder) -> tuple[Any, ...]:
+        assert builder.add_json_array(data)
+        cols = builder.finish()
+        op_args = cols["op_args"]
+        return (
+            dict(cols["args"].items()),
+            {r: op_args[r] for r in op_args},
+            cols["correlation"].tolist(),
+            cols["stream"].tolist(),
+            builder.launch_kernels,
+        )
+
+    batch = Builder(Path("t.json"), op_args=True)
+    per_event = Builder(Path("t.json"), op_args=True)
+    per_event._add_rows_columnar = lambda rows: False  # type: ignore[method-assign]
+    assert kept(batch) == kept(per_event)

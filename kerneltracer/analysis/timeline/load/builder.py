@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections import Counter
+from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,12 @@ import numpy as np
 
 from kerneltracer.analysis.timeline.load import events as ev
 from kerneltracer.analysis.timeline.load.columns import Columns, Flows, as_int, concat, int_column
-from kerneltracer.analysis.timeline.load.packed import PackedMapping, decode_object, is_object_text
+from kerneltracer.analysis.timeline.load.packed import (
+    PackedMapping,
+    decode_object,
+    is_object_text,
+    joined_ranges,
+)
 from kerneltracer.analysis.timeline.model.categories import (
     CUDA_API,
     GPU_ACTIVITY,
@@ -167,16 +173,15 @@ class Builder:
         ts_col, dur_col, floats = times
         pids = [e.pid for e in rows]
         tids = [e.tid for e in rows]
-        raw = [e.args or b"{}" for e in rows]
-        blob = ev.json_list(raw)
+        args = _BatchArgs.of(rows)
         try:
-            ids = ev.IDS_LIST.decode(blob)
+            ids = ev.IDS_LIST.decode(args.blob)
         except (msgspec.ValidationError, TypeError):
             return False
         if not self._intern_batch(cats, names, pids, tids):
             return False
         cat_ids = np.array([self.cats[c] for c in cats], dtype=np.int32)
-        self._keep_batch_args(rows, cat_ids, b'"kernel"' in blob)
+        self._keep_batch_args(rows, cat_ids, args)
         self.float_ts = self.float_ts or floats
         self.chunks.append(
             {
@@ -212,39 +217,47 @@ class Builder:
             return False
         return True
 
-    def _keep_batch_args(self, rows: list[ev.Event], cat_ids: np.ndarray, kernels: bool) -> None:
+    def _keep_batch_args(
+        self, rows: list[ev.Event], cat_ids: np.ndarray, args: _BatchArgs
+    ) -> None:
         """The args kept for a batch's rows, each kind decoded in one call."""
         keep = np.asarray(self.keep_args, dtype=np.int8)[cat_ids]
         base = self.rows
-        whole = [(base + i, bytes(rows[i].args)) for i in _with_args(rows, keep == _KEEP_WHOLE)]
-        kept = [(r, text) for r, text in whole if is_object_text(text)]
-        self.args.texts.add([r for r, _ in kept], [text for _, text in kept])
+        # The texts are cut from the batch's array of args in runs, without a bytes object
+        # a row; args that are not an object (nor, kept whole, an object with a key) are
+        # left out.
+        whole = np.flatnonzero((keep == _KEEP_WHOLE) & args.keyed)
+        self.args.texts.add_joined(base + whole, *args.joined(whole))
         if self.op_args is None:
             return
-        ops = _with_args(rows, keep == _KEEP_OP)
-        self.op_args.add([base + i for i in ops], [bytes(rows[i].args) for i in ops])
+        ops = np.flatnonzero((keep == _KEEP_OP) & args.objects)
+        self.op_args.add_joined(base + ops, *args.joined(ops))
         # Most launch calls (all of CUDA's) carry no kernel name: none looked at then.
-        if kernels:
+        if b'"kernel"' in args.blob:
             for i in _with_args(rows, keep == _KEEP_LAUNCH):
                 self._keep_launch(base + i, rows[i].args)
 
     def _add_flows(self, flows: list[ev.Event]) -> None:
         """Flow events of _FLOW_CATEGORIES with usable times and thread ids, in order."""
         f = self.flows
-        kept = [e for e in flows if type(e.cat) is str and e.cat in _FLOW_CATEGORIES]
-        if f is None or not kept:
+        if f is None:
+            return
+        kept = flows if _all_flow_categories(flows) else _flow_categories(flows)
+        if not kept:
             return
         ts = [e.ts for e in kept]
         pids = [e.pid for e in kept]
         tids = [e.tid for e in kept]
-        if not (_times_in_range(ts) and set(map(type, pids + tids)) <= _ID_TYPES):
+        ids = _distinct(pids, tids)
+        if ids is None or not (set(map(type, ids)) <= _ID_TYPES and _times_in_range(ts)):
             for e in kept:  # the per-event rules leave the unusable ones out
                 self._add_flow(e)
             return
         threads = self.threads
-        for key in dict.fromkeys(chain.from_iterable(zip(pids, tids, strict=True))):
-            if key not in threads:
-                threads[key] = len(threads)
+        if not ids <= threads.keys():  # new threads are numbered in the order they come
+            for key in dict.fromkeys(chain.from_iterable(zip(pids, tids, strict=True))):
+                if key not in threads:
+                    threads[key] = len(threads)
         f.id.extend([e.id for e in kept])
         f.start.extend([e.ph == "s" for e in kept])
         f.pid.extend([threads[p] for p in pids])
@@ -518,6 +531,27 @@ def _time_columns(rows: list[ev.Event]) -> tuple[np.ndarray, np.ndarray, bool] |
     return ts_col, dur_col, float in ts_types
 
 
+def _all_flow_categories(flows: list[ev.Event]) -> bool:
+    """Whether every flow is of one of _FLOW_CATEGORIES (a set of the few distinct
+    categories, cheaper than a filtered copy of them all)."""
+    try:
+        return {e.cat for e in flows} <= _FLOW_CATEGORIES
+    except TypeError:  # an unhashable category
+        return False
+
+
+def _flow_categories(flows: list[ev.Event]) -> list[ev.Event]:
+    return [e for e in flows if type(e.cat) is str and e.cat in _FLOW_CATEGORIES]
+
+
+def _distinct(pids: list[Any], tids: list[Any]) -> set[Any] | None:
+    """The distinct pid and tid values (few); None if one cannot be a key."""
+    try:
+        return set(pids) | set(tids)
+    except TypeError:
+        return None
+
+
 def _times_in_range(ts: list[Any]) -> bool:
     """Every value an int or float (not a bool) within ±_MAX_TIME_US (NaN is not)."""
     if not set(map(type, ts)) <= _TIME_TYPES:
@@ -560,6 +594,45 @@ def _id_columns(ids: list[ev.Ids]) -> dict[str, np.ndarray]:
         "corr": int_column([x.correlation for x in ids]),
         "device": int_column([x.device for x in ids]),
     }
+
+
+@dataclass(frozen=True)
+class _BatchArgs:
+    """A batch's args as one JSON array's text (``{}`` for a row without), where each row's
+    text starts and ends in it, and which rows have args that are an object."""
+
+    blob: bytes
+    starts: np.ndarray
+    ends: np.ndarray
+    objects: np.ndarray
+    keyed: np.ndarray  # objects with at least one key (is_object_text)
+
+    @classmethod
+    def of(cls, rows: list[ev.Event]) -> _BatchArgs:
+        raw: list[bytes | msgspec.Raw] = [e.args for e in rows]
+        lengths = np.fromiter(map(len, raw), dtype=np.int64, count=len(raw))
+        missing = np.flatnonzero(lengths == 0)
+        for i in missing.tolist():
+            raw[i] = b"{}"
+        lengths[missing] = 2
+        blob = ev.json_list(raw)
+        ends = np.cumsum(lengths)
+        ends += np.arange(1, lengths.size + 1)  # the "[" and the commas before each
+        starts = ends - lengths
+        text = np.frombuffer(blob, dtype=np.uint8)
+        objects = text[starts] == ord("{")
+        objects[missing] = False
+        # Valid JSON (the batch decoded): after "{", '"' opens a key and "}" ends an empty
+        # object; only whitespace there needs a look at the text.
+        after = text[np.minimum(starts + 1, text.size - 1)]
+        keyed = objects & (after == ord('"'))
+        for i in np.flatnonzero(objects & (after != ord('"')) & (after != ord("}"))).tolist():
+            keyed[i] = is_object_text(blob[starts[i] : ends[i]])
+        return cls(blob, starts, ends, objects, keyed)
+
+    def joined(self, rows: np.ndarray) -> tuple[bytes, np.ndarray]:
+        """The texts of ``rows`` (positions in the batch) comma-separated, and their ends."""
+        return joined_ranges(self.blob, self.starts[rows], self.ends[rows])
 
 
 def _with_args(rows: list[ev.Event], mask: np.ndarray) -> list[int]:

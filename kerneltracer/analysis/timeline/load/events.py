@@ -139,6 +139,11 @@ class OpArgsStore(PackedMapping[OpArgs]):
         self.texts.add([r for r, _ in kept], [t for _, t in kept])
         self._ids = None
 
+    def add_joined(self, rows: np.ndarray, blob: bytes, ends: np.ndarray) -> None:
+        """:meth:`add` of texts given joined (``PackedTexts.add_joined``), all objects."""
+        self.texts.add_joined(rows, blob, ends)
+        self._ids = None
+
     def int_ids(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(rows, External ids) and (rows, Sequence numbers) of the ops where that id is an
         integer, rows in increasing order; the shapes skipped, computed once.

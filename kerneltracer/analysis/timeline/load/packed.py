@@ -1,5 +1,6 @@
-"""Event args kept as their JSON text, packed: one bytes object per batch of events and the
-rows' offsets in it, decoded only when a row is looked up.
+"""Event args kept as their JSON text, packed: one bytes object per batch of events (the texts
+comma-separated, as in a JSON array) and the rows' offsets in it, decoded only when a row is
+looked up.
 
 Hundreds of thousands of small dicts (a GPU kernel's launch args) or msgspec structs (a
 host op's shapes) cost several times their text in Python objects, and a bytes object and
@@ -51,10 +52,17 @@ class PackedTexts:
     def add(self, rows: list[int], texts: list[bytes]) -> None:
         if not rows:
             return
-        blob = b"".join(texts)
+        lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+        self.add_joined(rows, b",".join(texts), _ends(lengths))
+
+    def add_joined(self, rows: list[int] | np.ndarray, blob: bytes, ends: np.ndarray) -> None:
+        """Texts given joined: ``blob`` is ``b",".join(texts)`` and ``ends`` each text's end
+        in it (a text starts one byte after the one before it ends). Comma-separated, a
+        batch's blob is its JSON array's body: no copy with commas put in to decode it."""
+        if not len(rows):
+            return
         # Offsets within one batch's blob (a few MiB): 32 bits, the index a third smaller.
         wide = np.int64 if len(blob) >= 1 << 31 else np.int32
-        ends = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)))
         ends = ends.astype(wide, copy=False)
         self._chunks.append((np.asarray(rows, dtype=np.int64), ends))
         self._index = None
@@ -113,7 +121,7 @@ class PackedTexts:
                 [np.full(len(r), i, dtype=np.int32) for i, (r, _) in enumerate(self._chunks)]
             )
             starts = np.concatenate(
-                [np.concatenate((np.zeros(1, e.dtype), e[:-1])) for _, e in self._chunks]
+                [np.concatenate((np.zeros(1, e.dtype), e[:-1] + 1)) for _, e in self._chunks]
             )
             if rows.size < 2 or bool((rows[1:] >= rows[:-1]).all()):
                 # Already sorted, as the loader adds them: no sorted copies beside these
@@ -158,24 +166,46 @@ class PackedTexts:
         self, only: Callable[[bytes], bool] | None = None
     ) -> Iterator[tuple[np.ndarray, bytes]]:
         """(rows, their texts as one JSON array's text ``[t1,t2,…]``) of each packed
-        batch (with ``only``, of each batch whose texts joined, ``t1t2…``, it accepts),
+        batch (with ``only``, of each batch whose texts joined, ``t1,t2,…``, it accepts),
         in the order added: a pass over every text that holds one batch at a time,
         made from the blob without an object a text. Each batch's buffers (and what the
         caller made of them) are handed back before the next: buffers of a MiB or two,
         each a little larger or smaller than the last, left the heap in holes glibc did
         not reuse, +80 MiB resident over one pass at 3M events."""
-        for i, (rows, ends) in enumerate(self._chunks):
+        for i, (rows, _) in enumerate(self._chunks):
             whole = self._whole(i)
             if only is not None and not only(whole):
                 continue
-            body = np.insert(np.frombuffer(whole, dtype=np.uint8), ends[:-1], ord(","))
+            text = b"".join((b"[", whole, b"]"))
             del whole
-            yield rows, b"[" + body.tobytes() + b"]"
-            del body
+            yield rows, text
+            del text
             release_free_heap()
 
     def __len__(self) -> int:
         return sum(len(r) for r, _ in self._chunks)
+
+
+def _ends(lengths: np.ndarray) -> np.ndarray:
+    """Where each of texts of ``lengths`` ends in their comma-separated join."""
+    ends = np.cumsum(lengths)
+    ends += np.arange(lengths.size)
+    return ends
+
+
+def joined_ranges(blob: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[bytes, np.ndarray]:
+    """The texts ``blob[starts[i]:ends[i]]`` (in order, apart) comma-separated, and each
+    one's end in that: for texts picked from a JSON array's text, where the ones that are
+    neighbours there are copied together with the comma between them, a slice a run."""
+    if not starts.size:
+        return b"", starts
+    # Runs: a text that starts right after the comma that ends the one before.
+    breaks = np.flatnonzero(starts[1:] != ends[:-1] + 1) + 1
+    run_starts = starts[np.concatenate(([0], breaks))].tolist()
+    run_ends = ends[np.concatenate((breaks - 1, [ends.size - 1]))].tolist()
+    view = memoryview(blob)
+    text = b",".join([view[a:b] for a, b in zip(run_starts, run_ends, strict=True)])
+    return text, _ends(ends - starts)
 
 
 def _pread(fd: int, size: int, offset: int) -> bytes:
