@@ -14,7 +14,6 @@ directory written to, never a temp file or nothing.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import shutil
 import tempfile
@@ -428,6 +427,8 @@ def _fsync_dir(directory: Path) -> None:
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    import hashlib  # ~4 ms (OpenSSL's set-up): only for the commands that hash
+
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         while block := fh.read(chunk):
@@ -437,6 +438,8 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
 
 def stable_hash(obj: Any, length: int = 16) -> str:
     """Short hash of a JSON-able object, independent of dict order."""
+    import hashlib
+
     return hashlib.sha256(
         orjson.dumps(obj, option=orjson.OPT_SORT_KEYS, default=_default)
     ).hexdigest()[:length]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import gc
 import sys
-import traceback
 from typing import Any
 
 import click
@@ -67,6 +66,8 @@ def _summary(name: str) -> click.Command:
 
 def _report(ctx: click.Context, exc: BaseException, line: str) -> None:
     if _debug(ctx):
+        import traceback  # ~3 ms: only when one is shown
+
         traceback.print_exception(exc)
     click.echo(line, err=True)
     if not _debug(ctx) and not isinstance(exc, KernelTracerError | OSError):

@@ -314,6 +314,39 @@ def test_streamed_gpu_ops_with_wall_clock_equal_the_dicts(tmp_path: Path) -> Non
     assert report.counts["stream_overlap"] == 1
 
 
+def test_streamed_events_of_every_kind_interleaved_equal_the_dicts(tmp_path: Path) -> None:
+    """Instants, memory events, syncs and GPU annotations (the per-event dicts' path)
+    between host calls and overlapping kernels, in every chunk: each text lands at its
+    event's place, and the kernels' lanes (checked for overlap) come out whole."""
+    instant = {"ph": "i", "s": "t", "pid": 1, "tid": 1}
+    events: list[dict[str, Any]] = []
+    for i in range(6):
+        t = 100.0 * i
+        events += [
+            x(f"op{i}", "cpu_op", t, 5),
+            {**instant, "name": f"mark{i}", "cat": "cpu_instant_event", "ts": t + 1},
+            kernel(f"k{i}", t + 2, 10, corr=i),
+            {
+                **instant,
+                "name": "[memory]",
+                "cat": "cpu_instant_event",
+                "ts": t + 3,
+                "args": {"Bytes": 512 - 1024 * (i % 2), "Addr": 7},
+            },
+            kernel(f"over{i}", t + 4, 10),  # overlaps k<i> on the same stream
+            x("cudaDeviceSynchronize", "cuda_sync", t + 6, 1, tid=7, pid=0, stream=7),
+            x(f"ann{i}", "gpu_user_annotation", t + 2, 12, tid=7, pid=0, stream=7, device=0),
+            x(f"launch{i}", "cuda_runtime", t + 7, 1, correlation=i),
+        ]
+    trace = load_chrome_trace(write_trace(tmp_path / "k.json", events))
+    written, doc, report = _streamed_in_chunks_of_8(trace, tmp_path / "k.json.gz")
+    assert written == json.loads(json.dumps(doc))
+    kinds = {e["type"] for e in written["events"]}
+    assert kinds >= {"cpu_call", "gpu_kernel", "instant", "memory_event"}
+    assert report.to_dict() == validate(doc).to_dict()
+    assert report.counts["stream_overlap"] == 6
+
+
 @pytest.mark.timeout(60)
 def test_full_disk_at_the_gzips_last_flush_is_an_error_not_a_hang() -> None:
     # A small file is compressed in memory and first written at the gzip's close, after

@@ -165,54 +165,46 @@ class InferScopeConverter:
             & np.isfinite(end)
             & (t.name[other_rows] >= 0)
         )
-        picked = other_rows[quick]
-        ops, op_lanes = self._encode_gpu_ops(picked, other[quick] + start, _args_of(t, picked))
-        # Taken from the end as they are placed: each is copied into its piece of before.
-        ops.reverse()
-        op_lanes.reverse()
-        del ts, end, picked
-        slow = other_rows[~quick]
-        cols = _Lists.of(t, slow, self.wall)
-        slow_args = _args_of(t, slow)
+        del ts, end
+        # Each kind's texts are put in place by position, and the chunk is their join.
+        texts = np.empty(rows.size, dtype=object)
         spans = is_cpu.copy()
-        lanes: list[Lane] = []
-        # The other events' texts go into the piece before the next host call's text (or
-        # into the tail after the last one): the host calls' texts joined are then the
-        # chunk's, without a list of every event's text to place them in first.
-        before = [b","] * cpu.size
-        if cpu.size:
-            before[0] = b""
-        tail = b""
-        group: list[bytes] = []
-        following = np.searchsorted(cpu, other).tolist()  # the host call each one precedes
-        events = zip(other.tolist(), other_rows.tolist(), following, quick.tolist(), strict=True)
-        k_slow = 0  # the event's index in cols
-        for k, (i, r, nxt, fast) in enumerate(events):
-            lane: Lane | None
-            if fast:
-                text, lane = ops.pop(), op_lanes.pop()
-                spans[i] = True
-            else:
-                args = next(slow_args)
-                event = _event(t, cols, k_slow, r, f"e{start + i}", self.plan, self.scope_ids, args)
-                k_slow += 1
-                text, lane = orjson.dumps(event), lane_of(event)
-                spans[i] = event["type"] != "instant"
-            group.append(text)
-            if lane is not None:
-                lanes.append(lane)
-            if k + 1 == other.size or following[k + 1] != nxt:
-                if nxt < cpu.size:
-                    before[nxt] = (b"," if nxt else b"") + b",".join(group) + b","
-                else:
-                    tail = exact((b"," if nxt else b"") + b",".join(group))
-                group = []
-        texts = self._encode_cpu_calls(rows[cpu], cpu + start, before)
-        texts.append(tail)
+        at, picked = other[quick], other_rows[quick]
+        ops, lanes = self._encode_gpu_ops(picked, at + start, _args_of(t, picked))
+        texts[at] = ops
+        spans[at] = True
+        del ops, picked
+        slow = np.flatnonzero(~quick)
+        if slow.size:
+            slow_lanes = self._encode_slow(start, other[slow], other_rows[slow], texts, spans)
+            merged: list[Lane | None] = [None] * other.size  # lanes in position order
+            for j, lane in zip(np.flatnonzero(quick).tolist(), lanes, strict=True):
+                merged[j] = lane
+            for j, lane in zip(slow.tolist(), slow_lanes, strict=True):
+                merged[j] = lane
+            lanes = merged
+        texts[cpu] = self._encode_cpu_calls(rows[cpu], cpu + start)
         ts = t.ts[rows]
         names = self.cpu_calls.names[t.name[rows]]
-        columns = EventColumns(start, spans, ts, ts + t.dur[rows], names, lanes)
-        return b"".join(texts), columns
+        present = [lane for lane in lanes if lane is not None]
+        columns = EventColumns(start, spans, ts, ts + t.dur[rows], names, present)
+        return b",".join(texts.tolist()), columns
+
+    def _encode_slow(
+        self, start: int, at: np.ndarray, rows: np.ndarray, texts: np.ndarray, spans: np.ndarray
+    ) -> list[Lane | None]:
+        """Events ``rows`` (at chunk positions ``at``) through the generic per-event dicts:
+        their texts and spans put in place, their lanes given."""
+        t = self.trace
+        cols = _Lists.of(t, rows, self.wall)
+        found = _args_of(t, rows)
+        lanes: list[Lane | None] = []
+        for k, (i, r) in enumerate(zip(at.tolist(), rows.tolist(), strict=True)):
+            event = _event(t, cols, k, r, f"e{start + i}", self.plan, self.scope_ids, next(found))
+            texts[i] = exact(orjson.dumps(event))  # held until the chunk is joined
+            spans[i] = event["type"] != "instant"
+            lanes.append(lane_of(event))
+        return lanes
 
     def _encode_gpu_ops(
         self, rows: np.ndarray, positions: np.ndarray, found: Iterable[dict[str, Any]]
@@ -274,20 +266,18 @@ class InferScopeConverter:
             self._kernel_types[name] = text
         return text
 
-    def _encode_cpu_calls(
-        self, rows: np.ndarray, positions: np.ndarray, before: list[bytes]
-    ) -> list[bytes]:
+    def _encode_cpu_calls(self, rows: np.ndarray, positions: np.ndarray) -> list[bytes]:
         ts = self.trace.ts[rows]
         end = ts + self.trace.dur[rows]
         if not np.isfinite(end).all():  # repr would write inf; orjson writes null, as before
             starts, ends = _iso_column(self.wall, ts), _iso_column(self.wall, end)
             built = self.cpu_calls.build(rows, positions, starts, ends)
-            return [exact(b + orjson.dumps(e)) for b, e in zip(before, built, strict=True)]
+            return [orjson.dumps(e) for e in built]
         if self.wall is None:
-            return self.cpu_calls.encode(rows, positions, None, before)
+            return self.cpu_calls.encode(rows, positions, None)
         wall = self.wall
         return self.cpu_calls.encode(
-            rows, positions, (*_iso_parts(wall, ts), *_iso_parts(wall, end)), before
+            rows, positions, (*_iso_parts(wall, ts), *_iso_parts(wall, end))
         )
 
     def relationships(self) -> dict[str, Any]:

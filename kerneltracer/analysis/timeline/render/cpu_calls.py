@@ -131,12 +131,9 @@ class CpuCallBuilder:
         rows: np.ndarray,
         positions: np.ndarray,
         wall_clocks: tuple[list[bytes], list[bytes], list[bytes], list[bytes]] | None,
-        before: list[bytes],
     ) -> list[bytes]:
-        """The events ``build`` makes, as JSON text, each after its text of ``before`` (the
-        separator and any other events that precede it, so that the caller's join is the
-        chunk's text). ``wall_clocks``: the start's and the end's ISO text, each in two
-        parts (see convert._iso_parts); None: no base time.
+        """The events ``build`` makes, as JSON text. ``wall_clocks``: the start's and the
+        end's ISO text, each in two parts (see convert._iso_parts); None: no base time.
 
         Numbers are written by orjson a whole column at a time, as it writes them for
         ``build``'s dicts (per-value ``repr`` would cost more than the dicts did); the
@@ -161,7 +158,6 @@ class CpuCallBuilder:
         return [
             template % fields
             for fields in zip(
-                before,
                 json_column(positions),
                 self.names_json[t.name[rows]].tolist(),
                 json_column(ts),
@@ -180,7 +176,7 @@ class CpuCallBuilder:
 
 
 _CPU_CALL_NO_WALL = (
-    b'%s{"id":"e%s","type":"cpu_call","name":%s,"timestamp_start_us":%s,"timestamp_end_us":%s,'
+    b'{"id":"e%s","type":"cpu_call","name":%s,"timestamp_start_us":%s,"timestamp_end_us":%s,'
     b'"duration_us":%s,"metadata":{"category":%s,"process_id":%s,"thread_id":%s,'
     b'"call_depth":%s,%s%s},'
     b'"wall_clock_start":null,"wall_clock_end":null}'
