@@ -277,3 +277,27 @@ def test_joined_ranges_are_the_picked_texts_comma_separated(
     assert text == b",".join(want)
     starts = np.concatenate(([0], got_ends[:-1] + 1)) if want else got_ends
     assert [text[s:e] for s, e in zip(starts.tolist(), got_ends.tolist(), strict=True)] == want
+
+
+def test_a_trim_hands_back_only_a_free_heap_worth_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``release_free_heap`` trims when the heap holds at least ``TRIM_MIN_FREE`` free
+    bytes, or when it cannot tell; fewer are left (re-faulting them costs more)."""
+    from kerneltracer.core import heap
+
+    trims: list[int] = []
+    monkeypatch.setattr(heap, "_malloc_trim", lambda: trims.append)
+    for free, trimmed in [
+        (heap.TRIM_MIN_FREE - 1, False),
+        (heap.TRIM_MIN_FREE, True),
+        (None, True),
+    ]:
+        monkeypatch.setattr(heap, "_free_heap_bytes", lambda free=free: free)
+        trims.clear()
+        heap.release_free_heap()
+        assert trims == ([0] if trimmed else []), free
+    import platform
+
+    libc, version = platform.libc_ver()
+    if libc == "glibc" and tuple(map(int, version.split("."))) >= (2, 33):
+        real = heap._mallinfo2.__wrapped__()  # the glibc of CI's Debian can tell
+        assert real is not None and real().fordblks >= 0
