@@ -214,6 +214,11 @@ _ARGS_TEXTS = [
     b"3",
     b"null",
     b'{"kernel": "gemm", "x": {"y": []}}',
+    # ids past int64, and ids that are no integer: read as -1 on both paths
+    b'{"correlation": 18446744073709551615, "stream": 9223372036854775807}',
+    b'{"stream": 9223372036854775808, "device": -9223372036854775808}',
+    b'{"stream": "0x7f", "correlation": "12", "device": 1.0}',
+    b'{"correlation": true, "stream": 1e3}',
 ]
 
 
@@ -229,9 +234,10 @@ _ARGS_TEXTS = [
     )
 )
 def test_kept_args_are_those_of_the_per_event_rules(shape: list[tuple[str, int]]) -> None:
-    """The batch path cuts the args it keeps out of the batch's array of args in runs;
-    what it keeps (whole args of GPU events, host ops' args, the ids) is what the
-    per-event rules keep from the same events."""
+    """The batch path cuts the args it keeps out of the batch's array of args in runs, and
+    reads the ids as integers where the decoder can; what it keeps (whole args of GPU
+    events, host ops' args, the ids) is what the per-event rules keep from the same
+    events."""
     from kerneltracer.analysis.timeline.load.builder import Builder
 
     parts = []
@@ -251,6 +257,7 @@ def test_kept_args_are_those_of_the_per_event_rules(shape: list[tuple[str, int]]
             {r: op_args[r] for r in op_args},
             cols["correlation"].tolist(),
             cols["stream"].tolist(),
+            cols["device"].tolist(),
             builder.launch_kernels,
         )
 

@@ -174,10 +174,14 @@ class Builder:
         pids = [e.pid for e in rows]
         tids = [e.tid for e in rows]
         args = _BatchArgs.of(rows)
+        ids: list[ev.IntIds] | list[ev.Ids]
         try:
-            ids = ev.IDS_LIST.decode(args.blob)
-        except (msgspec.ValidationError, TypeError):
-            return False
+            ids = ev.INT_IDS_LIST.decode(args.blob)
+        except msgspec.ValidationError:  # an id that is no integer, or args no object
+            try:
+                ids = ev.IDS_LIST.decode(args.blob)
+            except (msgspec.ValidationError, TypeError):
+                return False
         if not self._intern_batch(cats, names, pids, tids):
             return False
         cat_ids = np.array([self.cats[c] for c in cats], dtype=np.int32)
@@ -588,12 +592,21 @@ def _duration_problem(ts: float, dur: Any) -> str:
     return ""
 
 
-def _id_columns(ids: list[ev.Ids]) -> dict[str, np.ndarray]:
+def _id_columns(ids: list[ev.IntIds] | list[ev.Ids]) -> dict[str, np.ndarray]:
+    column = _int_ids_column if ids and type(ids[0]) is ev.IntIds else int_column
     return {
-        "stream": int_column([x.stream for x in ids]),
-        "corr": int_column([x.correlation for x in ids]),
-        "device": int_column([x.device for x in ids]),
+        "stream": column([x.stream for x in ids]),
+        "corr": column([x.correlation for x in ids]),
+        "device": column([x.device for x in ids]),
     }
+
+
+def _int_ids_column(values: list[int]) -> np.ndarray:
+    """:func:`int_column` of values the decoder checked are integers (no type pass)."""
+    try:
+        return np.array(values, dtype=np.int64)
+    except OverflowError:  # up to 2**64 - 1 decodes as an integer
+        return int_column(values)
 
 
 @dataclass(frozen=True)

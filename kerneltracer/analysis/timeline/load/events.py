@@ -241,6 +241,15 @@ class Ids(msgspec.Struct, gc=False):
     device: Any = -1
 
 
+class IntIds(msgspec.Struct, gc=False):
+    """:class:`Ids` as nearly every trace writes them: integers (or absent), checked by the
+    decoder; a batch with any other value is decoded again as :class:`Ids`."""
+
+    stream: int = -1
+    correlation: int = -1
+    device: int = -1
+
+
 # A literal orjson refuses but the standard json reads: NaN, ±Infinity, 1e400, and an
 # integer beyond 64 bits (20 digits or more).
 NON_FINITE = re.compile(rb"NaN|Infinity|[0-9][eE][+]?[0-9]{3}|[0-9]{20}")
@@ -248,6 +257,7 @@ NON_FINITE = re.compile(rb"NaN|Infinity|[0-9][eE][+]?[0-9]{3}|[0-9]{20}")
 BATCH = msgspec.json.Decoder(list[Event])
 IDS = msgspec.json.Decoder(Ids)
 IDS_LIST = msgspec.json.Decoder(list[Ids])
+INT_IDS_LIST = msgspec.json.Decoder(list[IntIds])
 OP_ARGS_TEXT = msgspec.json.Decoder(_OpArgsText)
 _UNSEEN = object()
 OP_IDS_LIST = msgspec.json.Decoder(list[OpIds])
