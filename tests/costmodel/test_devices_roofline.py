@@ -197,6 +197,20 @@ def test_bad_device_file_stops_timeline_before_any_file(
     assert not out.exists()
 
 
+def test_the_json_table_is_the_yaml_one() -> None:
+    """devices.json (what the code reads) holds devices.yaml's data in its order, as
+    scripts/gen_devices_json.py writes it."""
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("gen", root / "scripts" / "gen_devices_json.py")
+    assert spec is not None and spec.loader is not None
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    committed = (root / "kerneltracer" / "costmodel" / "devices.json").read_bytes()
+    assert committed == gen.render(), "devices.json is stale: run scripts/gen_devices_json.py"
+
+
 def test_the_built_in_table_read_without_pydantic_is_the_validated_one() -> None:
     # load_devices() builds devices.yaml's table without pydantic when every field is as the
     # models take it as it stands; the models' own table must be the same, to the last bit.
@@ -226,7 +240,7 @@ def test_the_built_in_table_read_without_pydantic_is_the_validated_one() -> None
 def test_a_built_in_entry_not_as_shipped_goes_to_the_models(
     change: dict[str, object], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import yaml
+    import orjson
 
     from kerneltracer.costmodel import devices
 
@@ -235,7 +249,8 @@ def test_a_built_in_entry_not_as_shipped_goes_to_the_models(
         "memory_bandwidth_tbs": 1.0,
         "peak_tflops": {"fp32": 1},
     }
-    monkeypatch.setattr(yaml, "load", lambda *_a, **_k: {"devices": {"X": entry}})
+    # devices.json's data, as the built-in table's reader parses it
+    monkeypatch.setattr(orjson, "loads", lambda *_a, **_k: {"devices": {"X": entry}})
     table = devices._table(devices._built_in_specs())
     assert table is not None and table.get("x").bandwidth == 1e12  # as it stands: taken
     entry.update(change)
