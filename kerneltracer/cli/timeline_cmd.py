@@ -74,9 +74,9 @@ def timeline(
 
     # From the imports on, until the command's context closes: they and the reports made
     # the collector re-scan every module's objects (39 -> 16 ms of collections at 218k
-    # events; next to nothing on a tiny trace).
-    # The analyses pause it themselves.
-    click.get_current_context().with_resource(no_cyclic_gc())
+    # events; next to nothing on a tiny trace), and what is left at the end is frozen,
+    # not collected (the process ends). The analyses pause it themselves.
+    click.get_current_context().with_resource(no_cyclic_gc(freeze=True))
     from kerneltracer.analysis.timeline.load.loader import count_text
     from kerneltracer.analysis.timeline.pipeline import OpsOptions, TraceAnalysis
     from kerneltracer.analysis.timeline.writer import expand_traces, run_timeline

@@ -301,3 +301,22 @@ def test_a_trim_hands_back_only_a_free_heap_worth_it(monkeypatch: pytest.MonkeyP
     if libc == "glibc" and tuple(map(int, version.split("."))) >= (2, 33):
         real = heap._mallinfo2.__wrapped__()  # the glibc of CI's Debian can tell
         assert real is not None and real().fordblks >= 0
+
+
+def test_a_pause_to_the_end_freezes_what_it_made_instead_of_collecting_it() -> None:
+    """``no_cyclic_gc(freeze=True)`` (a CLI command's, until the process ends) enables the
+    collector again with the objects made meanwhile out of its reach (a collection of them
+    all started at the next allocation); without ``freeze`` they stay collectable."""
+    import gc
+
+    from kerneltracer.core.heap import no_cyclic_gc
+
+    before = gc.get_freeze_count()  # an in-process CLI run (main()) freezes too
+    assert gc.isenabled()
+    with no_cyclic_gc():
+        made = [[i] for i in range(50_000)]
+    assert gc.isenabled() and gc.get_freeze_count() == before
+    with no_cyclic_gc(freeze=True):
+        assert not gc.isenabled()
+        made = [[i] for i in range(50_000)]  # tracked containers
+    assert gc.isenabled() and gc.get_freeze_count() >= before + len(made)
