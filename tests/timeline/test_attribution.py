@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from kerneltracer.analysis.timeline.analyses.attribution import (
@@ -288,6 +289,65 @@ def test_odd_args_and_random_nesting_never_break_the_invariant(tmp_path: Path) -
         table = op_table(a, load_devices().get("H100"))
         assert sum(r.gpu_events for r in table.rows) == a.rows.size
         assert sum(r.gpu_time_us for r in table.rows) == pytest.approx(a.total_us)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_gpu_events_by_groups_are_the_event_loop_to_the_last_bit(tmp_path: Path, seed: int) -> None:
+    """The op table's rows and kernel rows, summed by groups, are those the loop over GPU
+    events makes: every sum bit for bit, rows and kernels in the same order, the same
+    steps and kernels per row. Seeded traces: ops nested and not, launches starting
+    several kernels, kernels with no launch, several streams, durations zero, whole and
+    fractional; one with a -0.0 duration goes through the loop itself."""
+    import random
+    from collections import defaultdict
+
+    from kerneltracer.analysis.timeline.analyses import op_table as ot
+
+    rng = random.Random(seed)
+    events: list[dict[str, Any]] = [
+        x("ProfilerStep#1", "user_annotation", 0, 500),
+        x("ProfilerStep#2", "user_annotation", 500, 500),
+    ]
+    for _ in range(80):
+        ts = rng.uniform(0, 1000)
+        name = rng.choice(["aten::mm", "aten::add_", "aten::cat", "my::op"])
+        dims = rng.choice([[[2, 3], [3, 4]], [[4]], []])
+        events.append(
+            op(name, ts, rng.choice([0, 1, 2.5, rng.uniform(0, 90)]), **{"Input Dims": dims})
+        )
+        corr = rng.randrange(30)
+        events.append(launch(ts + 0.5, corr=corr, dur=rng.choice([0, 1, 0.25])))
+        for _ in range(rng.choice([0, 1, 1, 2])):
+            stream = rng.choice([7, 7, 8, 20])
+            dur = rng.choice([0, 0.125, 3, rng.uniform(0, 40)])
+            events.append(kernel(rng.choice(["k1", "gemm_k", "k2"]), ts + 2, dur, stream, corr))
+    if seed == 0:
+        events.append(kernel("negative zero", 1.0, -0.0, 7, 1))
+    a = _attr(tmp_path / "t.json", events)
+
+    def made(by: Any) -> tuple[Any, ...]:
+        keys = ot._keys(a.instances)
+        rows: dict[Any, Any] = {}
+        kernels: dict[Any, Any] = {}
+        row_kernels: dict[Any, set[str]] = defaultdict(set)
+        direct = by(a, keys, rows, kernels, row_kernels)
+        return (
+            direct.tobytes(),
+            [(k, vars(r)) for k, r in rows.items()],
+            [(k, vars(r)) for k, r in kernels.items()],
+            [(k, list(v)) for k, v in row_kernels.items()],
+        )
+
+    loop = made(ot._gpu_events_loop)
+    assert loop[1] and loop[2]  # rows and kernel rows made
+    if seed == 0:  # the table takes the loop for it, and the groups' zeros could differ
+        assert bool(np.signbit(a.dur).any())
+        table = ot.op_table(a, None)
+        assert [vars(r) for r in table.kernels] == sorted(
+            (r for _, r in loop[2]), key=lambda k: (-k["total_us"], k["op"], k["kernel"])
+        )
+    else:
+        assert made(ot._gpu_events) == loop
 
 
 def test_settled_flows_link_what_the_flows_link(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 
@@ -176,6 +176,169 @@ def op_table(a: Attribution, device: Device | None) -> OpTable:
     keys = _keys(a.instances)
     rows: dict[Key, OpRow] = {}
     kernels: dict[tuple[Any, ...], KernelRow] = {}
+    row_kernels: dict[Key, set[str]] = defaultdict(set)  # kernels an op row launched itself
+    dur = a.dur
+    if (np.signbit(dur) & (dur == 0)).any():  # -0.0: min / max keep the first zero met
+        direct = _gpu_events_loop(a, keys, rows, kernels, row_kernels)
+    else:
+        direct = _gpu_events(a, keys, rows, kernels, row_kernels)
+    _inclusive(a.instances, keys, direct, rows)
+    for row in rows.values():
+        if row.kind == "unattributed":
+            row.calls = 0
+    gemm_kernels = {k for k, ks in row_kernels.items() if any(map(_GEMM_KERNEL.search, ks))}
+    unknown = _costs(rows, a.instances, keys, device, gemm_kernels)
+    for row_key, row in rows.items():
+        if row.kind == "op":
+            launched = row_kernels.get(row_key, set())
+            row.op_category = op_category(row.op, row.cost_category, launched)
+    ordered = sorted(rows.values(), key=lambda r: (-r.gpu_time_us, -r.gpu_time_incl_us, r.op))
+    return OpTable(
+        rows=ordered,
+        kernels=sorted(kernels.values(), key=lambda k: (-k.total_us, k.op, k.kernel)),
+        total_us=a.total_us,
+        device=device.key if device else None,
+        unknown_ops=unknown,
+    )
+
+
+def _gpu_events(
+    a: Attribution,
+    keys: list[Key],
+    rows: dict[Key, OpRow],
+    kernels: dict[tuple[Any, ...], KernelRow],
+    row_kernels: dict[Key, set[str]],
+) -> np.ndarray:
+    """Every GPU event into its op row and kernel row (made in the order the events first
+    name them), and each instance's direct GPU time, which it returns.
+
+    What :func:`_gpu_events_loop` does an event at a time, by groups: sums are bincounts,
+    which add each group's values in event order from 0.0 as the loop's ``+=`` does, so
+    every figure is the same to the last bit, and sets get their members in the order the
+    loop adds them. (No ``np.unique``: its first call imports ``numpy.ma``, ~7 ms.)"""
+    n_inst = len(a.instances)
+    if not a.rows.size:
+        return np.zeros(n_inst, dtype=np.float64)
+    inst, status = a.op, a.status.astype(np.int64)
+    dur, step, launch = a.dur, a.step.astype(np.int64), a.launch
+    # An op's GPU event with a status (a graph replay, ...) is counted in its bucket.
+    is_op = np.array([k == "op" for k in a.instances.kind] or [False], dtype=bool)
+    at = np.maximum(inst, 0)
+    own = (inst >= 0) & ~((status != 0) & is_op[at])
+    # The row key of each event, as a number: an instance's key object (one per distinct
+    # key, shared), else -1 - its status (the unattributed buckets).
+    codes = -1 - status
+    if n_inst:
+        key_obj = np.fromiter(map(id, keys), dtype=np.int64, count=n_inst)
+        codes = np.where(own, key_obj[at], codes)
+    firsts, ev_key = _groups_by_first(codes)
+    key_of = [
+        keys[int(inst[e])] if own[e] else _bucket(int(status[e])) for e in firsts.tolist()
+    ]
+    by_id = [rows.setdefault(k, _new_row(k)) for k in key_of]
+    m = len(key_of)
+    events = np.bincount(ev_key, minlength=m).tolist()
+    times = np.bincount(ev_key, weights=dur, minlength=m).tolist()
+    delay = a.queue_delay()
+    queued = np.flatnonzero(~np.isnan(delay))
+    waits = np.bincount(ev_key[queued], weights=delay[queued], minlength=m).tolist()
+    n_queued = np.bincount(ev_key[queued], minlength=m).tolist()
+    # A launch can start several GPU events: its overhead counts once, at its first.
+    first_launch = queued[_groups_by_first(launch[queued])[0]] if queued.size else queued
+    overhead = a.launch_overhead()[first_launch]
+    costs = np.bincount(ev_key[first_launch], weights=overhead, minlength=m).tolist()
+    for k, row in enumerate(by_id):
+        row.gpu_events, row.gpu_time_us = events[k], times[k]
+        row.queue_delay_sum_us, row.queued_events = waits[k], n_queued[k]
+        row.launch_overhead_us = costs[k]
+    for e in _pairs_by_first(ev_key, step).tolist():
+        by_id[ev_key.item(e)].steps.add(step.item(e))
+    kname = a.trace.name[a.rows].astype(np.int64)
+    names = a.trace.names
+    for e in _pairs_by_first(ev_key, kname).tolist():
+        k = ev_key.item(e)
+        if by_id[k].kind == "op":
+            row_kernels[key_of[k]].add(names[kname.item(e)])
+    # Kernel rows: (op, input shapes or reason, module) of the row, kernel, stream.
+    triples: dict[tuple[str, ...], int] = {}
+    triple = np.array([triples.setdefault((k[0], k[1], k[3]), len(triples)) for k in key_of])
+    stream = a.trace.stream[a.rows].astype(np.int64)
+    per_kernel = _pairs_by_first(_pair_codes(triple[ev_key], kname), stream, groups=True)
+    firsts, kid = per_kernel
+    count = np.bincount(kid).tolist()
+    total = np.bincount(kid, weights=dur).tolist()
+    order = np.argsort(kid, kind="stable")
+    starts = np.flatnonzero(np.diff(kid[order], prepend=-1))
+    low = np.minimum.reduceat(dur[order], starts).tolist()
+    high = np.maximum.reduceat(dur[order], starts).tolist()
+    for g, e in enumerate(firsts.tolist()):
+        key = key_of[ev_key.item(e)]
+        kernel, on = names[kname.item(e)], stream.item(e)
+        krow = _new_kernel_row(by_id[ev_key.item(e)], kernel, on)
+        krow.count, krow.total_us = count[g], total[g]
+        krow.min_us, krow.max_us = low[g], high[g]
+        kernels[(key[0], key[1], key[3], kernel, on)] = krow
+    return np.bincount(inst[own], weights=dur[own], minlength=n_inst).astype(np.float64)
+
+
+def _bucket(status: int) -> Key:
+    return ("(unattributed)", STATUSES[status], "", "", "unattributed")
+
+
+def _groups_by_first(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the first position of each distinct code, in order; each position's group, the
+    groups numbered in that order)."""
+    order = np.argsort(codes, kind="stable")
+    ranked = codes[order]
+    new = np.empty(ranked.size, dtype=bool)
+    new[:1] = True
+    np.not_equal(ranked[1:], ranked[:-1], out=new[1:])
+    firsts = order[new]  # a stable sort: each group's first position
+    by_first = np.argsort(firsts, kind="stable")
+    number = np.empty(by_first.size, dtype=np.int64)
+    number[by_first] = np.arange(by_first.size)
+    groups = np.empty(codes.size, dtype=np.int64)
+    groups[order] = number[np.cumsum(new) - 1]
+    return firsts[by_first], groups
+
+
+def _pair_codes(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """One int64 a pair, equal where the pairs are (``a`` and ``b`` non-negative or small:
+    indexes and ids; pairs whose codes could overflow are ranked first)."""
+    lo = int(b.min())
+    span = int(b.max()) - lo + 1
+    if int(a.max()) * span >= 1 << 62 or int(a.min()) < 0:
+        a = _groups_by_first(a)[1]  # dense numbers, 0 .. n - 1
+        if a.size * span >= 1 << 62:
+            b = _groups_by_first(b)[1]
+            lo, span = 0, a.size
+    return a * span + (b - lo)
+
+
+@overload
+def _pairs_by_first(a: np.ndarray, b: np.ndarray) -> np.ndarray: ...
+@overload
+def _pairs_by_first(
+    a: np.ndarray, b: np.ndarray, groups: Literal[True]
+) -> tuple[np.ndarray, np.ndarray]: ...
+def _pairs_by_first(
+    a: np.ndarray, b: np.ndarray, groups: bool = False
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    """The first position of each distinct ``(a[i], b[i])`` pair, in order (and with
+    ``groups``, each position's pair number, as :func:`_groups_by_first`)."""
+    found = _groups_by_first(_pair_codes(a, b))
+    return found if groups else found[0]
+
+
+def _gpu_events_loop(
+    a: Attribution,
+    keys: list[Key],
+    rows: dict[Key, OpRow],
+    kernels: dict[tuple[Any, ...], KernelRow],
+    row_kernels: dict[Key, set[str]],
+) -> np.ndarray:
+    """:func:`_gpu_events` an event at a time (where a duration is -0.0, whose min and max
+    by groups could differ from these in the sign of a zero)."""
     kinds = a.instances.kind
     names = a.trace.names
     # Python floats and ints, not numpy scalars (the same sums in the same order), a
@@ -183,7 +346,6 @@ def op_table(a: Attribution, device: Device | None) -> OpTable:
     # trace's GPU events were ~200 MiB.
     direct = [0.0] * len(a.instances)
     dur, delay, overhead = a.dur, a.queue_delay(), a.launch_overhead()
-    row_kernels: dict[Key, set[str]] = defaultdict(set)  # kernels an op row launched itself
     seen_launch: set[int] = set()
     for part in range(0, a.rows.size, _CHUNK):
         sel = slice(part, part + _CHUNK)
@@ -223,24 +385,7 @@ def op_table(a: Attribution, device: Device | None) -> OpTable:
             k.total_us += d
             k.min_us = min(k.min_us, d)
             k.max_us = max(k.max_us, d)
-    _inclusive(a.instances, keys, np.array(direct, dtype=np.float64), rows)
-    for row in rows.values():
-        if row.kind == "unattributed":
-            row.calls = 0
-    gemm_kernels = {k for k, ks in row_kernels.items() if any(map(_GEMM_KERNEL.search, ks))}
-    unknown = _costs(rows, a.instances, keys, device, gemm_kernels)
-    for row_key, row in rows.items():
-        if row.kind == "op":
-            launched = row_kernels.get(row_key, set())
-            row.op_category = op_category(row.op, row.cost_category, launched)
-    ordered = sorted(rows.values(), key=lambda r: (-r.gpu_time_us, -r.gpu_time_incl_us, r.op))
-    return OpTable(
-        rows=ordered,
-        kernels=sorted(kernels.values(), key=lambda k: (-k.total_us, k.op, k.kernel)),
-        total_us=a.total_us,
-        device=device.key if device else None,
-        unknown_ops=unknown,
-    )
+    return np.array(direct, dtype=np.float64)
 
 
 def _keys(instances: OpInstances) -> list[Key]:
