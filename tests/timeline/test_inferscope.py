@@ -347,6 +347,39 @@ def test_streamed_events_of_every_kind_interleaved_equal_the_dicts(tmp_path: Pat
     assert report.counts["stream_overlap"] == 6
 
 
+def test_lane_columns_joined_in_event_order_feed_the_streams_in_first_seen_order() -> None:
+    """Lanes of GPU ops and of the per-event path, joined by event number, reach the checks
+    as their events come: streams listed in the order they first run an op, each stream's
+    spans in event order, device -1 read as none."""
+    import numpy as np
+
+    from kerneltracer.analysis.timeline.model.validate import (
+        EventColumns,
+        LaneColumns,
+        Validator,
+    )
+
+    def lanes(rows: list[tuple[int, int, float, float, int]]) -> LaneColumns:
+        cols = list(zip(*rows, strict=True))
+        return LaneColumns(*(np.array(c) for c in cols))  # type: ignore[arg-type]
+
+    ops = lanes([(0, 7, 0.0, 5.0, 1), (-1, 9, 1.0, 2.0, 3), (0, 7, 4.0, 6.0, 4)])
+    slow = lanes([(0, 8, 3.0, 4.0, 2), (0, 7, 5.5, 7.0, 5)])
+    joined = LaneColumns.joined([ops, slow])
+    assert joined.number.tolist() == [1, 2, 3, 4, 5]
+    assert joined.stream.tolist() == [7, 8, 9, 7, 7]
+    v = Validator()
+    n = 6
+    v.feed_columns(
+        EventColumns(0, np.ones(n, bool), np.zeros(n), np.ones(n), np.array(["k"] * n), joined)
+    )
+    assert list(v.lanes) == [(0, 7), (0, 8), (None, 9)]
+    assert list(v.lanes[(0, 7)].number) == [1, 4, 5]
+    assert list(v.lanes[(0, 7)].start) == [0.0, 4.0, 5.5]
+    overlaps = list(v.lanes[(0, 7)].overlaps())
+    assert overlaps == [("e1", "e4", 1.0), ("e4", "e5", 0.5)]
+
+
 @pytest.mark.timeout(60)
 def test_full_disk_at_the_gzips_last_flush_is_an_error_not_a_hang() -> None:
     # A small file is compressed in memory and first written at the gzip's close, after

@@ -74,18 +74,45 @@ class _Collector:
 Lane = tuple[tuple[Any, Any], tuple[float, float, str]]
 
 
+@dataclass(frozen=True)
+class LaneColumns:
+    """What ``lane_of`` gives of the converter's events that run on a stream, as columns
+    in event order: the lane ``(device, stream)`` (device -1: None) and the span of event
+    ``e<number>``. A tuple and an id string per GPU op, parsed back into the number, were
+    most of the checks' time."""
+
+    device: np.ndarray  # int64
+    stream: np.ndarray  # int64
+    start: np.ndarray  # float64 µs
+    end: np.ndarray  # float64 µs
+    number: np.ndarray  # int64
+
+    @classmethod
+    def empty(cls) -> LaneColumns:
+        ints, floats = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
+        return cls(ints, ints, floats, floats, ints)
+
+    @classmethod
+    def joined(cls, parts: list[LaneColumns]) -> LaneColumns:
+        """``parts`` as one, in event order (their numbers are distinct)."""
+        fields = ("device", "stream", "start", "end", "number")
+        whole = {f: np.concatenate([getattr(p, f) for p in parts]) for f in fields}
+        order = np.argsort(whole["number"], kind="stable")
+        return cls(**{f: v[order] for f, v in whole.items()})
+
+
 @dataclass
 class EventColumns:
     """A run of the converter's events ``e<first>, e<first+1>, …`` as columns: what the checks
-    read of them, without a dict per event. ``lanes``: what ``lane_of`` gives of each of
-    them that runs on a stream, in event order (the order the report lists streams in)."""
+    read of them, without a dict per event. ``lanes``: those of them that run on a stream,
+    in event order (the order the report lists streams in)."""
 
     first: int
     spans: np.ndarray  # bool: has a start and an end (not an instant)
     start: np.ndarray  # float64 µs
     end: np.ndarray  # float64 µs
     names: np.ndarray  # object: the event names
-    lanes: list[Lane]
+    lanes: LaneColumns
 
 
 class Validator:
@@ -119,8 +146,13 @@ class Validator:
             }
 
         _span_checks(c.spans, c.start, c.end, event, self.out)
-        for key, span in c.lanes:
-            self.lanes[key].add(*span)
+        lanes = c.lanes
+        devices, streams = lanes.device.tolist(), lanes.stream.tolist()
+        # The lanes in the order they first come (few: one a stream), each one's ops at once.
+        for device, stream in dict.fromkeys(zip(devices, streams, strict=True)):
+            on = (lanes.device == device) & (lanes.stream == stream)
+            key = (None if device < 0 else device, stream)
+            self.lanes[key].extend(lanes.start[on], lanes.end[on], lanes.number[on])
 
     def finish(self, scopes: list[dict[str, Any]]) -> ValidationReport:
         _unique_ids(scopes, self.seen, self.out)
@@ -282,6 +314,12 @@ class _Spans:
         else:
             self.number.append(-1 - len(self.other))
             self.other.append(eid)
+
+    def extend(self, start: np.ndarray, end: np.ndarray, number: np.ndarray) -> None:
+        """:meth:`add` of the spans of events ``e<number>``, a column each."""
+        self.start.frombytes(np.ascontiguousarray(start, dtype=np.float64).tobytes())
+        self.end.frombytes(np.ascontiguousarray(end, dtype=np.float64).tobytes())
+        self.number.frombytes(np.ascontiguousarray(number, dtype=np.int64).tobytes())
 
     def id_of(self, i: int) -> str:
         k = self.number[i]

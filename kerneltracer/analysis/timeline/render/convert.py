@@ -29,7 +29,7 @@ from kerneltracer.analysis.timeline.model.categories import (
     memcpy_direction,
     memcpy_host_kind,
 )
-from kerneltracer.analysis.timeline.model.validate import EventColumns, Lane, lane_of
+from kerneltracer.analysis.timeline.model.validate import EventColumns, LaneColumns, lane_of
 from kerneltracer.analysis.timeline.render.cpu_calls import (
     CpuCallBuilder,
     exact,
@@ -177,38 +177,45 @@ class InferScopeConverter:
         slow = np.flatnonzero(~quick)
         if slow.size:
             slow_lanes = self._encode_slow(start, other[slow], other_rows[slow], texts, spans)
-            merged: list[Lane | None] = [None] * other.size  # lanes in position order
-            for j, lane in zip(np.flatnonzero(quick).tolist(), lanes, strict=True):
-                merged[j] = lane
-            for j, lane in zip(slow.tolist(), slow_lanes, strict=True):
-                merged[j] = lane
-            lanes = merged
+            lanes = LaneColumns.joined([lanes, slow_lanes])
         texts[cpu] = self._encode_cpu_calls(rows[cpu], cpu + start)
         ts = t.ts[rows]
         names = self.cpu_calls.names[t.name[rows]]
-        present = [lane for lane in lanes if lane is not None]
-        columns = EventColumns(start, spans, ts, ts + t.dur[rows], names, present)
+        columns = EventColumns(start, spans, ts, ts + t.dur[rows], names, lanes)
         return b",".join(texts.tolist()), columns
 
     def _encode_slow(
         self, start: int, at: np.ndarray, rows: np.ndarray, texts: np.ndarray, spans: np.ndarray
-    ) -> list[Lane | None]:
+    ) -> LaneColumns:
         """Events ``rows`` (at chunk positions ``at``) through the generic per-event dicts:
-        their texts and spans put in place, their lanes given."""
+        their texts and spans put in place, the lanes of those on a stream given."""
         t = self.trace
         cols = _Lists.of(t, rows, self.wall)
         found = _args_of(t, rows)
-        lanes: list[Lane | None] = []
+        lanes: list[tuple[int, int, float, float, int]] = []
         for k, (i, r) in enumerate(zip(at.tolist(), rows.tolist(), strict=True)):
             event = _event(t, cols, k, r, f"e{start + i}", self.plan, self.scope_ids, next(found))
             texts[i] = exact(orjson.dumps(event))  # held until the chunk is joined
             spans[i] = event["type"] != "instant"
-            lanes.append(lane_of(event))
-        return lanes
+            lane = lane_of(event)
+            if lane is not None:
+                (device, stream), (begin, end, _) = lane
+                lanes.append((-1 if device is None else device, stream, begin, end, start + i))
+        if not lanes:
+            return LaneColumns.empty()
+        fields = list(zip(*lanes, strict=True))
+        ints, floats = np.int64, np.float64
+        return LaneColumns(
+            np.array(fields[0], dtype=ints),
+            np.array(fields[1], dtype=ints),
+            np.array(fields[2], dtype=floats),
+            np.array(fields[3], dtype=floats),
+            np.array(fields[4], dtype=ints),
+        )
 
     def _encode_gpu_ops(
         self, rows: np.ndarray, positions: np.ndarray, found: Iterable[dict[str, Any]]
-    ) -> tuple[list[bytes], list[Lane | None]]:
+    ) -> tuple[list[bytes], LaneColumns]:
         """What ``_event`` gives of GPU op ``rows`` (kernels, memsets and copies with finite
         times and a name), as JSON text, with each one's lane; ``found``: their args. As
         for host calls, numbers are written a column at a time and names once per name;
@@ -218,12 +225,14 @@ class InferScopeConverter:
         end = ts + t.dur[rows]
         names = t.name[rows].tolist()
         devices, streams, correlation = t.device[rows], t.stream[rows], t.correlation[rows]
-        device, stream = devices.tolist(), streams.tolist()
-        ids = [f"e{p}" for p in positions.tolist()]
-        lanes: list[Lane | None] = [
-            ((d if d >= 0 else None, s), (a, b, eid)) if s >= 0 else None
-            for d, s, a, b, eid in zip(device, stream, ts.tolist(), end.tolist(), ids, strict=True)
-        ]
+        on = streams >= 0
+        lanes = LaneColumns(
+            np.where(devices[on] >= 0, devices[on], -1).astype(np.int64),
+            streams[on].astype(np.int64),
+            ts[on],
+            end[on],
+            positions[on].astype(np.int64),
+        )
         kinds: list[bytes] = []
         tails: list[bytes] = []
         ops = zip(t.cat[rows].tolist(), names, found, t.dur[rows].tolist(), strict=True)
