@@ -46,10 +46,9 @@ def write_ops_files(result: OpsResult, out_dir: Path, title: str = "") -> list[P
 
 def _csv(path: Path, columns: tuple[str, ...], rows: list[dict[str, Any]]) -> Path:
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
-    w.writeheader()
-    for r in rows:
-        w.writerow({k: "" if r[k] is None else r[k] for k in columns})
+    w = csv.writer(buf, lineterminator="\n")  # DictWriter's rows, without its checks a row
+    w.writerow(columns)
+    w.writerows([["" if r[k] is None else r[k] for k in columns] for r in rows])
     atomic_write_text(path, buf.getvalue())
     return path
 
