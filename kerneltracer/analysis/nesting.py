@@ -112,13 +112,16 @@ class Nesting:
         # Memoryviews, not lists: the three columns as Python lists peaked ~55 MiB higher
         # for the 700k host ops of a 3M-event trace, for the same Python floats and ints
         # read one at a time.
-        parents = stack_pass(memoryview(self.ts), memoryview(self.end), memoryview(threads)).parent
-        self.parent_pos = np.frombuffer(parents, dtype=np.int64) if len(parents) else _NONE
         # Each thread's run of positions, not a thread key per interval: queries search the
         # ts of their thread's run (a (thread, ts) key per interval held 16 bytes each).
         cuts = np.flatnonzero(threads[1:] != threads[:-1]) + 1
         self._threads = threads[np.concatenate(([0], cuts))] if threads.size else threads
         self._bounds = np.concatenate(([0], cuts, [threads.size]))
+        found = _nested_parents(self.ts, self.end, self._bounds)
+        if found is None:  # not nested as the levels need: the stack walk itself
+            parents = stack_pass(memoryview(self.ts), memoryview(self.end), memoryview(threads))
+            found = np.frombuffer(parents.parent, dtype=np.int64) if len(threads) else _NONE
+        self.parent_pos = found
         del threads
         # Row -> position as an array over the trace's rows, not a dict: a dict of 700k
         # host ops held 80 MiB on a 3M-event trace, this 4 bytes per trace row.
@@ -192,3 +195,68 @@ class Nesting:
 
 
 _NONE = np.empty(0, dtype=np.int64)
+_BLOCK = 1 << 16  # intervals whose temporaries are made at a time
+
+
+def _nested_parents(start: np.ndarray, end: np.ndarray, bounds: np.ndarray) -> np.ndarray | None:
+    """What :func:`stack_pass` gives as parents (``close_crossed=False``) of intervals in
+    (thread, start asc, end desc) order, threads' runs at ``bounds``, with whole-array
+    operations; None where it cannot tell (the walk then runs).
+
+    Interval j is on the walk's stack from j on until the first interval k after it that
+    starts at or after j's end and ends after it (an empty one at j's end is inside j): its
+    ``until``. While intervals nest, the stack at i is the j < i with ``until[j] > i``, and
+    its top (i's parent) is the last j before i at one level less; that each interval ends
+    no later than that parent is what nesting means here, and is checked: it keeps the
+    stack's ends in order, so that the walk's pops are the ``until`` counts (by induction).
+    The walk over the 50k host ops of a 218k-event trace took ~14 ms, this ~5."""
+    n = start.size
+    if not n or not (np.isfinite(start).all() and np.isfinite(end).all()):
+        return None
+    # Positions and levels as int32 where they fit, and work on whole-array temporaries a
+    # block at a time: at 3M events (700k host ops) they otherwise raised the run's peak
+    # by ~30 MiB over the walk's.
+    small = np.int32 if n < 2**31 - 1 else np.int64
+    until: np.ndarray = np.empty(n, dtype=small)
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        s, e_run = start[lo:hi], end[lo:hi]
+        for at0 in range(lo, hi, _BLOCK):
+            at1 = min(at0 + _BLOCK, hi)
+            e = end[at0:at1]
+            first = np.searchsorted(s, e, side="left")
+            np.maximum(first, np.arange(at0 - lo + 1, at1 - lo + 1), out=first)
+            # Intervals that start at j's end come longest first: from the first empty one
+            # there on they all are, and empty intervals at j's end stay inside j.
+            at = np.minimum(first, s.size - 1)
+            empty = (first < s.size) & (s[at] == e) & (e_run[at] == e)
+            first[empty] = np.searchsorted(s, e[empty], side="right")
+            until[at0:at1] = first + lo
+    # Open at each interval's start: the intervals before it less those closed by then.
+    closed = np.bincount(until, minlength=n + 1)
+    np.cumsum(closed, out=closed)
+    level: np.ndarray = np.arange(n, dtype=small)
+    level -= closed[:n].astype(small)
+    del closed
+    # (level, position) of every interval, sorted: each parent is found by one search.
+    keys = level.astype(np.int64)
+    keys *= n
+    for at0 in range(0, n, _BLOCK):
+        keys[at0 : at0 + _BLOCK] += np.arange(at0, min(at0 + _BLOCK, n))
+    keys.sort()
+    parent = np.full(n, -1, dtype=np.int64)
+    for at0 in range(0, n, _BLOCK):
+        inner = at0 + np.flatnonzero(level[at0 : at0 + _BLOCK] > 0)
+        if not inner.size:
+            continue
+        want = level[inner].astype(np.int64) - 1
+        found = np.searchsorted(keys, want * n + inner) - 1
+        if found.min() < 0:
+            return None
+        hit = keys[found]
+        if not (hit // n == want).all():
+            return None
+        up = hit % n
+        if not ((end[inner] <= end[up]).all() and (until[up] > inner).all()):
+            return None
+        parent[inner] = up
+    return parent

@@ -320,3 +320,60 @@ def test_a_pause_to_the_end_freezes_what_it_made_instead_of_collecting_it() -> N
         assert not gc.isenabled()
         made = [[i] for i in range(50_000)]  # tracked containers
     assert gc.isenabled() and gc.get_freeze_count() >= before + len(made)
+
+
+def _intervals(rng: Any, nested: bool) -> list[tuple[int, float, float]]:
+    """Host-op-like intervals on up to three threads: trees (children inside their parent,
+    empty ones among them, many at a sibling's or the parent's end, ties) or, without
+    ``nested``, spans at random that cross."""
+    out: list[tuple[int, float, float]] = []
+
+    def tree(t: int, lo: float, hi: float, depth: int) -> None:
+        cur = lo
+        for _ in range(rng.randrange(0, 4) if depth < 4 else 0):
+            if cur >= hi:
+                break
+            s = min(hi, rng.choice([cur, cur + rng.randrange(0, 3), rng.uniform(cur, hi)]))
+            e = rng.choice([s, min(hi, s + rng.randrange(0, 6)), rng.uniform(s, hi), hi])
+            out.append((t, s, e))
+            tree(t, s, e, depth + 1)
+            cur = e if rng.random() < 0.7 else s
+
+    for t in rng.sample([1, 2, 3], rng.randrange(1, 4)):
+        top = 0.0
+        for _ in range(rng.randrange(1, 4)):
+            s = top + rng.randrange(0, 3)
+            e = s + rng.randrange(0, 20)
+            out.append((t, s, e))
+            if nested:
+                tree(t, s, e, 1)
+            else:
+                out += [(t, rng.uniform(0, 30), rng.uniform(0, 40)) for _ in range(3)]
+            top = e
+    return [(t, s, max(s, e)) for t, s, e in out]
+
+
+@pytest.mark.parametrize("nested", [True, False])
+def test_nesting_parents_by_levels_are_the_stack_walks(nested: bool) -> None:
+    """Nesting's parents from whole-array levels are what the stack walk gives, on seeded
+    trees with empty intervals at their parent's or a sibling's end (inside, not after)
+    and ties; intervals that cross go to the walk itself, with the same answer."""
+    import random
+
+    from kerneltracer.analysis import nesting
+    from kerneltracer.analysis.nesting import Nesting, stack_pass
+
+    by_levels = 0
+    for seed in range(400):
+        rng = random.Random(seed)
+        spans = _intervals(rng, nested)
+        thread = np.array([t for t, _, _ in spans], dtype=np.int64)
+        ts = np.array([s for _, s, _ in spans])
+        end = np.array([e for _, _, e in spans])
+        got = Nesting(np.arange(ts.size), ts, end, thread)
+        walk = stack_pass(
+            memoryview(got.ts), memoryview(got.end), memoryview(thread[got.rows])
+        ).parent
+        assert got.parent_pos.tolist() == list(walk), seed
+        by_levels += nesting._nested_parents(got.ts, got.end, got._bounds) is not None
+    assert by_levels >= (300 if nested else 1)  # the trees go by levels, nearly all
