@@ -54,21 +54,6 @@ def tiny_moe(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_models(root, ["tiny-moe"])["tiny-moe"][0]
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _inductor_cache_of_the_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Inductor's caches under the session's temp dir, not the machine's
-    /tmp/torchinductor_<user>: a test that compiles in this process left a 155 MB
-    precompiled header there after every run. Jobs the tests run keep their own dir."""
-    if "TORCHINDUCTOR_CACHE_DIR" in os.environ:  # the caller chose one
-        yield
-        return
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(tmp_path_factory.mktemp("inductor"))
-    try:
-        yield
-    finally:
-        os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
-
-
 def clean_env(home: Path) -> dict[str, str]:
     """Environment for CLI subprocesses: own HF cache, nothing inherited that changes runs."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "KT_", "TORCH"))}

@@ -280,10 +280,16 @@ def test_values_that_are_data_stay_unsupported_naming_the_line(
 def test_torch_compile_generates_the_code_of_a_fake_model_without_running_it(
     zoo_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import torch._inductor.config
+
     from kerneltracer.worker.frameworks.huggingface.loader import load_huggingface
     from kerneltracer.worker.tracers.torch_compile import CompileOptions, TorchCompileTracer
 
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    # Inductor precompiles its C++ headers into the system temp dir whatever the cache dir
+    # (codecache._HEADER_DIR): 155 MB left in /tmp/torchinductor_<user> by every run. Jobs
+    # write theirs in their own TMPDIR; this one, in the test process, makes none.
+    monkeypatch.setattr(torch._inductor.config, "cpp_cache_precompile_headers", False)
     ctx = load_huggingface(_job(zoo_dir / "llama", "fake", mode="train"), tmp_path)
     try:
         traced = TorchCompileTracer(CompileOptions(steps=2)).trace(ctx)
