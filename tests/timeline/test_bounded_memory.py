@@ -254,9 +254,8 @@ def test_no_room_for_the_spilled_args_says_so_not_that_the_trace_is_bad(
 @settings(max_examples=80, deadline=None)
 @given(
     st.lists(
-        st.tuples(
-            st.binary(min_size=1, max_size=6).map(lambda b: b.replace(b",", b";")), st.booleans()
-        ),
+        # Texts with commas of their own too: the runs come from the offsets, not the text.
+        st.tuples(st.binary(min_size=1, max_size=6), st.booleans()),
         max_size=25,
     )
 )

@@ -281,7 +281,8 @@ class InferScopeConverter:
         if not np.isfinite(end).all():  # repr would write inf; orjson writes null, as before
             starts, ends = _iso_column(self.wall, ts), _iso_column(self.wall, end)
             built = self.cpu_calls.build(rows, positions, starts, ends)
-            return [orjson.dumps(e) for e in built]
+            # Each held until the chunk is joined: in a bytes object of its own size.
+            return [exact(orjson.dumps(e)) for e in built]
         if self.wall is None:
             return self.cpu_calls.encode(rows, positions, None)
         wall = self.wall
