@@ -248,15 +248,23 @@ def _nested_parents(start: np.ndarray, end: np.ndarray, bounds: np.ndarray) -> n
         inner = at0 + np.flatnonzero(level[at0 : at0 + _BLOCK] > 0)
         if not inner.size:
             continue
-        want = level[inner].astype(np.int64) - 1
-        found = np.searchsorted(keys, want * n + inner) - 1
-        if found.min() < 0:
-            return None
-        hit = keys[found]
-        if not (hit // n == want).all():
-            return None
-        up = hit % n
-        if not ((end[inner] <= end[up]).all() and (until[up] > inner).all()):
+        up = last_at_level(keys, level[inner] - 1, inner, n)
+        if up is None or not ((end[inner] <= end[up]).all() and (until[up] > inner).all()):
             return None
         parent[inner] = up
     return parent
+
+
+def last_at_level(
+    keys: np.ndarray, wanted: np.ndarray, rows: np.ndarray, n: int
+) -> np.ndarray | None:
+    """For each of ``rows`` (positions), the last position before it at the ``wanted``
+    level, from ``keys`` (``level * n + position`` of the candidates, sorted); None if one
+    has none."""
+    found = np.searchsorted(keys, wanted.astype(np.int64) * n + rows) - 1
+    if found.size and found.min() < 0:
+        return None
+    hit = keys[found]
+    if not (hit // n == wanted).all():
+        return None
+    return hit % n

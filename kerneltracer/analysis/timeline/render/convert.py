@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from kerneltracer.analysis.nesting import last_at_level
 from kerneltracer.analysis.timeline.load.loader import PH_COMPLETE, ChromeTrace
 from kerneltracer.analysis.timeline.load.packed import PackedMapping
 from kerneltracer.analysis.timeline.model.categories import (
@@ -481,7 +482,7 @@ def _nest_thread(
     keys.sort()
     for lo in range(0, n, _NESTING_CHUNK):
         inner = lo + np.flatnonzero(level[lo : lo + _NESTING_CHUNK] > 0)
-        parent = _last_at_level(keys, level[inner] - 1, inner, n)
+        parent = last_at_level(keys, level[inner] - 1, inner, n)
         if parent is None or not (
             (end[inner] <= end[parent]).all() and (end[parent] > start[inner]).all()
         ):
@@ -503,7 +504,7 @@ def _nest_thread(
     for lo in range(0, n, _NESTING_CHUNK):
         part = slice(lo, lo + _NESTING_CHUNK)
         here = lo + np.flatnonzero(scope_level[part] > 0)
-        innermost = _last_at_level(scope_keys, scope_level[here] - 1, here, n)
+        innermost = last_at_level(scope_keys, scope_level[here] - 1, here, n)
         if innermost is None:
             return None  # cannot be, once the rows nest; the loop redoes every row if it were
         parent = np.full(min(n, lo + _NESTING_CHUNK) - lo, -1, dtype=np.int32)
@@ -514,21 +515,6 @@ def _nest_thread(
         parent_scope[block[ops]] = parent[ops]
         scope_parents += parent[~ops].tolist()
     return rows[scope].tolist(), scope_parents
-
-
-def _last_at_level(
-    keys: np.ndarray, wanted: np.ndarray, rows: np.ndarray, n: int
-) -> np.ndarray | None:
-    """For each of ``rows`` (positions), the last position before it at the ``wanted``
-    level, from ``keys`` (``level * n + position`` of the candidates, sorted); None if one
-    has none."""
-    found = np.searchsorted(keys, wanted.astype(np.int64) * n + rows) - 1
-    if found.size and found.min() < 0:
-        return None
-    hit = keys[found]
-    if not (hit // n == wanted).all():
-        return None
-    return hit % n
 
 
 def _event(
