@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import statistics
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -75,7 +76,10 @@ class _Recorder(fx.Interpreter):
     def __init__(self, gm: fx.GraphModule, exclude: frozenset[int]) -> None:
         super().__init__(gm)
         self.exclude = exclude
-        self.producer: dict[int, str] = {}
+        # The allocator hands a freed block's address to later tensors, so an address alone
+        # names a storage only while that storage lives: each producer keeps a weak reference
+        # to the storage it made, and a dead one gives its address to the next producer.
+        self.producer: dict[int, tuple[str, weakref.ref[torch.UntypedStorage]]] = {}
         self.saved: dict[int, int] = {}
         self.cost: dict[str, float] = {}
 
@@ -86,7 +90,10 @@ class _Recorder(fx.Interpreter):
         leaves = tensor_leaves(result)
         self.cost[n.name] = float(counter.get_total_flops() + sum(t.numel() for t in leaves))
         for t in leaves:
-            self.producer.setdefault(t.untyped_storage().data_ptr(), n.name)
+            storage = t.untyped_storage()
+            known = self.producer.get(storage.data_ptr())
+            if known is None or known[1]() is not storage:
+                self.producer[storage.data_ptr()] = (n.name, weakref.ref(storage))
         return result
 
     def call_function(self, target: Any, args: Any, kwargs: Any) -> Any:
@@ -124,7 +131,7 @@ def saved_activations(
         recorder.run(*_flat_inputs(gm, inputs))
     by_node: dict[str, int] = {}
     for ptr, nbytes in recorder.saved.items():
-        name = recorder.producer.get(ptr, "<input>")
+        name = recorder.producer[ptr][0] if ptr in recorder.producer else "<input>"
         by_node[name] = by_node.get(name, 0) + nbytes
     return SavedActivations(sum(recorder.saved.values()), by_node, recorder.cost)
 

@@ -153,6 +153,42 @@ def test_budget_policy_requires_inputs() -> None:
     assert RecomputationPass(EveryNth(2)).analyze(gm.graph)["stats"]["checkpointed"] == 1
 
 
+class _Arena(torch.nn.Module):
+    """Hands every call's output the same memory, as an allocator does with a freed block."""
+
+    def __init__(self, numel: int) -> None:
+        super().__init__()
+        self.memory = bytearray(4 * numel)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = torch.frombuffer(self.memory, dtype=torch.float32).view(x.shape)
+        return out.copy_(x)
+
+
+class _ReusingNet(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.arena = _Arena(16 * 32)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        first = self.arena(x * 2)  # dies after the add: nothing saves it
+        second = self.arena(first + 1)  # a new storage at the same address
+        return second.sin()  # sin saves its input for backward
+
+
+class _ArenaLeaf(fx.Tracer):
+    def is_leaf_module(self, m: torch.nn.Module, module_qualified_name: str) -> bool:
+        return isinstance(m, _Arena) or super().is_leaf_module(m, module_qualified_name)
+
+
+def test_saved_bytes_go_to_the_node_that_made_them_when_an_address_is_reused() -> None:
+    model = _ReusingNet()
+    gm = fx.GraphModule(model, _ArenaLeaf().trace(model))
+    assert [n.name for n in gm.graph.nodes if n.op == "call_module"] == ["arena", "arena_1"]
+    x = torch.randn(16, 32, requires_grad=True)
+    assert saved_activations(gm, (x,)).by_node == {"arena_1": 16 * 32 * 4}
+
+
 def test_optimize_for_memory_and_for_speed_shortcuts() -> None:
     memory = deep_optimizer()
     memory.optimize_for_memory()
