@@ -11,6 +11,7 @@ import base64
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -45,6 +46,7 @@ class PageLoad:
 
 class Browser:
     def __init__(self, profile: Path, log: Path) -> None:
+        self._profile = profile
         self._log = log.open("wb")
         self.proc = subprocess.Popen(
             [str(CHROMIUM), *FLAGS, f"--user-data-dir={profile}", "about:blank"],
@@ -149,6 +151,16 @@ class Browser:
         _killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait(timeout=10)
         self._log.close()
+        _remove_singleton_folder(self._profile)
+
+
+def _remove_singleton_folder(profile: Path) -> None:
+    """Chromium keeps its singleton socket in a folder of the system temp dir, linked from
+    the profile, and leaves it behind when killed; a test run must not litter /tmp."""
+    with contextlib.suppress(OSError):
+        folder = (profile / "SingletonSocket").readlink().parent
+        if folder.name.startswith("org.chromium.Chromium."):
+            shutil.rmtree(folder)
 
 
 def _killpg(pgid: int, sig: int) -> None:

@@ -221,4 +221,10 @@ def test_sigkill_to_the_orchestrator_leaves_no_engine_process(
     finally:
         for proc in processes_under(run_dir):
             proc.kill()
+        # A SIGKILLed orchestrator cannot remove a job's socket dir kept in the system temp
+        # dir (the job's next run does); this test's own run must not leave it there.
+        from kerneltracer.core.layout import JobPaths
+
+        for job_file in run_dir.glob("jobs/*/*/JOB.json"):
+            shutil.rmtree(JobPaths(job_file.parent).rpc, ignore_errors=True)
     assert _shm_segments() - shm_before == set()
