@@ -27,7 +27,8 @@ def fx() -> None:
 )  # fmt: skip
 @click.option(
     "--memory-budget", type=click.FloatRange(0.0, 1.0), default=0.5, show_default=True,
-    help="recompute: keep saved activations under this fraction of the original.",
+    help="recompute: keep saved activations under this fraction of the original (the "
+    "report says whether it was met, and when no choice of layers can meet it).",
 )  # fmt: skip
 @click.option("--device", default="cpu", show_default=True, help="cpu, cuda, cuda:1, ...")
 @click.option(

@@ -167,6 +167,7 @@ class BenchmarkReport:
             f"  Original: {self.saved_bytes_original / _MB:.2f} MB",
             f"  Optimized: {self.saved_bytes_optimized / _MB:.2f} MB",
             f"  Reduction: {self.memory_reduction_pct:.1f}%{mark}",
+            *self._budget_lines(),
         ]
         before, after = self.cuda_peak_original, self.cuda_peak_optimized
         if before is not None and after is not None:
@@ -177,6 +178,26 @@ class BenchmarkReport:
                 f"  Reduction: {_pct(before, after):.1f}%",
             ]
         return lines
+
+    def _budget_lines(self) -> list[str]:
+        budgets = [p.stats for p in self.passes if p.stats.get("budget_fraction") is not None]
+        if not budgets:
+            return []
+        stats = budgets[-1]
+        fraction = float(stats["budget_fraction"])
+        limit = fraction * self.saved_bytes_original
+        line = f"  Budget: {fraction * 100:g}% of original ({limit / _MB:.2f} MB): "
+        if self.saved_bytes_optimized <= limit:
+            return [line + "met"]
+        before = stats.get("saved_bytes_before") or 0
+        least = stats.get("least_saved_bytes")
+        if before and least is not None and least > fraction * before:
+            # The pass's own measurement says no choice of layers reaches it.
+            return [
+                line + "not met, out of reach: checkpointing every recomputable layer "
+                f"leaves {least / before:.0%}"
+            ]
+        return [line + "not met"]
 
     def _verdict(self, overhead: float) -> str:
         saved = self.memory_reduction_pct

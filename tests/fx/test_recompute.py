@@ -146,6 +146,31 @@ def test_benchmark_reports_memory_and_time_overhead() -> None:
     assert report.to_json()["time_optimized"]["runs"] == 2
 
 
+def test_report_says_whether_the_budget_was_met_and_when_it_is_out_of_reach() -> None:
+    opt = deep_optimizer()
+    opt.optimize([RecomputationPass(MemoryBudget(0.5))])
+    report = opt.benchmark(num_runs=1, warmup=0)
+    assert "  Budget: 50% of original (0.05 MB): met" in report.format_text().splitlines()
+    assert report.to_json()["passes"][0]["stats"]["budget_fraction"] == 0.5
+
+    torch.manual_seed(0)
+    model = MiniResNet(num_blocks=3, channels=(8, 16)).eval()
+    opt = GraphOptimizer(model, example_inputs=(torch.randn(2, 3, 16, 16),))
+    opt.optimize([RecomputationPass(MemoryBudget(0.125))])
+    report = opt.benchmark(num_runs=1, warmup=0)
+    stats = report.passes[0].stats
+    share = stats["least_saved_bytes"] / stats["saved_bytes_before"]
+    assert report.saved_bytes_optimized > 0.125 * report.saved_bytes_original and share > 0.125
+    assert (
+        f"  Budget: 12.5% of original ({0.125 * report.saved_bytes_original / 2**20:.2f} MB): "
+        f"not met, out of reach: checkpointing every recomputable layer leaves {share:.0%}"
+    ) in report.format_text().splitlines()
+
+    opt = deep_optimizer()
+    opt.optimize([RecomputationPass(EveryNth(2))])
+    assert "Budget:" not in opt.benchmark(num_runs=1, warmup=0).format_text()
+
+
 def test_budget_policy_requires_inputs() -> None:
     gm = fx.symbolic_trace(DeepNet(8, 2))
     with pytest.raises(ValueError, match="needs example inputs"):

@@ -202,6 +202,10 @@ class RecomputationPass(OptimizationPass):
 
     def analyze(self, graph: fx.Graph) -> dict[str, Any]:
         layers, chosen, total = self.plan(owning_module(graph))
+        budget = self.policy.fraction if isinstance(self.policy, MemoryBudget) else None
+        # What checkpointing every recomputable layer would leave: a budget below it cannot
+        # be met by this pass, and the report says so rather than only missing it.
+        floor = total - sum(x.saved_bytes for x in layers if x.eligible and x.saved_bytes > 0)
         return {
             "opportunities": [asdict(x) for x in layers if x.index in chosen],
             "stats": {
@@ -211,6 +215,8 @@ class RecomputationPass(OptimizationPass):
                 "checkpointed": len(chosen),
                 "saved_bytes_before": total,
                 "expected_saving_bytes": sum(x.saved_bytes for x in layers if x.index in chosen),
+                "budget_fraction": budget,
+                "least_saved_bytes": floor,
                 "not_recomputable": {x.key: x.reason for x in layers if not x.eligible},
             },
             "safe": True,
