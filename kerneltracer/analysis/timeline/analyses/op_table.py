@@ -57,7 +57,6 @@ Key = tuple[str, ...]
 _NAME_KEYS = ("MI300X", "MI250X", "MI250", "H200", "H100", "B200", "A100")
 # ROCm traces often name the GPU "AMD Radeon Graphics": its CU count tells them apart.
 _AMD_CUS = {304: "MI300X", 220: "MI250X", 110: "MI250X", 208: "MI250", 104: "MI250"}
-_CHUNK = 1 << 16  # GPU events read into Python values at a time
 
 
 @dataclass
@@ -177,11 +176,7 @@ def op_table(a: Attribution, device: Device | None) -> OpTable:
     rows: dict[Key, OpRow] = {}
     kernels: dict[tuple[Any, ...], KernelRow] = {}
     row_kernels: dict[Key, set[str]] = defaultdict(set)  # kernels an op row launched itself
-    dur = a.dur
-    if (np.signbit(dur) & (dur == 0)).any():  # -0.0: min / max keep the first zero met
-        direct = _gpu_events_loop(a, keys, rows, kernels, row_kernels)
-    else:
-        direct = _gpu_events(a, keys, rows, kernels, row_kernels)
+    direct = _gpu_events(a, keys, rows, kernels, row_kernels)
     _inclusive(a.instances, keys, direct, rows)
     for row in rows.values():
         if row.kind == "unattributed":
@@ -212,15 +207,17 @@ def _gpu_events(
     """Every GPU event into its op row and kernel row (made in the order the events first
     name them), and each instance's direct GPU time, which it returns.
 
-    What :func:`_gpu_events_loop` does an event at a time, by groups: sums are bincounts,
-    which add each group's values in event order from 0.0 as the loop's ``+=`` does, so
-    every figure is the same to the last bit, and sets get their members in the order the
-    loop adds them. (No ``np.unique``: its first call imports ``numpy.ma``, ~7 ms.)"""
+    By groups, not an event at a time: sums are bincounts, which add each group's values
+    in event order from 0.0 as a loop's ``+=`` would, so every figure is that loop's to the
+    last bit, and sets get their members in the order it would add them. (No
+    ``np.unique``: its first call imports ``numpy.ma``, ~7 ms.)"""
     n_inst = len(a.instances)
     if not a.rows.size:
         return np.zeros(n_inst, dtype=np.float64)
     inst, status = a.op, a.status.astype(np.int64)
-    dur, step, launch = a.dur, a.step.astype(np.int64), a.launch
+    # A -0.0 duration is a zero: + 0.0 makes it one, or a kernel's min and max by groups
+    # would show whichever sign of zero the reduction kept.
+    dur, step, launch = a.dur + 0.0, a.step.astype(np.int64), a.launch
     # An op's GPU event with a status (a graph replay, ...) is counted in its bucket.
     is_op = np.array([k == "op" for k in a.instances.kind] or [False], dtype=bool)
     at = np.maximum(inst, 0)
@@ -328,64 +325,6 @@ def _pairs_by_first(
     ``groups``, each position's pair number, as :func:`_groups_by_first`)."""
     found = _groups_by_first(_pair_codes(a, b))
     return found if groups else found[0]
-
-
-def _gpu_events_loop(
-    a: Attribution,
-    keys: list[Key],
-    rows: dict[Key, OpRow],
-    kernels: dict[tuple[Any, ...], KernelRow],
-    row_kernels: dict[Key, set[str]],
-) -> np.ndarray:
-    """:func:`_gpu_events` an event at a time (where a duration is -0.0, whose min and max
-    by groups could differ from these in the sign of a zero)."""
-    kinds = a.instances.kind
-    names = a.trace.names
-    # Python floats and ints, not numpy scalars (the same sums in the same order), a
-    # chunk of GPU events at a time: as lists all at once the columns of a 3M-event
-    # trace's GPU events were ~200 MiB.
-    direct = [0.0] * len(a.instances)
-    dur, delay, overhead = a.dur, a.queue_delay(), a.launch_overhead()
-    seen_launch: set[int] = set()
-    for part in range(0, a.rows.size, _CHUNK):
-        sel = slice(part, part + _CHUNK)
-        for i, status, d, step, wait, launch, cost, kname_id, stream in zip(
-            a.op[sel].tolist(),
-            a.status[sel].tolist(),
-            dur[sel].tolist(),
-            a.step[sel].tolist(),
-            delay[sel].tolist(),
-            a.launch[sel].tolist(),
-            overhead[sel].tolist(),
-            a.trace.name[a.rows[sel]].tolist(),
-            a.trace.stream[a.rows[sel]].tolist(),
-            strict=True,
-        ):
-            if i < 0 or (status != 0 and kinds[i] == "op"):
-                key = ("(unattributed)", STATUSES[status], "", "", "unattributed")
-            else:
-                key = keys[i]
-                direct[i] += d
-            row = rows.get(key) or rows.setdefault(key, _new_row(key))
-            row.gpu_events += 1
-            row.gpu_time_us += d
-            row.steps.add(step)
-            if not math.isnan(wait):
-                row.queue_delay_sum_us += wait
-                row.queued_events += 1
-                if launch not in seen_launch:  # a launch can start several GPU events
-                    seen_launch.add(launch)
-                    row.launch_overhead_us += cost
-            kname = names[kname_id]
-            if row.kind == "op":
-                row_kernels[key].add(kname)
-            kkey = (key[0], key[1], key[3], kname, stream)
-            k = kernels.get(kkey) or kernels.setdefault(kkey, _new_kernel_row(row, kname, stream))
-            k.count += 1
-            k.total_us += d
-            k.min_us = min(k.min_us, d)
-            k.max_us = max(k.max_us, d)
-    return np.array(direct, dtype=np.float64)
 
 
 def _keys(instances: OpInstances) -> list[Key]:
