@@ -231,18 +231,7 @@ def _nested_parents(start: np.ndarray, end: np.ndarray, bounds: np.ndarray) -> n
             empty = (first < s.size) & (s[at] == e) & (e_run[at] == e)
             first[empty] = np.searchsorted(s, e[empty], side="right")
             until[at0:at1] = first + lo
-    # Open at each interval's start: the intervals before it less those closed by then.
-    closed = np.bincount(until, minlength=n + 1)
-    np.cumsum(closed, out=closed)
-    level: np.ndarray = np.arange(n, dtype=small)
-    level -= closed[:n].astype(small)
-    del closed
-    # (level, position) of every interval, sorted: each parent is found by one search.
-    keys = level.astype(np.int64)
-    keys *= n
-    for at0 in range(0, n, _BLOCK):
-        keys[at0 : at0 + _BLOCK] += np.arange(at0, min(at0 + _BLOCK, n))
-    keys.sort()
+    level, keys = levels(until)
     parent = np.full(n, -1, dtype=np.int64)
     for at0 in range(0, n, _BLOCK):
         inner = at0 + np.flatnonzero(level[at0 : at0 + _BLOCK] > 0)
@@ -253,6 +242,25 @@ def _nested_parents(start: np.ndarray, end: np.ndarray, bounds: np.ndarray) -> n
             return None
         parent[inner] = up
     return parent
+
+
+def levels(until: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each interval's depth on a stack that interval j stays on up to position
+    ``until[j]`` (the intervals open at its start: those before it less those closed by
+    then), and the ``level * n + position`` keys of all, sorted, that :func:`last_at_level`
+    searches. Levels are int32 where they fit; the keys are made a block at a time."""
+    n = until.size
+    closed = np.bincount(until, minlength=n + 1)
+    np.cumsum(closed, out=closed)
+    level: np.ndarray = np.arange(n, dtype=np.int32 if n < 2**31 - 1 else np.int64)
+    np.subtract(level, closed[:n], out=level, casting="unsafe")
+    del closed
+    keys = level.astype(np.int64)
+    keys *= n
+    for at0 in range(0, n, _BLOCK):
+        keys[at0 : at0 + _BLOCK] += np.arange(at0, min(at0 + _BLOCK, n))
+    keys.sort()
+    return level, keys
 
 
 def last_at_level(

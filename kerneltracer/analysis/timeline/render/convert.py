@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from kerneltracer.analysis.nesting import last_at_level
+from kerneltracer.analysis.nesting import last_at_level, levels
 from kerneltracer.analysis.timeline.load.loader import PH_COMPLETE, ChromeTrace
 from kerneltracer.analysis.timeline.load.packed import PackedMapping
 from kerneltracer.analysis.timeline.model.categories import (
@@ -469,17 +469,7 @@ def _nest_thread(
         hi = min(lo + _NESTING_CHUNK, n)
         first_after = np.searchsorted(start, end[lo:hi], side="left")
         until[lo:hi] = np.maximum(first_after, np.arange(lo + 1, hi + 1))
-    # Rows open at each row's start: the rows before it less those closed by then.
-    closed = np.bincount(until, minlength=n + 1)
-    np.cumsum(closed, out=closed)
-    level = np.arange(n, dtype=np.int32)
-    np.subtract(level, closed[:n], out=level, casting="unsafe")
-    del closed
-    # (level, row) of every row, sorted: each row's parent is found by one searchsorted.
-    keys = level.astype(np.int64)
-    keys *= n
-    keys += np.arange(n)
-    keys.sort()
+    level, keys = levels(until)
     for lo in range(0, n, _NESTING_CHUNK):
         inner = lo + np.flatnonzero(level[lo : lo + _NESTING_CHUNK] > 0)
         parent = last_at_level(keys, level[inner] - 1, inner, n)
